@@ -1,0 +1,132 @@
+//! Run events: the append-only, sequence-numbered record of what happened in a run.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::awaiting::{AwaitAnswer, AwaitItem};
+use crate::ids::{AgentId, AwaitItemId, SessionId, ToolCallId};
+use crate::message::{Message, Thinking};
+use crate::model::Usage;
+use crate::planner::Termination;
+use crate::run::RunOutcome;
+use crate::time::Timestamp;
+use crate::tool::{Labels, ToolIdent, ToolOutput};
+
+/// One event of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunEvent {
+    /// Position in the run's log, from 1, without gaps.
+    pub seq: u64,
+    /// When it happened.
+    pub at: Timestamp,
+    /// What happened.
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+/// What happened.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EventKind {
+    /// The run was created.
+    RunStarted {
+        /// The agent.
+        agent_id: AgentId,
+        /// The session.
+        session_id: SessionId,
+        /// The input messages.
+        input: Vec<Message>,
+    },
+    /// The run paused, waiting for an await or a human.
+    RunPaused {
+        /// Why.
+        reason: String,
+    },
+    /// The run resumed.
+    RunResumed,
+    /// The run ended.
+    RunFinished {
+        /// How.
+        outcome: RunOutcome,
+    },
+    /// A planner's note about its reasoning.
+    PlannerThought {
+        /// The note.
+        text: String,
+        /// Labels for filtering.
+        #[serde(default, skip_serializing_if = "Labels::is_empty")]
+        labels: Labels,
+    },
+    /// A fragment of assistant text.
+    AssistantChunk {
+        /// The text.
+        text: String,
+    },
+    /// A complete thinking block.
+    Thinking {
+        /// The block.
+        thinking: Thinking,
+    },
+    /// A fragment of a tool call's arguments, as the model streams them.
+    ToolCallArgsDelta {
+        /// The call.
+        tool_call_id: ToolCallId,
+        /// The tool.
+        tool: String,
+        /// The fragment.
+        delta: String,
+    },
+    /// A tool call began executing.
+    ToolStarted {
+        /// The call.
+        tool_call_id: ToolCallId,
+        /// The tool.
+        tool: ToolIdent,
+        /// Its arguments.
+        payload: Value,
+        /// What the call is doing, when the planner said.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        description: Option<String>,
+    },
+    /// Partial output of a running tool.
+    ToolOutputDelta {
+        /// The call.
+        tool_call_id: ToolCallId,
+        /// The fragment.
+        delta: String,
+    },
+    /// A tool call ended.
+    ToolFinished {
+        /// Its output.
+        output: ToolOutput,
+    },
+    /// The run is waiting for these items.
+    AwaitRequested {
+        /// The items.
+        items: Vec<AwaitItem>,
+    },
+    /// One await item was answered.
+    AwaitSatisfied {
+        /// The item.
+        item_id: AwaitItemId,
+        /// The answer.
+        answer: AwaitAnswer,
+    },
+    /// Tokens used.
+    Usage {
+        /// The usage.
+        usage: Usage,
+    },
+    /// The runtime forced finalization.
+    Termination {
+        /// Why.
+        termination: Termination,
+    },
+}
+
+impl EventKind {
+    /// Whether this event ends the run's log.
+    pub fn is_terminal(&self) -> bool {
+        matches!(self, EventKind::RunFinished { .. })
+    }
+}

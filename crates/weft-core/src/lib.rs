@@ -1,0 +1,35 @@
+//! weft-core: the contract every weft crate speaks and the sans-IO run machine.
+//!
+//! This crate does no IO. It has no async runtime, no sockets, no files and no
+//! clocks: time comes in as a [`Timestamp`] value, tool results and planner
+//! decisions come in as values, and [`run::RunMachine`] answers with the next
+//! [`run::Step`] to take. The runtime (`weft-runtime`) drives it.
+//!
+//! Adapters (model clients, stores, registries, MCP) depend on this crate
+//! alone: implement [`model::ModelClient`], [`store::RunStore`] or
+//! [`planner::Planner`] here and the runtime can use it without knowing it.
+//!
+//! Organization:
+//! - [`ids`], [`time`]: identifier newtypes and time values.
+//! - [`message`]: conversation messages and their parts.
+//! - [`tool`]: tool specs, requests, outputs, errors and retry hints.
+//! - [`awaiting`]: await barriers (clarifications, questions, external tools).
+//! - [`planner`]: the planner trait, its inputs and its decisions.
+//! - [`model`]: the model client trait, stream chunks and the stream assembler.
+//! - [`event`]: run events.
+//! - [`run`]: the run machine, its policy and its driver protocol.
+//! - [`store`]: the run store trait that durable stores implement.
+
+pub mod awaiting;
+pub mod event;
+pub mod ids;
+pub mod message;
+pub mod model;
+pub mod planner;
+pub mod run;
+pub mod store;
+pub mod time;
+pub mod tool;
+
+pub use ids::{AgentId, AwaitItemId, RunId, SessionId, ToolCallId, TurnId};
+pub use time::Timestamp;

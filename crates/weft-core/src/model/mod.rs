@@ -1,0 +1,30 @@
+//! Models as the contract sees them: the [`ModelClient`] trait, requests,
+//! stream chunks, and the sans-IO [`StreamAssembler`] that turns chunks into a
+//! [`ModelSummary`] while forwarding them to a planner's event sink.
+
+mod assemble;
+mod types;
+
+pub use assemble::{AssembleError, StreamAssembler};
+pub use types::*;
+
+use std::pin::Pin;
+
+use async_trait::async_trait;
+use futures_core::Stream;
+
+/// A stream of chunks from a model.
+pub type ChunkStream = Pin<Box<dyn Stream<Item = Result<StreamChunk, ModelError>> + Send>>;
+
+/// A language model behind some API.
+#[async_trait]
+pub trait ModelClient: Send + Sync {
+    /// The client's model id, e.g. `anthropic/claude-sonnet-4-5`.
+    fn id(&self) -> &str;
+
+    /// Sends a request and waits for the whole answer.
+    async fn complete(&self, request: &ModelRequest) -> Result<ModelSummary, ModelError>;
+
+    /// Sends a request and streams the answer as it is produced.
+    async fn stream(&self, request: &ModelRequest) -> Result<ChunkStream, ModelError>;
+}

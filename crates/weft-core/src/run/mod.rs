@@ -1,0 +1,46 @@
+//! The run machine: a run's decisions as a sans-IO, serializable state machine.
+//!
+//! [`RunMachine`] holds everything a run has decided and seen: its policy, its
+//! phase, its counters, its active-time clock, its transcript and its tool
+//! outputs. It performs no IO and reads no clock; a driver (the runtime, a
+//! test, a replay tool) feeds it inputs and asks it what to do next.
+//!
+//! Its methods come in four kinds, in the manner of `quinn-proto`:
+//! - **getters** (`phase_name`, `transcript`, `tool_outputs`, `turn`, ...)
+//!   never change anything;
+//! - **`next_step(now)`** says what the driver must do now. It applies the
+//!   time budget, so it takes `&mut self`, but asking twice without new input
+//!   returns the same step: that is what makes resuming after a crash work;
+//! - **inputs** (`plan_result`, `resolve`, `tool_result`, `tool_results`,
+//!   `provide`, `cancel`, `fail`) move the machine forward; an input in the
+//!   wrong phase, or one that breaks the protocol, is a typed [`RunError`]
+//!   and changes nothing;
+//! - **`poll_timeout()`** gives the next deadline at which `next_step` must be
+//!   called even if no input arrives.
+//!
+//! A driver loops: `next_step(now)`, do what it says, feed the result back,
+//! repeat until [`Step::Finish`]. Serialize the machine at any point (the
+//! format carries [`FORMAT_VERSION`]) and a deserialized copy continues
+//! exactly where the original was.
+
+mod catalog;
+mod clock;
+mod error;
+mod machine;
+mod policy;
+mod render;
+mod step;
+mod transcript;
+
+#[cfg(test)]
+mod proptests;
+#[cfg(test)]
+mod tests;
+
+pub use catalog::{InvalidReason, InvalidToolCallContext, PlanOutcome, Resolution, ToolCatalog};
+pub use error::RunError;
+pub use machine::{AwaitProgress, RunConfig, RunMachine, FORMAT_VERSION};
+pub use policy::Policy;
+pub use render::render_tool_output;
+pub use step::{PendingCalls, PhaseName, PlanKind, RunFailure, RunOutcome, Step, ToolCall};
+pub use transcript::Transcript;

@@ -1,0 +1,190 @@
+//! The run store contract: where runs, their event logs and their machine
+//! snapshots live. The runtime ships an in-memory store; durable stores
+//! (SQLite, PostgreSQL) implement the same trait in `weft-store`.
+//!
+//! A commit is atomic: the events and the snapshot of one step are stored
+//! together or not at all, so a crash never leaves a run half-written.
+//! Appending an event whose sequence number is already stored is a no-op,
+//! which makes retried commits safe.
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use crate::event::RunEvent;
+use crate::ids::{AgentId, RunId, SessionId};
+use crate::run::RunMachine;
+use crate::time::Timestamp;
+use crate::tool::Labels;
+
+/// Where a run stands, as stores index it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// Being driven (or waiting to be resumed after a crash).
+    Running,
+    /// Waiting for await answers.
+    Awaiting,
+    /// Paused by a human.
+    Paused,
+    /// Finished with a response or tool result.
+    Completed,
+    /// Finished with a failure.
+    Failed,
+    /// Cancelled.
+    Cancelled,
+}
+
+impl RunStatus {
+    /// Whether the run has ended.
+    pub fn is_finished(self) -> bool {
+        matches!(self, RunStatus::Completed | RunStatus::Failed | RunStatus::Cancelled)
+    }
+
+    /// The status as a lowercase word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Awaiting => "awaiting",
+            RunStatus::Paused => "paused",
+            RunStatus::Completed => "completed",
+            RunStatus::Failed => "failed",
+            RunStatus::Cancelled => "cancelled",
+        }
+    }
+}
+
+impl std::str::FromStr for RunStatus {
+    type Err = StoreError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(match s {
+            "running" => RunStatus::Running,
+            "awaiting" => RunStatus::Awaiting,
+            "paused" => RunStatus::Paused,
+            "completed" => RunStatus::Completed,
+            "failed" => RunStatus::Failed,
+            "cancelled" => RunStatus::Cancelled,
+            other => {
+                return Err(StoreError::Corrupt {
+                    message: format!("unknown run status `{other}`"),
+                });
+            }
+        })
+    }
+}
+
+/// A run's index entry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// The run.
+    pub run_id: RunId,
+    /// Its agent.
+    pub agent_id: AgentId,
+    /// Its session.
+    pub session_id: SessionId,
+    /// Where it stands.
+    pub status: RunStatus,
+    /// Its labels.
+    #[serde(default)]
+    pub labels: Labels,
+    /// When it was created.
+    pub created_at: Timestamp,
+    /// When it last changed.
+    pub updated_at: Timestamp,
+}
+
+/// One atomic write: a step's events and, optionally, the machine after it.
+#[derive(Debug, Clone, Copy)]
+pub struct Commit<'a> {
+    /// The run.
+    pub run_id: &'a RunId,
+    /// New events, in sequence order.
+    pub events: &'a [RunEvent],
+    /// The machine after the step, when it changed.
+    pub snapshot: Option<&'a RunMachine>,
+    /// The run's status after the step.
+    pub status: RunStatus,
+    /// When the commit happens.
+    pub now: Timestamp,
+}
+
+/// A stored run: its index entry and its last snapshot.
+#[derive(Debug, Clone)]
+pub struct StoredRun {
+    /// The index entry.
+    pub record: RunRecord,
+    /// The machine as of the last commit.
+    pub snapshot: RunMachine,
+}
+
+/// Which runs to list.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunFilter {
+    /// Only runs of this session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<SessionId>,
+    /// Only runs with one of these statuses (all when empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub statuses: Vec<RunStatus>,
+    /// At most this many, newest first (all when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+}
+
+/// Why a store operation failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    /// The run does not exist.
+    #[error("run `{run_id}` not found")]
+    RunNotFound {
+        /// The run.
+        run_id: RunId,
+    },
+    /// The run already exists.
+    #[error("run `{run_id}` already exists")]
+    RunExists {
+        /// The run.
+        run_id: RunId,
+    },
+    /// An event's sequence number leaves a gap in the log.
+    #[error("event {seq} of run `{run_id}` would leave a gap after {last}")]
+    SequenceGap {
+        /// The run.
+        run_id: RunId,
+        /// The last stored sequence number.
+        last: u64,
+        /// The sequence number given.
+        seq: u64,
+    },
+    /// Stored data could not be read back.
+    #[error("stored data is corrupt: {message}")]
+    Corrupt {
+        /// What was wrong.
+        message: String,
+    },
+    /// The backend failed (connection, IO, constraint).
+    #[error("store backend failed: {message}")]
+    Backend {
+        /// What failed.
+        message: String,
+    },
+}
+
+/// Stores runs, their event logs and their snapshots.
+#[async_trait]
+pub trait RunStore: Send + Sync {
+    /// Creates a run with its first events and snapshot.
+    async fn create_run(&self, record: &RunRecord, events: &[RunEvent], snapshot: &RunMachine) -> Result<(), StoreError>;
+
+    /// Atomically appends a step's events and stores its snapshot and status.
+    async fn commit(&self, commit: Commit<'_>) -> Result<(), StoreError>;
+
+    /// A run's record and last snapshot.
+    async fn load_run(&self, run_id: &RunId) -> Result<Option<StoredRun>, StoreError>;
+
+    /// A run's events with a sequence number above `after`, in order, at most `limit`.
+    async fn read_events(&self, run_id: &RunId, after: u64, limit: Option<u32>) -> Result<Vec<RunEvent>, StoreError>;
+
+    /// Runs matching `filter`, newest first.
+    async fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunRecord>, StoreError>;
+}

@@ -1,0 +1,465 @@
+//! Tools as the contract sees them: specs, requests, outputs, errors, retry hints.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::ids::{RunId, SessionId, ToolCallId, TurnId};
+use crate::message::Part;
+
+/// Free-form key/value labels attached to runs, requests and planner thoughts.
+pub type Labels = BTreeMap<String, String>;
+
+/// A tool's full name, `toolset.tool`.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ToolIdent(Arc<str>);
+
+impl ToolIdent {
+    /// Wraps a full `toolset.tool` name (a name without a dot has an empty toolset).
+    pub fn new(name: impl Into<Arc<str>>) -> Self {
+        Self(name.into())
+    }
+
+    /// Joins a toolset name and a tool name.
+    pub fn from_parts(toolset: &str, tool: &str) -> Self {
+        Self(format!("{toolset}.{tool}").into())
+    }
+
+    /// The full name.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The toolset part (before the first dot), empty when there is none.
+    pub fn toolset(&self) -> &str {
+        self.0.split_once('.').map_or("", |(set, _)| set)
+    }
+
+    /// The tool part (after the first dot), the whole name when there is no dot.
+    pub fn tool(&self) -> &str {
+        self.0.split_once('.').map_or(&self.0, |(_, tool)| tool)
+    }
+}
+
+impl fmt::Debug for ToolIdent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl fmt::Display for ToolIdent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<&str> for ToolIdent {
+    fn from(s: &str) -> Self {
+        Self::new(s)
+    }
+}
+
+impl std::borrow::Borrow<str> for ToolIdent {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+/// What a planner and a model know about a tool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    /// The tool's full name.
+    pub name: ToolIdent,
+    /// What the tool does, for the model.
+    pub description: String,
+    /// JSON Schema of the arguments.
+    pub input_schema: Value,
+    /// JSON Schema of the result, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+    /// Behavioural hints.
+    #[serde(default)]
+    pub annotations: ToolAnnotations,
+    /// Free-form tags for filtering.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+}
+
+/// Behavioural hints about a tool, as in MCP's tool annotations.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolAnnotations {
+    /// A human-readable title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The tool does not change its environment.
+    #[serde(default)]
+    pub read_only: bool,
+    /// The tool may destroy data.
+    #[serde(default)]
+    pub destructive: bool,
+    /// Calling it twice with the same arguments has no extra effect; a call
+    /// interrupted by a crash may be executed again.
+    #[serde(default)]
+    pub idempotent: bool,
+    /// The tool talks to the open world (network, third parties).
+    #[serde(default)]
+    pub open_world: bool,
+}
+
+/// One tool invocation as handed to a toolset.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolRequest {
+    /// The tool to call.
+    pub name: ToolIdent,
+    /// The call's arguments.
+    pub payload: Value,
+    /// The run making the call.
+    pub run_id: RunId,
+    /// The run's session.
+    pub session_id: SessionId,
+    /// The turn that requested the call.
+    pub turn_id: TurnId,
+    /// The call's id.
+    pub tool_call_id: ToolCallId,
+    /// The parent call, for calls made by nested runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_tool_call_id: Option<ToolCallId>,
+    /// Labels of the run.
+    #[serde(default, skip_serializing_if = "Labels::is_empty")]
+    pub labels: Labels,
+}
+
+/// The outcome of one tool call, as recorded in the run and shown to planners.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolOutput {
+    /// The call this answers.
+    pub tool_call_id: ToolCallId,
+    /// The tool that was called.
+    pub name: ToolIdent,
+    /// The arguments the tool was called with.
+    pub payload: Value,
+    /// The result, or why there is none.
+    pub result: ToolResultBody,
+    /// Data for UIs and persistence that never reaches a model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_data: Option<Value>,
+    /// Size of the serialized result in bytes, before any omission.
+    #[serde(default)]
+    pub result_bytes: u64,
+    /// How the result relates to the full data, when it was truncated or paged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bounds: Option<Bounds>,
+    /// Guidance for the planner after a failure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_hint: Option<RetryHint>,
+    /// How the call went.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<Telemetry>,
+}
+
+impl ToolOutput {
+    /// A successful output carrying a JSON result.
+    pub fn ok(tool_call_id: ToolCallId, name: ToolIdent, payload: Value, result: Value) -> Self {
+        Self::with_body(tool_call_id, name, payload, ToolResultBody::Json(result))
+    }
+
+    /// A failed output carrying `error`.
+    pub fn error(tool_call_id: ToolCallId, name: ToolIdent, payload: Value, error: ToolError) -> Self {
+        Self::with_body(tool_call_id, name, payload, ToolResultBody::Error(error))
+    }
+
+    /// Attaches a retry hint.
+    pub fn with_retry_hint(mut self, hint: Option<RetryHint>) -> Self {
+        self.retry_hint = hint;
+        self
+    }
+
+    /// An output with the given body and no extras.
+    pub fn with_body(tool_call_id: ToolCallId, name: ToolIdent, payload: Value, result: ToolResultBody) -> Self {
+        Self {
+            tool_call_id,
+            name,
+            payload,
+            result,
+            server_data: None,
+            result_bytes: 0,
+            bounds: None,
+            retry_hint: None,
+            telemetry: None,
+        }
+    }
+
+    /// Whether the call failed.
+    pub fn is_error(&self) -> bool {
+        matches!(self.result, ToolResultBody::Error(_))
+    }
+}
+
+/// What a tool call produced.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "value", rename_all = "snake_case")]
+pub enum ToolResultBody {
+    /// A JSON result.
+    Json(Value),
+    /// Rich content: text, images, audio and optional structured JSON.
+    Content(ToolContent),
+    /// The result was withheld from the model; the reason says why.
+    Omitted(Omission),
+    /// The call failed.
+    Error(ToolError),
+}
+
+/// Rich tool result content, as MCP tools return it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ToolContent {
+    /// Content parts (text, image, audio).
+    pub parts: Vec<Part>,
+    /// Structured JSON content, when the tool has an output schema.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured: Option<Value>,
+    /// Free-form metadata.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Value>,
+}
+
+/// Why a result was withheld from the model.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "reason", rename_all = "snake_case")]
+pub enum Omission {
+    /// The result exceeded the payload budget.
+    TooLarge {
+        /// Size of the serialized result.
+        bytes: u64,
+        /// The budget it exceeded.
+        limit: u64,
+    },
+    /// The tool asked for its result to be kept from the model.
+    ToolRequested {
+        /// The tool's explanation.
+        message: String,
+    },
+}
+
+impl Omission {
+    /// The marker text a model sees in place of the result.
+    pub fn marker(&self) -> String {
+        match self {
+            Omission::TooLarge { bytes, limit } => format!(
+                "[result omitted: {bytes} bytes exceeds the {limit}-byte budget; narrow the request]"
+            ),
+            Omission::ToolRequested { message } => format!("[result omitted: {message}]"),
+        }
+    }
+}
+
+/// How a returned result relates to the full data.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Bounds {
+    /// Items returned.
+    pub returned: u64,
+    /// Items in total, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<u64>,
+    /// Whether the result was truncated.
+    pub truncated: bool,
+    /// Cursor for the next page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+    /// How to narrow the request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refinement_hint: Option<String>,
+}
+
+/// How a tool call went.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Telemetry {
+    /// Wall time in milliseconds.
+    pub duration_ms: u64,
+    /// Tokens used, for tools backed by a model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<u64>,
+    /// The model used, for tools backed by a model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+}
+
+/// A structured tool failure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
+#[error("{code}: {message}")]
+pub struct ToolError {
+    /// Machine-readable code, one of the `ToolError::*` constants or a tool's own.
+    pub code: String,
+    /// What went wrong, for humans and models.
+    pub message: String,
+    /// Per-field problems with the arguments.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub field_issues: Vec<FieldIssue>,
+    /// Underlying causes, outermost first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub causes: Vec<String>,
+}
+
+impl ToolError {
+    /// Arguments were malformed or violated the schema.
+    pub const INVALID_ARGUMENTS: &'static str = "invalid_arguments";
+    /// The call ran past its timeout.
+    pub const TIMEOUT: &'static str = "timeout";
+    /// The tool panicked.
+    pub const PANICKED: &'static str = "panicked";
+    /// The call was cancelled.
+    pub const CANCELLED: &'static str = "cancelled";
+    /// The tool or its toolset could not be reached.
+    pub const UNAVAILABLE: &'static str = "tool_unavailable";
+    /// The call was not executed (another call of its turn was invalid, or a human denied it).
+    pub const NOT_EXECUTED: &'static str = "not_executed";
+    /// Any other failure.
+    pub const INTERNAL: &'static str = "internal";
+
+    /// An error with a code and a message.
+    pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            code: code.into(),
+            message: message.into(),
+            field_issues: Vec::new(),
+            causes: Vec::new(),
+        }
+    }
+
+    /// Attaches field issues.
+    pub fn with_field_issues(mut self, issues: Vec<FieldIssue>) -> Self {
+        self.field_issues = issues;
+        self
+    }
+
+    /// Builds an error from any std error, recording its source chain as causes.
+    /// Pair it with [`RetryHintProvider::retry_hint`] for the output's hint.
+    pub fn from_error<E>(code: impl Into<String>, err: &E) -> Self
+    where
+        E: std::error::Error + ?Sized,
+    {
+        let mut causes = Vec::new();
+        let mut source = err.source();
+        while let Some(cause) = source {
+            causes.push(cause.to_string());
+            source = cause.source();
+        }
+        Self {
+            code: code.into(),
+            message: err.to_string(),
+            field_issues: Vec::new(),
+            causes,
+        }
+    }
+}
+
+/// One problem with one argument field.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FieldIssue {
+    /// JSON pointer to the field (`/a`, `/items/0/name`); empty for the whole value.
+    pub field: String,
+    /// What kind of problem.
+    pub kind: FieldIssueKind,
+    /// What is wrong, in words.
+    pub message: String,
+}
+
+/// Kinds of argument field problems.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FieldIssueKind {
+    /// A required field is absent.
+    Missing,
+    /// The field has the wrong JSON type.
+    WrongType,
+    /// The field is not allowed.
+    Unexpected,
+    /// The field has the right type but an invalid value.
+    Invalid,
+}
+
+/// Structured guidance for the planner after a tool failure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RetryHint {
+    /// Why the call failed.
+    pub reason: RetryReason,
+    /// The tool concerned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<ToolIdent>,
+    /// Whether the next turn should offer only this tool.
+    #[serde(default)]
+    pub restrict_to_tool: bool,
+    /// Fields the arguments lacked.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing_fields: Vec<String>,
+    /// A valid example of the arguments.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub example_input: Option<Value>,
+    /// The arguments that failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prior_input: Option<Value>,
+    /// A question to ask the human, when the planner cannot fix it alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clarifying_question: Option<String>,
+    /// Free-form guidance.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+impl RetryHint {
+    /// A hint with only a reason.
+    pub fn new(reason: RetryReason) -> Self {
+        Self {
+            reason,
+            tool: None,
+            restrict_to_tool: false,
+            missing_fields: Vec::new(),
+            example_input: None,
+            prior_input: None,
+            clarifying_question: None,
+            message: None,
+        }
+    }
+
+    /// Sets the tool concerned.
+    pub fn for_tool(mut self, tool: ToolIdent) -> Self {
+        self.tool = Some(tool);
+        self
+    }
+
+    /// Sets the free-form guidance.
+    pub fn with_message(mut self, message: impl Into<String>) -> Self {
+        self.message = Some(message.into());
+        self
+    }
+}
+
+/// Why a tool call failed, for retry decisions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RetryReason {
+    /// The arguments were wrong.
+    InvalidArguments,
+    /// Required fields were missing.
+    MissingFields,
+    /// The tool's response could not be understood.
+    MalformedResponse,
+    /// The call took too long.
+    Timeout,
+    /// The tool or its backend refused for rate limiting.
+    RateLimited,
+    /// The tool could not be reached or was interrupted.
+    ToolUnavailable,
+}
+
+/// Implemented by domain errors that know how a planner should react to them.
+pub trait RetryHintProvider {
+    /// The hint for this error, if any.
+    fn retry_hint(&self) -> Option<RetryHint> {
+        None
+    }
+}
+
