@@ -1,0 +1,1 @@
+//! weft-models: model clients for weft (Anthropic, OpenAI, compatible servers, scripted) and the model planner.

@@ -1,0 +1,1 @@
+//! weft-runtime: the driver of runs.

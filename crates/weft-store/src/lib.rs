@@ -1,0 +1,1 @@
+//! weft-store: durable run, session and memory stores (SQLite, PostgreSQL).

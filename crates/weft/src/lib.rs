@@ -1,0 +1,1 @@
+//! weft: the facade crate.
