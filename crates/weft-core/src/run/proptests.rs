@@ -1,0 +1,240 @@
+//! Property tests: a random driver feeds the machine random planner decisions,
+//! tool outcomes, awaits, cancels and clock jumps, and checks the invariants.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::num::NonZeroU32;
+use std::time::Duration;
+
+use proptest::prelude::*;
+use serde_json::json;
+
+use super::tests::TestCatalog;
+use super::*;
+use crate::awaiting::{AwaitAnswer, AwaitItem, Clarification};
+use crate::ids::{AwaitItemId, ToolCallId};
+use crate::message::Message;
+use crate::planner::{PlanResult, ToolCallRequest};
+use crate::time::Timestamp;
+use crate::tool::{ToolError, ToolOutput};
+
+/// A stream of random choices; exhausted choices read as zero.
+struct Choices<'a> {
+    raw: &'a [u32],
+    pos: usize,
+}
+
+impl Choices<'_> {
+    fn next(&mut self, n: u32) -> u32 {
+        let v = self.raw.get(self.pos).copied().unwrap_or(0);
+        self.pos += 1;
+        v % n.max(1)
+    }
+    fn exhausted(&self) -> bool {
+        self.pos >= self.raw.len()
+    }
+}
+
+/// What the driver observed, for invariant checks.
+#[derive(Default, Debug, PartialEq)]
+struct Observed {
+    executed: BTreeSet<ToolCallId>,
+    answered: BTreeMap<ToolCallId, u32>,
+    max_batch: usize,
+    log: Vec<String>,
+}
+
+/// Drives one step; returns false when the run has finished.
+fn drive_one(m: &mut RunMachine, now: &mut u64, c: &mut Choices<'_>, obs: &mut Observed, cat: &TestCatalog) -> bool {
+    *now += u64::from(c.next(4)) * u64::from(c.next(40));
+    let at = Timestamp::from_millis(*now);
+    if !c.exhausted() && c.next(50) == 0 {
+        obs.log.push("cancel".into());
+        let _ = m.cancel("random cancel");
+    }
+    let step = m.next_step(at);
+    obs.log.push(format!("{step:?}"));
+    match step {
+        Step::Finish { .. } => false,
+        Step::Plan { finalize, .. } => {
+            let finalizing = finalize.is_some();
+            let pick = if c.exhausted() || finalizing { 0 } else { c.next(6) };
+            let result = match pick {
+                0 => PlanResult::final_text("done"),
+                1 => PlanResult::await_items(vec![AwaitItem::Clarification(Clarification {
+                    id: AwaitItemId::new(format!("q{now}")),
+                    question: "?".into(),
+                    missing_fields: vec![],
+                    restrict_to_tool: None,
+                    example_input: None,
+                    clarifying_prompt: None,
+                })]),
+                _ => {
+                    let n = 1 + c.next(4);
+                    let calls = (0..n)
+                        .map(|_| match c.next(10) {
+                            0 => ToolCallRequest::new("calc.nope", json!({})),
+                            1 => ToolCallRequest {
+                                id: None,
+                                name: "calc.add".into(),
+                                arguments: crate::planner::CallArguments::Raw("{oops".into()),
+                                parent_tool_call_id: None,
+                            },
+                            2 => ToolCallRequest::new("calc.add", json!({"a": "x"})),
+                            3 | 4 => ToolCallRequest::new("calc.echo", json!({"n": c.next(9)})),
+                            _ => ToolCallRequest::new("calc.add", json!({"a": 1, "b": c.next(9)})),
+                        })
+                        .collect();
+                    PlanResult::tool_calls(calls)
+                }
+            };
+            match m.plan_result(result, at, cat) {
+                Ok(_) => {}
+                Err(RunError::Finalizing) => unreachable!("driver never sends calls while finalizing"),
+                Err(e) => panic!("unexpected plan error {e}"),
+            }
+            true
+        }
+        Step::Resolve { context } => {
+            let retries_left = context.retries_left;
+            let res = match c.next(4) {
+                0 => Resolution::Fail,
+                1 if retries_left > 0 => Resolution::Retry { feedback: "fix it".into() },
+                2 => Resolution::Repair { tool: "calc.echo".into() },
+                _ => Resolution::Skip { reason: "skipped".into() },
+            };
+            m.resolve(res, at, cat).unwrap();
+            true
+        }
+        Step::ExecuteTools { calls } => {
+            let pending: Vec<ToolCall> = calls.iter().cloned().collect();
+            obs.max_batch = obs.max_batch.max(pending.len());
+            for call in &pending {
+                // Each call is executed once, when first seen; a resumed driver
+                // sees only calls still without a result.
+                obs.executed.insert(call.id.clone());
+            }
+            // Answer a random non-empty prefix, in reverse order.
+            let k = 1 + c.next(u32::try_from(pending.len()).unwrap_or(1)) as usize;
+            for call in pending[..k].iter().rev() {
+                let out = if c.next(3) == 0 {
+                    ToolOutput::error(call.id.clone(), call.name.clone(), call.payload.clone(), ToolError::new("x", "y"))
+                } else {
+                    ToolOutput::ok(call.id.clone(), call.name.clone(), call.payload.clone(), json!(1))
+                };
+                m.tool_result(out.clone(), at).unwrap();
+                *obs.answered.entry(call.id.clone()).or_default() += 1;
+                // A second answer is always rejected.
+                assert!(m.tool_result(out, at).is_err());
+            }
+            true
+        }
+        Step::Await { items, .. } => {
+            let ids: Vec<AwaitItemId> = items.iter().map(|i| i.id().clone()).collect();
+            for id in ids {
+                let before = m.clone();
+                assert!(m.provide(&id, AwaitAnswer::Clarification { text: "  ".into() }, at).is_err());
+                assert_eq!(&before, m);
+                m.provide(&id, AwaitAnswer::Clarification { text: "answer".into() }, at).unwrap();
+            }
+            true
+        }
+    }
+}
+
+fn policy_from(p: (u8, u8, u8, u16)) -> Policy {
+    Policy {
+        max_tool_calls: NonZeroU32::new(u32::from(p.0 % 12)),
+        max_tool_calls_per_turn: NonZeroU32::new(u32::from(p.1 % 4)),
+        max_consecutive_failures: NonZeroU32::new(u32::from(p.2 % 4)),
+        time_budget: (p.3 % 3 != 0).then(|| Duration::from_millis(u64::from(p.3) % 2000 + 1)),
+        finalizer_grace: Duration::from_millis(100),
+        ..Policy::default()
+    }
+}
+
+fn new_machine(policy: Policy) -> RunMachine {
+    RunMachine::new(
+        RunConfig {
+            policy,
+            messages: vec![Message::user("go")],
+        },
+        Timestamp::from_millis(0),
+    )
+}
+
+const MAX_STEPS: usize = 400;
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    #[test]
+    fn invariants_hold(p in any::<(u8, u8, u8, u16)>(), raw in proptest::collection::vec(any::<u32>(), 0..300)) {
+        let cat = TestCatalog::new();
+        let policy = policy_from(p);
+        let mut m = new_machine(policy.clone());
+        let mut c = Choices { raw: &raw, pos: 0 };
+        let mut obs = Observed::default();
+        let mut now = 0u64;
+        let mut steps = 0;
+        while drive_one(&mut m, &mut now, &mut c, &mut obs, &cat) {
+            steps += 1;
+            prop_assert!(steps < MAX_STEPS, "run did not finish");
+            if let Some(max) = policy.max_tool_calls {
+                prop_assert!(m.tool_calls_made() <= max.get());
+            }
+        }
+        if let Some(max) = policy.max_tool_calls_per_turn {
+            prop_assert!(obs.max_batch <= max.get() as usize);
+        }
+        // Every executed call was answered exactly once and has exactly one output.
+        for id in &obs.executed {
+            let outputs = m.tool_outputs().iter().filter(|o| &o.tool_call_id == id).count();
+            let answered = obs.answered.get(id).copied().unwrap_or(0);
+            prop_assert!(answered <= 1, "call {id} answered {answered} times");
+            // A call cancelled by the time budget or the run has an output but no driver answer.
+            prop_assert!(outputs <= 1, "call {id} has {outputs} outputs");
+        }
+        // No tool output id appears twice in the run.
+        let mut seen = BTreeSet::new();
+        for o in m.tool_outputs() {
+            prop_assert!(seen.insert(o.tool_call_id.clone()), "duplicate output {}", o.tool_call_id);
+        }
+        prop_assert!(m.outcome().is_some());
+    }
+
+    #[test]
+    fn serde_round_trip_at_any_step_behaves_identically(
+        p in any::<(u8, u8, u8, u16)>(),
+        raw in proptest::collection::vec(any::<u32>(), 0..200),
+        split in 0usize..60,
+    ) {
+        let cat = TestCatalog::new();
+        let mut m = new_machine(policy_from(p));
+        let mut c = Choices { raw: &raw, pos: 0 };
+        let mut obs = Observed::default();
+        let mut now = 0u64;
+        let mut running = true;
+        for _ in 0..split {
+            if !drive_one(&mut m, &mut now, &mut c, &mut obs, &cat) {
+                running = false;
+                break;
+            }
+        }
+        let json = serde_json::to_string(&m).unwrap();
+        let mut copy: RunMachine = serde_json::from_str(&json).unwrap();
+        prop_assert_eq!(&copy, &m);
+        let (mut c2, mut now2) = (Choices { raw: &raw, pos: c.pos }, now);
+        let (mut obs1, mut obs2) = (Observed::default(), Observed::default());
+        let mut steps = 0;
+        while running {
+            let a = drive_one(&mut m, &mut now, &mut c, &mut obs1, &cat);
+            let b = drive_one(&mut copy, &mut now2, &mut c2, &mut obs2, &cat);
+            prop_assert_eq!(a, b);
+            running = a;
+            steps += 1;
+            prop_assert!(steps < MAX_STEPS);
+        }
+        prop_assert_eq!(&obs1, &obs2);
+        prop_assert_eq!(&copy, &m);
+    }
+}
