@@ -67,6 +67,8 @@ pub struct RunMachine {
     state: BTreeMap<String, Value>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     reminders: Vec<Reminder>,
+    #[serde(default)]
+    event_seq: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -147,6 +149,7 @@ impl RunMachine {
             outputs: Vec::new(),
             state: BTreeMap::new(),
             reminders: Vec::new(),
+            event_seq: 0,
         }
     }
 
@@ -206,6 +209,14 @@ impl RunMachine {
         self.clock.active_ms(now)
     }
 
+    /// Sequence number of the last event the driver recorded for this run.
+    ///
+    /// The driver commits events together with the snapshot, so a resumed
+    /// run continues its log from here without gaps.
+    pub fn event_seq(&self) -> u64 {
+        self.event_seq
+    }
+
     /// Per-run planner state.
     pub fn state(&self) -> &BTreeMap<String, Value> {
         &self.state
@@ -251,6 +262,11 @@ impl RunMachine {
     }
 
     // ---- mutators (planner services) -------------------------------------
+
+    /// Records that events up to `seq` belong to this snapshot.
+    pub fn set_event_seq(&mut self, seq: u64) {
+        self.event_seq = self.event_seq.max(seq);
+    }
 
     /// Sets a per-run planner state value.
     pub fn set_state(&mut self, key: String, value: Value) {
