@@ -5,6 +5,11 @@ use async_trait::async_trait;
 use serde_json::Value;
 use weft_core::tool::{Bounds, RetryHint, ToolError, ToolRequest, ToolResultBody, ToolSpec};
 
+use crate::capability::{
+    ElicitationSupport, Instructions, Lifecycle, OAuthTokenSource, PublicDescription,
+    ToolListChanges,
+};
+
 /// A named group of tools with one lifecycle (in-process, MCP server, registry).
 #[async_trait]
 pub trait ToolSet: Send + Sync + 'static {
@@ -17,6 +22,42 @@ pub trait ToolSet: Send + Sync + 'static {
     /// Calls one tool. `request.payload` has already been validated against
     /// the tool's input schema by the run.
     async fn call_tool(&self, request: ToolRequest) -> Result<ToolReply, ToolFailure>;
+
+    /// The toolset this one wraps, for wrapper layers; capability lookups
+    /// ([`crate::capability::find_capability`]) continue there.
+    fn inner(&self) -> Option<&dyn ToolSet> {
+        None
+    }
+
+    /// This layer's start/stop lifecycle, if it has one.
+    fn lifecycle(&self) -> Option<&dyn Lifecycle> {
+        None
+    }
+
+    /// This layer's system-prompt instructions, if it has any.
+    fn instructions(&self) -> Option<&dyn Instructions> {
+        None
+    }
+
+    /// This layer's user-safe description, if it has one.
+    fn public_description(&self) -> Option<&dyn PublicDescription> {
+        None
+    }
+
+    /// This layer's tool-list change notifications, if it sends any.
+    fn tool_list_changes(&self) -> Option<&dyn ToolListChanges> {
+        None
+    }
+
+    /// This layer's elicitation support, if its tools can ask the user for input.
+    fn elicitation(&self) -> Option<&dyn ElicitationSupport> {
+        None
+    }
+
+    /// This layer's OAuth token source, if its backend needs one.
+    fn oauth(&self) -> Option<&dyn OAuthTokenSource> {
+        None
+    }
 }
 
 /// A successful tool call's result.
