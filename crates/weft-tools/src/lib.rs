@@ -14,16 +14,25 @@
 pub mod capability;
 pub mod catalog;
 pub mod describe;
+mod forward;
 pub mod reply;
 pub mod schema;
 pub mod startable;
 pub mod toolset;
 pub mod typed;
 
-pub use capability::{find_capability, find_lifecycle};
+pub use capability::{
+    ElicitationHandler, ElicitationRequest, ElicitationResponse, ElicitationSupport, Instructions,
+    Lifecycle, OAuthError, OAuthToken, OAuthTokenSource, PublicDescription, ToolListChanges,
+    ToolListNotifier, find_capability, find_elicitation, find_instructions, find_lifecycle,
+    find_oauth, find_public_description, find_tool_list_changes,
+};
 pub use catalog::{CatalogError, SchemaCatalog};
-pub use describe::{DescribedToolSet, strip_description};
-pub use schema::ArgsValidator;
+pub use describe::{
+    DescribedToolSet, inject_description, strip_description, strip_description_for,
+};
+pub use reply::Content;
+pub use schema::{ArgsValidator, SchemaError};
 pub use startable::StartableToolSet;
 pub use toolset::{ToolFailure, ToolReply, ToolSet};
-pub use typed::FnToolSet;
+pub use typed::{DomainError, FnToolSet, IntoToolFailure, RegistrationError, input_schema_for};

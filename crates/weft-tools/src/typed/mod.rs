@@ -53,11 +53,25 @@ pub enum RegistrationError {
 
 /// A toolset of typed tools built from async Rust functions.
 ///
-/// ```ignore
-/// FnToolSet::new("calc")
+/// ```
+/// use schemars::JsonSchema;
+/// use serde::Deserialize;
+/// use weft_core::tool::ToolError;
+/// use weft_tools::FnToolSet;
+///
+/// #[derive(Deserialize, JsonSchema)]
+/// struct AddArgs {
+///     a: i64,
+///     b: i64,
+/// }
+///
+/// let calc = FnToolSet::new("calc")
 ///     .tool("add", "Adds two integers", |args: AddArgs| async move { Ok::<_, ToolError>(args.a + args.b) })
 ///     .read_only()
-///     .idempotent();
+///     .idempotent()
+///     .check()
+///     .expect("valid registrations");
+/// assert_eq!(calc.specs()[0].name.as_str(), "calc.add");
 /// ```
 ///
 /// Annotation methods ([`FnToolSet::read_only`], ...) apply to the tool

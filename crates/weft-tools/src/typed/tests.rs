@@ -289,3 +289,81 @@ fn instructions_and_description_are_capabilities() {
     );
     assert!(crate::capability::find_instructions(&FnToolSet::new("y")).is_none());
 }
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Nested {
+    #[allow(dead_code)]
+    items: Vec<Item>,
+    #[allow(dead_code)]
+    mode: Option<Mode>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Item {
+    #[allow(dead_code)]
+    n: u8,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+enum Mode {
+    Fast,
+    Slow,
+}
+
+fn arb_payload() -> impl proptest::strategy::Strategy<Value = Value> {
+    use proptest::prelude::*;
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(Value::from),
+        (-1e6f64..1e6).prop_map(Value::from),
+        prop_oneof![Just("fast".to_string()), "[a-z]{0,4}"].prop_map(Value::String),
+    ];
+    leaf.prop_recursive(4, 24, 5, |inner| {
+        let key = prop_oneof![
+            Just("a".to_string()),
+            Just("b".to_string()),
+            Just("items".to_string()),
+            Just("n".to_string()),
+            Just("mode".to_string()),
+        ];
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            prop::collection::btree_map(key, inner, 0..4)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+proptest::proptest! {
+    /// Whatever the payload, a typed tool answers: a result, or invalid
+    /// arguments with at least one field issue. It never panics.
+    #[test]
+    fn random_payloads_yield_a_result_or_field_issues(payload in arb_payload()) {
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let set = calc(Arc::default())
+            .tool("nested", "Nested", |_: Nested| async move { Ok::<_, ToolError>(true) });
+        for tool in ["calc.add", "calc.search", "calc.nested"] {
+            let result = runtime.block_on(set.call_tool(request(tool, payload.clone())));
+            if let Err(failure) = result {
+                proptest::prop_assert_eq!(&failure.error.code, ToolError::INVALID_ARGUMENTS);
+                proptest::prop_assert!(!failure.error.field_issues.is_empty());
+                proptest::prop_assert!(failure.retry_hint.is_some());
+            }
+        }
+    }
+}
+
+#[test]
+fn generated_schemas_carry_definitions_and_bounds() {
+    let schema = input_schema_for::<Nested>();
+    assert!(schema.get("$schema").is_none() && schema.get("title").is_none());
+    assert_eq!(schema["additionalProperties"], json!(false));
+    assert_eq!(
+        schema["$defs"]["Item"]["properties"]["n"]["maximum"],
+        json!(255)
+    );
+    assert_eq!(crate::schema::example_input(&schema), json!({"items": []}));
+}
