@@ -116,6 +116,14 @@ pub enum Thinking {
         /// The opaque data.
         data: String,
     },
+    /// An OpenAI Responses `reasoning` output item (summary and encrypted
+    /// content), kept as its raw JSON text byte for byte and sent back as the
+    /// next request's input item, since with `store: false` the server cannot
+    /// look it up.
+    OpenAiReasoning {
+        /// The item's JSON text, exactly as the provider sent it.
+        item: String,
+    },
 }
 
 /// Image or audio content: a media type plus inline data or a URL.

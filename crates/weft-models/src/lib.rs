@@ -1,1 +1,24 @@
-//! weft-models: model clients for weft (Anthropic, OpenAI, compatible servers, scripted) and the model planner.
+//! weft-models: model clients for weft and the model planner.
+//!
+//! Organization:
+//! - [`sse`]: the incremental Server-Sent Events decoder.
+//! - [`decode`]: the provider decoder contract and the bytes-to-chunks driver.
+//! - [`anthropic`], [`openai_chat`], [`openai_responses`]: one module per API,
+//!   each with its request builder, its stream/body decoder and its client.
+//! - [`http`]: the shared transport (retries, timeouts, error mapping).
+//! - [`config`]: model ids, keys, base URLs and the [`ModelRegistry`].
+//!
+//! Every client implements [`weft_core::model::ModelClient`]; this crate
+//! depends on `weft-core` alone among weft crates.
+
+pub mod anthropic;
+pub mod config;
+pub mod decode;
+pub mod http;
+pub mod openai_chat;
+pub mod openai_responses;
+pub mod sse;
+mod util;
+
+pub use config::{ApiKey, ModelConfig, ModelRegistry, Provider, build_model, build_model_with_env, parse_model_id};
+pub use http::{HttpConfig, RetryPolicy, Timeouts};

@@ -1,0 +1,145 @@
+//! Building Anthropic Messages request bodies from a [`ModelRequest`].
+//!
+//! Tool results travel as user-role `tool_result` blocks (consecutive user
+//! messages are merged, results first, as the API requires); signed thinking
+//! and redacted thinking are carried back verbatim, while unsigned thinking
+//! (cut off by an error) and other providers' reasoning are dropped. Prompt
+//! caching breakpoints go after the system prompt and after the last tool.
+
+use serde_json::{Map, Value, json};
+use weft_core::message::{Media, MediaSource, Message, Part, Role, Thinking};
+use weft_core::model::{ModelRequest, ToolChoice};
+
+/// Output token limit used when the request sets none.
+pub const DEFAULT_MAX_TOKENS: u32 = 4096;
+
+/// The JSON body for `model`, streaming or not.
+pub fn build(model: &str, req: &ModelRequest, stream: bool) -> Value {
+    let mut body = Map::new();
+    body.insert("model".into(), json!(model));
+    let max_tokens = req
+        .max_tokens
+        .unwrap_or_else(|| req.thinking_budget.map_or(DEFAULT_MAX_TOKENS, |b| b + DEFAULT_MAX_TOKENS));
+    body.insert("max_tokens".into(), json!(max_tokens));
+    let mut system: Vec<String> = req.system.iter().cloned().collect();
+    system.extend(
+        req.messages
+            .iter()
+            .filter(|m| m.role == Role::System)
+            .map(Message::joined_text),
+    );
+    if !system.is_empty() {
+        body.insert(
+            "system".into(),
+            json!([{"type": "text", "text": system.join("\n\n"), "cache_control": {"type": "ephemeral"}}]),
+        );
+    }
+    body.insert("messages".into(), Value::Array(messages(&req.messages)));
+    if !req.tools.is_empty() {
+        let mut tools: Vec<Value> = req
+            .tools
+            .iter()
+            .map(|t| json!({"name": t.name.as_str(), "description": t.description, "input_schema": t.input_schema}))
+            .collect();
+        if let Some(Value::Object(last)) = tools.last_mut() {
+            last.insert("cache_control".into(), json!({"type": "ephemeral"}));
+        }
+        body.insert("tools".into(), Value::Array(tools));
+        let choice = match &req.tool_choice {
+            ToolChoice::Auto => json!({"type": "auto"}),
+            ToolChoice::None => json!({"type": "none"}),
+            ToolChoice::Required => json!({"type": "any"}),
+            ToolChoice::Tool(name) => json!({"type": "tool", "name": name}),
+        };
+        body.insert("tool_choice".into(), choice);
+    }
+    if let Some(budget) = req.thinking_budget {
+        body.insert("thinking".into(), json!({"type": "enabled", "budget_tokens": budget}));
+    }
+    if let Some(t) = req.temperature {
+        body.insert("temperature".into(), json!(t));
+    }
+    if let Some(p) = req.top_p {
+        body.insert("top_p".into(), json!(p));
+    }
+    if !req.stop.is_empty() {
+        body.insert("stop_sequences".into(), json!(req.stop));
+    }
+    if stream {
+        body.insert("stream".into(), json!(true));
+    }
+    Value::Object(body)
+}
+
+fn messages(input: &[Message]) -> Vec<Value> {
+    let mut out: Vec<(&'static str, Vec<Value>)> = Vec::new();
+    for m in input {
+        let role = match m.role {
+            Role::System => continue,
+            Role::User | Role::Tool => "user",
+            Role::Assistant => "assistant",
+        };
+        let mut blocks: Vec<Value> = m.parts.iter().filter_map(block).collect();
+        if blocks.is_empty() {
+            continue;
+        }
+        match out.last_mut() {
+            Some((r, prev)) if *r == role => {
+                // Tool results must open a user message: put them before text.
+                if role == "user" && blocks.iter().any(is_tool_result) {
+                    let (mut results, rest): (Vec<Value>, Vec<Value>) = prev.drain(..).partition(is_tool_result);
+                    results.append(&mut blocks);
+                    results.extend(rest);
+                    *prev = results;
+                } else {
+                    prev.append(&mut blocks);
+                }
+            }
+            _ => out.push((role, blocks)),
+        }
+    }
+    out.into_iter()
+        .map(|(role, content)| json!({"role": role, "content": content}))
+        .collect()
+}
+
+fn is_tool_result(v: &Value) -> bool {
+    v.get("type").and_then(Value::as_str) == Some("tool_result")
+}
+
+fn block(part: &Part) -> Option<Value> {
+    Some(match part {
+        Part::Text { text } if text.is_empty() => return None,
+        Part::Text { text } => json!({"type": "text", "text": text}),
+        Part::Thinking(Thinking::Text {
+            text,
+            signature: Some(signature),
+        }) => json!({"type": "thinking", "thinking": text, "signature": signature}),
+        Part::Thinking(Thinking::Redacted { data }) => json!({"type": "redacted_thinking", "data": data}),
+        Part::Thinking(_) => return None,
+        Part::ToolUse { id, name, input } => {
+            json!({"type": "tool_use", "id": id.as_str(), "name": name, "input": input})
+        }
+        Part::ToolResult {
+            tool_use_id,
+            content,
+            is_error,
+        } => {
+            let content: Vec<Value> = content.iter().filter_map(block).collect();
+            let mut v = json!({"type": "tool_result", "tool_use_id": tool_use_id.as_str(), "content": content});
+            if *is_error {
+                v["is_error"] = json!(true);
+            }
+            v
+        }
+        Part::Image(media) => json!({"type": "image", "source": source(media)}),
+        Part::Audio(_) => return None,
+    })
+}
+
+fn source(media: &Media) -> Value {
+    match &media.source {
+        MediaSource::Base64(data) => json!({"type": "base64", "media_type": media.media_type, "data": data}),
+        MediaSource::Url(url) => json!({"type": "url", "url": url}),
+    }
+}

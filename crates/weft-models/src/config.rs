@@ -1,0 +1,224 @@
+//! Model configuration: parsing model ids (`anthropic/<m>`, `openai/<m>`,
+//! `openai-responses/<m>`, `compat/<m>`), finding API keys and base URLs
+//! (explicit config first, then `ANTHROPIC_API_KEY` / `OPENAI_API_KEY` and
+//! `ANTHROPIC_BASE_URL` / `OPENAI_BASE_URL`), and a registry of built clients.
+//!
+//! Keys are held in [`ApiKey`], whose `Debug` never shows them, and are sent
+//! in header values marked sensitive; no error message contains one.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+use weft_core::model::{ModelClient, ModelError};
+
+use crate::anthropic::{self, AnthropicClient};
+use crate::http::HttpConfig;
+use crate::openai_chat::{self, ChatClient, ChatFlavor};
+use crate::openai_responses::ResponsesClient;
+
+/// An API key; its `Debug` and `Display` print `***`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    /// Wraps a key.
+    pub fn new(key: impl Into<String>) -> Self {
+        Self(key.into())
+    }
+
+    /// The key itself, for the one place that sends it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ApiKey(***)")
+    }
+}
+
+impl fmt::Display for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("***")
+    }
+}
+
+/// Which API a model id names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Provider {
+    /// Anthropic Messages (`anthropic/`).
+    Anthropic,
+    /// OpenAI Chat Completions (`openai/`).
+    OpenAi,
+    /// OpenAI Responses (`openai-responses/`).
+    OpenAiResponses,
+    /// Any server speaking Chat Completions (`compat/`), at a given base URL.
+    Compat,
+}
+
+impl Provider {
+    /// The environment variable holding this provider's key, if it has one.
+    pub fn key_var(self) -> Option<&'static str> {
+        match self {
+            Provider::Anthropic => Some("ANTHROPIC_API_KEY"),
+            Provider::OpenAi | Provider::OpenAiResponses => Some("OPENAI_API_KEY"),
+            Provider::Compat => None,
+        }
+    }
+
+    /// The environment variable overriding this provider's base URL, if any.
+    pub fn base_url_var(self) -> Option<&'static str> {
+        match self {
+            Provider::Anthropic => Some("ANTHROPIC_BASE_URL"),
+            Provider::OpenAi | Provider::OpenAiResponses => Some("OPENAI_BASE_URL"),
+            Provider::Compat => None,
+        }
+    }
+}
+
+/// Splits a model id into its provider and model name.
+pub fn parse_model_id(id: &str) -> Result<(Provider, &str), ModelError> {
+    let (prefix, model) = id.split_once('/').ok_or_else(|| ModelError::Config {
+        message: format!("model id `{id}` has no provider prefix (anthropic/, openai/, openai-responses/, compat/)"),
+    })?;
+    let provider = match prefix {
+        "anthropic" => Provider::Anthropic,
+        "openai" => Provider::OpenAi,
+        "openai-responses" => Provider::OpenAiResponses,
+        "compat" => Provider::Compat,
+        other => {
+            return Err(ModelError::Config {
+                message: format!(
+                    "unknown model provider `{other}` in `{id}` (expected anthropic, openai, openai-responses or compat)"
+                ),
+            });
+        }
+    };
+    if model.is_empty() {
+        return Err(ModelError::Config {
+            message: format!("model id `{id}` names no model"),
+        });
+    }
+    Ok((provider, model))
+}
+
+/// What is needed to build one model client.
+#[derive(Debug, Clone, Default)]
+pub struct ModelConfig {
+    /// The model id, e.g. `anthropic/claude-sonnet-4-5`.
+    pub id: String,
+    /// The key; when absent it is read from the provider's variable.
+    pub api_key: Option<ApiKey>,
+    /// The base URL; when absent it is read from the provider's variable,
+    /// then the provider's default. Required for `compat/`.
+    pub base_url: Option<String>,
+    /// Timeouts and retries.
+    pub http: HttpConfig,
+}
+
+impl ModelConfig {
+    /// A config for `id` with everything else defaulted.
+    pub fn new(id: impl Into<String>) -> Self {
+        Self {
+            id: id.into(),
+            ..Self::default()
+        }
+    }
+}
+
+/// Builds a client from `config`, reading the process environment.
+pub fn build_model(config: &ModelConfig) -> Result<Arc<dyn ModelClient>, ModelError> {
+    build_model_with_env(config, &|name| std::env::var(name).ok())
+}
+
+/// Builds a client from `config`, reading variables through `env`.
+pub fn build_model_with_env(
+    config: &ModelConfig,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Arc<dyn ModelClient>, ModelError> {
+    let (provider, model) = parse_model_id(&config.id)?;
+    let from_env = |var: Option<&str>| var.and_then(env).filter(|v| !v.is_empty());
+    let base_url = config
+        .base_url
+        .clone()
+        .or_else(|| from_env(provider.base_url_var()));
+    let key = match (&config.api_key, provider.key_var()) {
+        (Some(k), _) => Some(k.clone()),
+        (None, Some(var)) => Some(ApiKey::new(from_env(Some(var)).ok_or_else(|| ModelError::Config {
+            message: format!("no API key for `{}`: set {var} or give a key in the agent's model config", config.id),
+        })?)),
+        (None, None) => None,
+    };
+    let http = config.http;
+    Ok(match provider {
+        Provider::Anthropic => {
+            let key = key.unwrap_or_else(|| ApiKey::new(""));
+            let url = base_url.as_deref().unwrap_or(anthropic::DEFAULT_BASE_URL);
+            Arc::new(AnthropicClient::new(model, &key, url, http)?)
+        }
+        Provider::OpenAi => {
+            let url = base_url.as_deref().unwrap_or(openai_chat::DEFAULT_BASE_URL);
+            Arc::new(ChatClient::new(ChatFlavor::OpenAi, model, key.as_ref(), url, http)?)
+        }
+        Provider::OpenAiResponses => {
+            let url = base_url.as_deref().unwrap_or(openai_chat::DEFAULT_BASE_URL);
+            Arc::new(ResponsesClient::new(model, key.as_ref(), url, http)?)
+        }
+        Provider::Compat => {
+            let url = base_url.ok_or_else(|| ModelError::Config {
+                message: format!("`{}` needs a base URL, e.g. http://127.0.0.1:11434/v1", config.id),
+            })?;
+            Arc::new(ChatClient::new(ChatFlavor::Compat, model, key.as_ref(), &url, http)?)
+        }
+    })
+}
+
+/// Model clients by id, built on first use and shared afterwards.
+#[derive(Default)]
+pub struct ModelRegistry {
+    configs: HashMap<String, ModelConfig>,
+    clients: std::sync::Mutex<HashMap<String, Arc<dyn ModelClient>>>,
+}
+
+impl fmt::Debug for ModelRegistry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ModelRegistry")
+            .field("configs", &self.configs)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ModelRegistry {
+    /// An empty registry; ids with no config are built from defaults and the environment.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a config, used when its id is first asked for.
+    pub fn configure(&mut self, config: ModelConfig) {
+        self.configs.insert(config.id.clone(), config);
+    }
+
+    /// Adds a ready client under its id (e.g. a [`crate::ScriptedModel`]).
+    pub fn insert(&self, client: Arc<dyn ModelClient>) {
+        if let Ok(mut map) = self.clients.lock() {
+            map.insert(client.id().to_owned(), client);
+        }
+    }
+
+    /// The client for `id`, building it on first use.
+    pub fn get(&self, id: &str) -> Result<Arc<dyn ModelClient>, ModelError> {
+        let mut map = self.clients.lock().map_err(|_| ModelError::Other {
+            message: "model registry lock poisoned".into(),
+        })?;
+        if let Some(c) = map.get(id) {
+            return Ok(c.clone());
+        }
+        let config = self.configs.get(id).cloned().unwrap_or_else(|| ModelConfig::new(id));
+        let client = build_model(&config)?;
+        map.insert(id.to_owned(), client.clone());
+        Ok(client)
+    }
+}

@@ -1,0 +1,268 @@
+//! Decoding Chat Completions responses: streamed chunks (tool calls
+//! assembled by `index`, the id only on a call's first fragment; the
+//! `include_usage` chunk with empty `choices`; `data: [DONE]`) and whole
+//! JSON bodies.
+
+use serde::Deserialize;
+use weft_core::model::{ModelError, StopReason, StreamChunk, Usage};
+
+use crate::decode::EventDecoder;
+use crate::sse::SseEvent;
+use crate::util::parse_data;
+
+/// The Chat Completions stream decoder.
+#[derive(Debug, Default)]
+pub struct ChatDecoder {
+    done: bool,
+    /// Accept a stream that ends after `finish_reason` without `[DONE]`
+    /// (some compatible servers omit it).
+    lenient_end: bool,
+    finished: bool,
+    started: Vec<u32>,
+}
+
+impl ChatDecoder {
+    /// A decoder; `lenient_end` accepts streams without `[DONE]` once a
+    /// `finish_reason` was seen.
+    pub fn new(lenient_end: bool) -> Self {
+        Self {
+            lenient_end,
+            ..Self::default()
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct Chunk {
+    #[serde(default)]
+    choices: Vec<Choice>,
+    #[serde(default)]
+    usage: Option<ChatUsage>,
+    #[serde(default)]
+    error: Option<StreamError>,
+}
+
+#[derive(Deserialize)]
+struct Choice {
+    #[serde(default)]
+    delta: Option<Delta>,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Delta {
+    #[serde(default)]
+    content: Option<String>,
+    #[serde(default)]
+    tool_calls: Option<Vec<CallDelta>>,
+}
+
+#[derive(Deserialize)]
+struct CallDelta {
+    #[serde(default)]
+    index: Option<u32>,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    function: Option<FunctionDelta>,
+}
+
+#[derive(Deserialize)]
+struct FunctionDelta {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    arguments: Option<String>,
+}
+
+/// Chat usage: prompt and completion tokens, with cached prompt tokens.
+#[derive(Deserialize)]
+pub(crate) struct ChatUsage {
+    #[serde(default)]
+    prompt_tokens: u64,
+    #[serde(default)]
+    completion_tokens: u64,
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptDetails>,
+}
+
+#[derive(Deserialize)]
+struct PromptDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+}
+
+impl ChatUsage {
+    pub(crate) fn to_usage(&self) -> Usage {
+        Usage {
+            input_tokens: self.prompt_tokens,
+            output_tokens: self.completion_tokens,
+            cache_read_tokens: self
+                .prompt_tokens_details
+                .as_ref()
+                .and_then(|d| d.cached_tokens)
+                .unwrap_or(0),
+            cache_creation_tokens: 0,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct StreamError {
+    #[serde(default, rename = "type")]
+    kind: Option<String>,
+    #[serde(default)]
+    code: Option<serde_json::Value>,
+    #[serde(default)]
+    message: String,
+}
+
+/// Maps a Chat finish reason.
+pub(crate) fn finish_reason(reason: &str) -> StopReason {
+    match reason {
+        "stop" => StopReason::EndTurn,
+        "tool_calls" | "function_call" => StopReason::ToolUse,
+        "length" => StopReason::MaxTokens,
+        "content_filter" => StopReason::ContentFilter,
+        other => StopReason::Other(other.to_owned()),
+    }
+}
+
+impl EventDecoder for ChatDecoder {
+    fn event(&mut self, event: SseEvent<'_>, out: &mut Vec<StreamChunk>) -> Result<(), ModelError> {
+        if event.data.trim_end() == "[DONE]" {
+            self.done = true;
+            return Ok(());
+        }
+        let chunk: Chunk = parse_data(event.data)?;
+        if let Some(e) = chunk.error {
+            let kind = e
+                .kind
+                .or_else(|| e.code.and_then(|c| c.as_str().map(str::to_owned)))
+                .unwrap_or_else(|| "error".to_owned());
+            return Err(ModelError::Stream {
+                retryable: matches!(kind.as_str(), "server_error" | "rate_limit_exceeded" | "overloaded_error"),
+                error_type: kind,
+                message: e.message,
+            });
+        }
+        // Only the first choice is read: weft never asks for n > 1.
+        if let Some(choice) = chunk.choices.into_iter().next() {
+            if let Some(delta) = choice.delta {
+                if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
+                    out.push(StreamChunk::TextDelta { text });
+                }
+                for (pos, call) in delta.tool_calls.into_iter().flatten().enumerate() {
+                    let index = call.index.unwrap_or(u32::try_from(pos).unwrap_or(u32::MAX));
+                    let (name, args) = call.function.map_or((None, None), |f| (f.name, f.arguments));
+                    if !self.started.contains(&index) {
+                        self.started.push(index);
+                        out.push(StreamChunk::ToolCallStart {
+                            index,
+                            id: call.id.unwrap_or_else(|| format!("call_{index}")).into(),
+                            name: name.unwrap_or_default(),
+                        });
+                    }
+                    if let Some(delta) = args.filter(|a| !a.is_empty()) {
+                        out.push(StreamChunk::ToolCallArgsDelta { index, delta });
+                    }
+                }
+            }
+            if let Some(reason) = choice.finish_reason {
+                for index in self.started.drain(..) {
+                    out.push(StreamChunk::ToolCallEnd { index });
+                }
+                out.push(StreamChunk::Stop {
+                    reason: finish_reason(&reason),
+                });
+                self.finished = true;
+            }
+        }
+        if let Some(u) = chunk.usage {
+            out.push(StreamChunk::Usage { usage: u.to_usage() });
+        }
+        Ok(())
+    }
+
+    fn is_done(&self) -> bool {
+        self.done
+    }
+
+    fn terminal_event(&self) -> &'static str {
+        "data: [DONE]"
+    }
+
+    fn complete_at_eof(&self) -> bool {
+        self.done || (self.lenient_end && self.finished)
+    }
+}
+
+#[derive(Deserialize)]
+struct Body {
+    #[serde(default)]
+    choices: Vec<BodyChoice>,
+    #[serde(default)]
+    usage: Option<ChatUsage>,
+}
+
+#[derive(Deserialize)]
+struct BodyChoice {
+    message: BodyMessage,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct BodyMessage {
+    #[serde(default)]
+    content: Option<String>,
+    #[serde(default)]
+    tool_calls: Option<Vec<BodyCall>>,
+}
+
+#[derive(Deserialize)]
+struct BodyCall {
+    id: String,
+    function: BodyFunction,
+}
+
+#[derive(Deserialize)]
+struct BodyFunction {
+    name: String,
+    #[serde(default)]
+    arguments: String,
+}
+
+/// Decodes a non-streaming Chat Completions body into chunks.
+pub fn decode_body(body: &str) -> Result<Vec<StreamChunk>, ModelError> {
+    let body: Body = parse_data(body)?;
+    let mut out = Vec::new();
+    if let Some(choice) = body.choices.into_iter().next() {
+        if let Some(text) = choice.message.content.filter(|t| !t.is_empty()) {
+            out.push(StreamChunk::TextDelta { text });
+        }
+        for (i, call) in choice.message.tool_calls.into_iter().flatten().enumerate() {
+            let index = u32::try_from(i).unwrap_or(u32::MAX);
+            out.push(StreamChunk::ToolCallStart {
+                index,
+                id: call.id.into(),
+                name: call.function.name,
+            });
+            out.push(StreamChunk::ToolCallArgsDelta {
+                index,
+                delta: call.function.arguments,
+            });
+            out.push(StreamChunk::ToolCallEnd { index });
+        }
+        if let Some(r) = choice.finish_reason {
+            out.push(StreamChunk::Stop {
+                reason: finish_reason(&r),
+            });
+        }
+    }
+    if let Some(u) = body.usage {
+        out.push(StreamChunk::Usage { usage: u.to_usage() });
+    }
+    Ok(out)
+}
