@@ -27,6 +27,7 @@ pub mod message;
 pub mod model;
 pub mod planner;
 pub mod run;
+pub mod session;
 pub mod store;
 pub mod time;
 pub mod tool;

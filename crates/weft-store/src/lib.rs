@@ -1,1 +1,58 @@
 //! weft-store: durable run, session and memory stores (SQLite, PostgreSQL).
+//!
+//! Both backends implement the contracts of `weft-core` with the same
+//! semantics: [`RunStore`](weft_core::store::RunStore) (the per-run event log,
+//! run records and machine snapshots, committed atomically) and the session
+//! traits of [`weft_core::session`] (sessions, their transcript and memory,
+//! prompt overrides). [`connect`] opens either one from a URL.
+//!
+//! Organization:
+//! - [`sqlite`]: [`SqliteStore`], the embedded default (one file, WAL mode).
+//! - [`postgres`]: [`PostgresStore`], for many processes on many hosts.
+//! - [`bench`]: [`bench_commit`], the cost of one durable step.
+//! - `sql_runs`, `sql_sessions`: the SQL both backends share, as macros.
+//! - `schema`: the embedded migrations and the "newer schema" check.
+//! - `codec`, `rows`: how values map to columns; the log's no-gap rule.
+//! - `retry`: retrying once after a lost connection.
+//!
+//! Stored data: events, snapshots and messages are serde JSON stored as text;
+//! a snapshot in a format version this build does not read is reported as
+//! [`StoreError::Corrupt`](weft_core::store::StoreError::Corrupt) naming both
+//! versions. Opening a database migrates it; a database migrated by a newer
+//! weft is refused with [`OpenError::SchemaTooNew`].
+
+pub mod bench;
+mod codec;
+mod error;
+pub mod postgres;
+mod retry;
+mod rows;
+mod schema;
+mod sql_runs;
+mod sql_sessions;
+pub mod sqlite;
+
+use std::sync::Arc;
+
+use weft_core::session::FullStore;
+
+pub use bench::bench_commit;
+pub use error::OpenError;
+pub use postgres::{PostgresOptions, PostgresStore};
+pub use sqlite::{SqliteOptions, SqliteStore, Synchronous};
+
+/// Opens the store `url` names: `postgres://...` (or `postgresql://...`) for
+/// PostgreSQL; `sqlite:PATH`, `sqlite://PATH` or a plain file path for SQLite.
+///
+/// The result coerces to `Arc<dyn RunStore>` or any other store trait.
+pub async fn connect(url: &str) -> Result<Arc<dyn FullStore>, OpenError> {
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        return Ok(Arc::new(PostgresStore::open(url).await?));
+    }
+    if url.starts_with("sqlite:") || !url.contains("://") {
+        return Ok(Arc::new(SqliteStore::open(url).await?));
+    }
+    Err(OpenError::UnsupportedUrl {
+        url: error::redact(url),
+    })
+}

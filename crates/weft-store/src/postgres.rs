@@ -1,0 +1,184 @@
+//! [`PostgresStore`]: runs, sessions, memory and prompts in PostgreSQL, for
+//! many runtime processes on many hosts.
+//!
+//! Resilience: the pool checks a connection before handing it out
+//! (`test_before_acquire`), closes idle ones before a server or a proxy drops
+//! them, and replaces connections that died (server restart, terminated
+//! backend). An operation that was running on a connection when it died is
+//! retried once on a fresh one when that is safe (see [`crate::retry`]).
+//!
+//! Concurrency: a commit locks its run row (`FOR UPDATE`), so two processes
+//! committing to one run serialize, and the second one sees the first one's
+//! events (a duplicate is skipped, a gap refused). A new run holds its
+//! session row `FOR SHARE`, so ending the session serializes with it.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::Connection;
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
+
+use crate::error::{OpenError, redact};
+use crate::schema;
+use crate::sql_runs::impl_run_store;
+use crate::sql_sessions::impl_session_store;
+
+/// How to open a PostgreSQL store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PostgresOptions {
+    /// `postgres://user:password@host:port/database`.
+    pub url: String,
+    /// The schema to keep weft's tables in (created when missing); the
+    /// connection's default `search_path` when absent.
+    pub schema: Option<String>,
+    /// Most connections the pool opens.
+    pub max_connections: u32,
+    /// How long an operation waits for a connection.
+    pub acquire_timeout: Duration,
+    /// How long a connection may sit idle before the pool closes it; keep it
+    /// below the server's (or a proxy's) idle timeout.
+    pub idle_timeout: Duration,
+    /// How long a connection lives at most.
+    pub max_lifetime: Duration,
+}
+
+impl PostgresOptions {
+    /// Options for `url`, with defaults.
+    pub fn new(url: impl Into<String>) -> Self {
+        Self {
+            url: url.into(),
+            schema: None,
+            max_connections: 10,
+            acquire_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(60),
+            max_lifetime: Duration::from_secs(30 * 60),
+        }
+    }
+
+    /// These options with weft's tables in `schema`.
+    pub fn with_schema(mut self, schema: impl Into<String>) -> Self {
+        self.schema = Some(schema.into());
+        self
+    }
+}
+
+/// Runs, sessions, memory and prompts in a PostgreSQL database.
+#[derive(Debug, Clone)]
+pub struct PostgresStore {
+    pool: PgPool,
+    label: String,
+}
+
+impl PostgresStore {
+    /// Opens (migrating when needed) the database at `url`.
+    pub async fn open(url: &str) -> Result<Self, OpenError> {
+        Self::open_with(PostgresOptions::new(url)).await
+    }
+
+    /// Opens (migrating when needed) the database `options` names.
+    pub async fn open_with(options: PostgresOptions) -> Result<Self, OpenError> {
+        let target = redact(&options.url);
+        let connect = |e: sqlx::Error| OpenError::Connect {
+            target: target.clone(),
+            message: e.to_string(),
+        };
+        let mut base = PgConnectOptions::from_str(&options.url).map_err(connect)?;
+        if let Some(name) = &options.schema {
+            if !is_identifier(name) {
+                return Err(OpenError::Connect {
+                    target: target.clone(),
+                    message: format!("schema name `{name}` must be letters, digits and `_`, not starting with a digit"),
+                });
+            }
+            let mut conn = PgConnection::connect_with(&base).await.map_err(connect)?;
+            sqlx::query(&format!("CREATE SCHEMA IF NOT EXISTS \"{name}\""))
+                .execute(&mut conn)
+                .await
+                .map_err(connect)?;
+            conn.close().await.map_err(connect)?;
+            base = base.options([("search_path", name.as_str())]);
+        }
+        let pool = PgPoolOptions::new()
+            .max_connections(options.max_connections.max(1))
+            .min_connections(0)
+            .acquire_timeout(options.acquire_timeout)
+            .idle_timeout(options.idle_timeout)
+            .max_lifetime(options.max_lifetime)
+            .test_before_acquire(true)
+            .connect_with(base)
+            .await
+            .map_err(connect)?;
+        migrate(&pool).await?;
+        let label = match &options.schema {
+            Some(s) => format!("{target} (schema {s})"),
+            None => target.clone(),
+        };
+        Ok(Self { pool, label })
+    }
+
+    /// Closes every connection, waiting for running operations.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    async fn write_tx(&self) -> Result<sqlx::Transaction<'static, sqlx::Postgres>, sqlx::Error> {
+        self.pool.begin().await
+    }
+
+    fn write_pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    fn read_pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    fn retry_label(&self) -> &str {
+        &self.label
+    }
+}
+
+/// Whether `name` is a plain SQL identifier, safe to quote into DDL.
+fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && name.len() <= 63
+}
+
+/// Refuses a newer schema, then applies this build's migrations.
+async fn migrate(pool: &PgPool) -> Result<(), OpenError> {
+    let fail = |e: sqlx::Error| OpenError::Migrate { message: e.to_string() };
+    let (exists,): (bool,) = sqlx::query_as("SELECT to_regclass('_sqlx_migrations') IS NOT NULL")
+        .fetch_one(pool)
+        .await
+        .map_err(fail)?;
+    if exists {
+        let applied: Vec<(i64,)> = sqlx::query_as("SELECT version FROM _sqlx_migrations")
+            .fetch_all(pool)
+            .await
+            .map_err(fail)?;
+        let applied: Vec<i64> = applied.into_iter().map(|(v,)| v).collect();
+        schema::check_applied(&schema::POSTGRES, &applied)?;
+    }
+    schema::POSTGRES
+        .run(pool)
+        .await
+        .map_err(|e| schema::migrate_error(&schema::POSTGRES, e))
+}
+
+impl_run_store!(PostgresStore, sqlx::Postgres, lock = " FOR UPDATE", share = " FOR SHARE");
+impl_session_store!(PostgresStore, lock = " FOR UPDATE");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schema_names_are_checked() {
+        assert!(is_identifier("weft_test_1"));
+        assert!(!is_identifier("1abc"));
+        assert!(!is_identifier("a\"; DROP"));
+        assert!(!is_identifier(""));
+    }
+}

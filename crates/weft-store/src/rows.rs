@@ -1,0 +1,127 @@
+//! Database rows as weft values, and the log rule shared by the run event log
+//! and the session transcript. Nothing here depends on the backend.
+
+use weft_core::SessionId;
+use weft_core::session::{PromptOverride, PromptScope, SessionRecord, TranscriptEntry};
+use weft_core::store::{RunRecord, StoreError};
+
+use crate::codec;
+
+/// `runs` columns: run_id, agent_id, session_id, status, labels, created_at, updated_at.
+pub(crate) type RunRow = (String, String, String, String, String, i64, i64);
+
+/// The columns selected for a [`RunRow`].
+pub(crate) const RUN_COLUMNS: &str = "run_id, agent_id, session_id, status, labels, created_at, updated_at";
+
+/// `sessions` columns: session_id, labels, created_at, ended_at, transcript_seq.
+pub(crate) type SessionRow = (String, String, i64, Option<i64>, i64);
+
+/// The columns selected for a [`SessionRow`].
+pub(crate) const SESSION_COLUMNS: &str = "session_id, labels, created_at, ended_at, transcript_seq";
+
+/// `transcript` columns: seq, run_id, at, message.
+pub(crate) type TranscriptRow = (i64, Option<String>, i64, String);
+
+/// `prompt_overrides` columns: name, scope_session, scope_labels, template, updated_at.
+pub(crate) type PromptRow = (String, String, String, String, i64);
+
+/// A `runs` row as a record.
+pub(crate) fn run_record(row: RunRow) -> Result<RunRecord, StoreError> {
+    let (run_id, agent_id, session_id, status, labels, created_at, updated_at) = row;
+    Ok(RunRecord {
+        run_id: run_id.into(),
+        agent_id: agent_id.into(),
+        session_id: session_id.into(),
+        status: codec::status(&status)?,
+        labels: codec::from_json(&labels, "run labels")?,
+        created_at: codec::ts(created_at, "created_at")?,
+        updated_at: codec::ts(updated_at, "updated_at")?,
+    })
+}
+
+/// A `sessions` row as a record.
+pub(crate) fn session_record(row: SessionRow) -> Result<SessionRecord, StoreError> {
+    let (session_id, labels, created_at, ended_at, transcript_seq) = row;
+    Ok(SessionRecord {
+        session_id: session_id.into(),
+        labels: codec::from_json(&labels, "session labels")?,
+        created_at: codec::ts(created_at, "created_at")?,
+        ended_at: ended_at.map(|t| codec::ts(t, "ended_at")).transpose()?,
+        transcript_seq: codec::uint(transcript_seq, "transcript_seq")?,
+    })
+}
+
+/// A `transcript` row as an entry.
+pub(crate) fn transcript_entry(row: TranscriptRow) -> Result<TranscriptEntry, StoreError> {
+    let (seq, run_id, at, message) = row;
+    Ok(TranscriptEntry {
+        seq: codec::uint(seq, "transcript seq")?,
+        run_id: run_id.map(Into::into),
+        at: codec::ts(at, "transcript at")?,
+        message: codec::from_json(&message, "transcript message")?,
+    })
+}
+
+/// A `prompt_overrides` row as an override.
+pub(crate) fn prompt_override(row: PromptRow) -> Result<PromptOverride, StoreError> {
+    let (name, scope_session, scope_labels, template, updated_at) = row;
+    Ok(PromptOverride {
+        name,
+        scope: PromptScope {
+            session_id: (!scope_session.is_empty()).then(|| SessionId::from(scope_session)),
+            labels: codec::from_json(&scope_labels, "prompt scope labels")?,
+        },
+        template,
+        updated_at: codec::ts(updated_at, "updated_at")?,
+    })
+}
+
+/// The scope columns of an override: '' stands for every session.
+pub(crate) fn scope_columns(scope: &PromptScope) -> Result<(String, String), StoreError> {
+    let session = scope.session_id.as_ref().map_or("", SessionId::as_str).to_owned();
+    Ok((session, codec::labels_json(&scope.labels)?))
+}
+
+/// Where appending to a log broke the no-gap rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Gap {
+    /// The last sequence number stored (or accepted so far).
+    pub(crate) last: u64,
+    /// The sequence number given.
+    pub(crate) seq: u64,
+}
+
+/// The items of `items` to store after a log whose last sequence number is
+/// `last`, and the new last one. Already-stored items are skipped (a retried
+/// append is a no-op); an item that is not the next one is a [`Gap`], and then
+/// nothing is stored.
+pub(crate) fn fresh<T>(items: &[T], seq_of: impl Fn(&T) -> u64, mut last: u64) -> Result<(Vec<&T>, u64), Gap> {
+    let mut out = Vec::with_capacity(items.len());
+    for item in items {
+        let seq = seq_of(item);
+        if seq <= last {
+            continue;
+        }
+        if seq != last + 1 {
+            return Err(Gap { last, seq });
+        }
+        last = seq;
+        out.push(item);
+    }
+    Ok((out, last))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fresh_skips_stored_and_rejects_gaps() {
+        let id = |x: &u64| *x;
+        assert_eq!(fresh(&[1, 2, 3], id, 0), Ok((vec![&1, &2, &3], 3)));
+        assert_eq!(fresh(&[2, 3, 4], id, 3), Ok((vec![&4], 4)));
+        assert_eq!(fresh(&[1, 2], id, 5), Ok((vec![], 5)));
+        assert_eq!(fresh(&[4, 6], id, 3), Err(Gap { last: 4, seq: 6 }));
+        assert_eq!(fresh(&[2], id, 0), Err(Gap { last: 0, seq: 2 }));
+    }
+}

@@ -1,0 +1,323 @@
+//! The SQL implementation of [`RunStore`](weft_core::store::RunStore), shared
+//! by both backends through the [`impl_run_store!`] macro: the statements are
+//! the same text for SQLite and PostgreSQL (both read `$N` parameters), and
+//! only the row-locking suffix differs.
+//!
+//! A backend type provides `write_tx()` (a transaction that may write; SQLite
+//! takes the write lock up front), `read_pool()`, and `retry_label()`.
+//!
+//! Each run row carries `last_seq`, the sequence number of its last stored
+//! event, so a commit checks for gaps and duplicates with one indexed read of
+//! the (locked) run row instead of scanning the log.
+
+use crate::rows::Gap;
+use weft_core::RunId;
+use weft_core::event::RunEvent;
+use weft_core::store::StoreError;
+
+use crate::codec;
+
+/// Most events one `INSERT` carries.
+pub(crate) const EVENTS_PER_INSERT: usize = 100;
+
+/// Events as (sequence number, JSON body) pairs, encoded before any
+/// transaction opens so no lock is held while serializing.
+pub(crate) fn encode_events(events: &[RunEvent]) -> Result<Vec<(i64, String)>, StoreError> {
+    events
+        .iter()
+        .map(|e| Ok((codec::int(e.seq, "event seq")?, codec::to_json(e, "event")?)))
+        .collect()
+}
+
+/// The events to insert after `last`, and the new last sequence number.
+pub(crate) fn fresh_events<'a>(
+    run_id: &RunId,
+    events: &'a [(i64, String)],
+    last: u64,
+) -> Result<(Vec<&'a (i64, String)>, u64), StoreError> {
+    // A negative sequence number cannot come out of `encode_events`.
+    crate::rows::fresh(events, |e| e.0.unsigned_abs(), last).map_err(|Gap { last, seq }| StoreError::SequenceGap {
+        run_id: run_id.clone(),
+        last,
+        seq,
+    })
+}
+
+/// `INSERT` text for `n` events of one run: `$1` is the run id.
+pub(crate) fn insert_events_sql(n: usize) -> String {
+    let mut sql = String::from("INSERT INTO run_events (run_id, seq, body) VALUES ");
+    for i in 0..n {
+        if i > 0 {
+            sql.push_str(", ");
+        }
+        sql.push_str(&format!("($1, ${}, ${})", 2 + 2 * i, 3 + 2 * i));
+    }
+    sql
+}
+
+/// Implements `RunStore` for `$store` over database `$db`; `$lock` and
+/// `$share` are the suffixes that lock a selected row for update or for share
+/// (both `""` on SQLite, whose write transactions are exclusive). A new run
+/// holds its session row for share, so ending the session waits for it.
+macro_rules! impl_run_store {
+    ($store:ty, $db:ty, lock = $lock:literal, share = $share:literal) => {
+        impl $store {
+            async fn insert_events(
+                tx: &mut sqlx::Transaction<'static, $db>,
+                run_id: &weft_core::RunId,
+                events: &[&(i64, String)],
+            ) -> Result<(), sqlx::Error> {
+                for chunk in events.chunks($crate::sql_runs::EVENTS_PER_INSERT) {
+                    let sql = $crate::sql_runs::insert_events_sql(chunk.len());
+                    let mut q = sqlx::query(&sql).bind(run_id.as_str());
+                    for (seq, body) in chunk {
+                        q = q.bind(*seq).bind(body.as_str());
+                    }
+                    q.execute(&mut **tx).await?;
+                }
+                Ok(())
+            }
+
+            /// Creates a run (and its session, when new) unless the session has ended.
+            pub(crate) async fn start_run_inner(
+                &self,
+                record: &weft_core::store::RunRecord,
+                events: &[weft_core::event::RunEvent],
+                snapshot: &weft_core::run::RunMachine,
+            ) -> Result<(), $crate::error::Failure> {
+                let events = $crate::sql_runs::encode_events(events)?;
+                let snapshot = $crate::codec::to_json(snapshot, "snapshot")?;
+                let labels = $crate::codec::labels_json(&record.labels)?;
+                // Not retried: a retry after a create that landed would
+                // report `RunExists` for the caller's own run.
+                self.create_run_once(record, &events, &snapshot, &labels).await
+            }
+
+            async fn create_run_once(
+                &self,
+                record: &weft_core::store::RunRecord,
+                events: &[(i64, String)],
+                snapshot: &str,
+                labels: &str,
+            ) -> Result<(), $crate::error::Failure> {
+                use weft_core::session::SessionError;
+                use weft_core::store::StoreError;
+                let (fresh, last) = $crate::sql_runs::fresh_events(&record.run_id, events, 0)?;
+                let created = $crate::codec::int(record.created_at.as_millis(), "created_at")?;
+                let updated = $crate::codec::int(record.updated_at.as_millis(), "updated_at")?;
+                let last = $crate::codec::int(last, "event seq")?;
+                let mut tx = self.write_tx().await?;
+                sqlx::query(
+                    "INSERT INTO sessions (session_id, labels, created_at, ended_at, transcript_seq) \
+                     VALUES ($1, '{}', $2, NULL, 0) ON CONFLICT (session_id) DO NOTHING",
+                )
+                .bind(record.session_id.as_str())
+                .bind(created)
+                .execute(&mut *tx)
+                .await?;
+                let ended: Option<(Option<i64>,)> = sqlx::query_as(concat!(
+                    "SELECT ended_at FROM sessions WHERE session_id = $1",
+                    $share
+                ))
+                .bind(record.session_id.as_str())
+                .fetch_optional(&mut *tx)
+                .await?;
+                if let Some((Some(_),)) = ended {
+                    return Err(SessionError::Ended {
+                        session_id: record.session_id.clone(),
+                    }
+                    .into());
+                }
+                let inserted = sqlx::query(
+                    "INSERT INTO runs (run_id, agent_id, session_id, status, labels, created_at, updated_at, \
+                     last_seq, snapshot) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
+                     ON CONFLICT (run_id) DO NOTHING",
+                )
+                .bind(record.run_id.as_str())
+                .bind(record.agent_id.as_str())
+                .bind(record.session_id.as_str())
+                .bind(record.status.as_str())
+                .bind(labels)
+                .bind(created)
+                .bind(updated)
+                .bind(last)
+                .bind(snapshot)
+                .execute(&mut *tx)
+                .await?;
+                if inserted.rows_affected() == 0 {
+                    return Err(StoreError::RunExists {
+                        run_id: record.run_id.clone(),
+                    }
+                    .into());
+                }
+                Self::insert_events(&mut tx, &record.run_id, &fresh).await?;
+                tx.commit().await?;
+                Ok(())
+            }
+
+            async fn commit_once(
+                &self,
+                run_id: &weft_core::RunId,
+                events: &[(i64, String)],
+                snapshot: Option<&str>,
+                status: weft_core::store::RunStatus,
+                now: i64,
+            ) -> Result<(), $crate::error::Failure> {
+                use weft_core::store::StoreError;
+                let mut tx = self.write_tx().await?;
+                let row: Option<(i64,)> =
+                    sqlx::query_as(concat!("SELECT last_seq FROM runs WHERE run_id = $1", $lock))
+                        .bind(run_id.as_str())
+                        .fetch_optional(&mut *tx)
+                        .await?;
+                let Some((last,)) = row else {
+                    return Err(StoreError::RunNotFound { run_id: run_id.clone() }.into());
+                };
+                let last = $crate::codec::uint(last, "last_seq")?;
+                let (fresh, new_last) = $crate::sql_runs::fresh_events(run_id, events, last)?;
+                Self::insert_events(&mut tx, run_id, &fresh).await?;
+                sqlx::query(
+                    "UPDATE runs SET last_seq = $2, status = $3, updated_at = $4, \
+                     snapshot = COALESCE($5, snapshot) WHERE run_id = $1",
+                )
+                .bind(run_id.as_str())
+                .bind($crate::codec::int(new_last, "event seq")?)
+                .bind(status.as_str())
+                .bind(now)
+                .bind(snapshot)
+                .execute(&mut *tx)
+                .await?;
+                tx.commit().await?;
+                Ok(())
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl weft_core::store::RunStore for $store {
+            async fn create_run(
+                &self,
+                record: &weft_core::store::RunRecord,
+                events: &[weft_core::event::RunEvent],
+                snapshot: &weft_core::run::RunMachine,
+            ) -> Result<(), weft_core::store::StoreError> {
+                self.start_run_inner(record, events, snapshot)
+                    .await
+                    .map_err($crate::error::Failure::into_store)
+            }
+
+            async fn commit(&self, commit: weft_core::store::Commit<'_>) -> Result<(), weft_core::store::StoreError> {
+                let events = $crate::sql_runs::encode_events(commit.events)?;
+                let snapshot = commit
+                    .snapshot
+                    .map(|s| $crate::codec::to_json(s, "snapshot"))
+                    .transpose()?;
+                let now = $crate::codec::int(commit.now.as_millis(), "commit time")?;
+                // Safe to retry after a lost connection: events already
+                // stored are skipped and the snapshot write is the same.
+                $crate::retry::once(self.retry_label(), || {
+                    self.commit_once(commit.run_id, &events, snapshot.as_deref(), commit.status, now)
+                })
+                .await
+                .map_err($crate::error::Failure::into_store)
+            }
+
+            async fn load_run(
+                &self,
+                run_id: &weft_core::RunId,
+            ) -> Result<Option<weft_core::store::StoredRun>, weft_core::store::StoreError> {
+                let sql = format!(
+                    "SELECT {}, snapshot FROM runs WHERE run_id = $1",
+                    $crate::rows::RUN_COLUMNS
+                );
+                type Row = (String, String, String, String, String, i64, i64, String);
+                let row: Option<Row> = $crate::retry::once(self.retry_label(), || async {
+                    Ok(sqlx::query_as(&sql).bind(run_id.as_str()).fetch_optional(self.read_pool()).await?)
+                })
+                .await
+                .map_err($crate::error::Failure::into_store)?;
+                let Some((a, b, c, d, e, f, g, snapshot)) = row else {
+                    return Ok(None);
+                };
+                Ok(Some(weft_core::store::StoredRun {
+                    record: $crate::rows::run_record((a, b, c, d, e, f, g))?,
+                    snapshot: $crate::codec::snapshot(run_id, &snapshot)?,
+                }))
+            }
+
+            async fn read_events(
+                &self,
+                run_id: &weft_core::RunId,
+                after: u64,
+                limit: Option<u32>,
+            ) -> Result<Vec<weft_core::event::RunEvent>, weft_core::store::StoreError> {
+                let after = i64::try_from(after).unwrap_or(i64::MAX);
+                let limit = limit.map_or(i64::MAX, i64::from);
+                let (rows, exists) = $crate::retry::once(self.retry_label(), || async {
+                    let rows: Vec<(String,)> = sqlx::query_as(
+                        "SELECT body FROM run_events WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+                    )
+                    .bind(run_id.as_str())
+                    .bind(after)
+                    .bind(limit)
+                    .fetch_all(self.read_pool())
+                    .await?;
+                    let exists = !rows.is_empty()
+                        || sqlx::query("SELECT 1 FROM runs WHERE run_id = $1")
+                            .bind(run_id.as_str())
+                            .fetch_optional(self.read_pool())
+                            .await?
+                            .is_some();
+                    Ok((rows, exists))
+                })
+                .await
+                .map_err($crate::error::Failure::into_store)?;
+                if !exists {
+                    return Err(weft_core::store::StoreError::RunNotFound { run_id: run_id.clone() });
+                }
+                rows.iter()
+                    .map(|(body,)| $crate::codec::from_json(body, "event"))
+                    .collect()
+            }
+
+            async fn list_runs(
+                &self,
+                filter: &weft_core::store::RunFilter,
+            ) -> Result<Vec<weft_core::store::RunRecord>, weft_core::store::StoreError> {
+                let mut sql = format!("SELECT {} FROM runs WHERE 1 = 1", $crate::rows::RUN_COLUMNS);
+                let mut n = 0;
+                if filter.session_id.is_some() {
+                    n += 1;
+                    sql.push_str(&format!(" AND session_id = ${n}"));
+                }
+                if !filter.statuses.is_empty() {
+                    let marks: Vec<String> = filter
+                        .statuses
+                        .iter()
+                        .map(|_| {
+                            n += 1;
+                            format!("${n}")
+                        })
+                        .collect();
+                    sql.push_str(&format!(" AND status IN ({})", marks.join(", ")));
+                }
+                sql.push_str(&format!(" ORDER BY created_at DESC, run_id DESC LIMIT ${}", n + 1));
+                let limit = filter.limit.map_or(i64::MAX, i64::from);
+                let rows: Vec<$crate::rows::RunRow> = $crate::retry::once(self.retry_label(), || async {
+                    let mut q = sqlx::query_as(&sql);
+                    if let Some(s) = &filter.session_id {
+                        q = q.bind(s.as_str());
+                    }
+                    for status in &filter.statuses {
+                        q = q.bind(status.as_str());
+                    }
+                    Ok(q.bind(limit).fetch_all(self.read_pool()).await?)
+                })
+                .await
+                .map_err($crate::error::Failure::into_store)?;
+                rows.into_iter().map($crate::rows::run_record).collect()
+            }
+        }
+    };
+}
+
+pub(crate) use impl_run_store;

@@ -1,0 +1,203 @@
+//! [`SqliteStore`]: the embedded default store, one database file in WAL mode.
+//!
+//! Writes go through a pool of one connection whose transactions begin with
+//! `BEGIN IMMEDIATE`, so writers in this process queue instead of failing
+//! with `SQLITE_BUSY`, and a writer never has to upgrade a read lock (which
+//! WAL mode refuses when another process wrote in between). Reads use a
+//! separate pool of read-only connections, which WAL lets run alongside the
+//! writer. Other processes on the same file wait up to the busy timeout.
+//!
+//! Durability: `synchronous = FULL` (the default) syncs the WAL on every
+//! commit, so a commit survives power loss. [`Synchronous::Normal`] syncs
+//! only at checkpoints: a commit still survives the process being killed
+//! (it is in the WAL, in the OS's page cache) and the database never
+//! corrupts, but an OS crash or power loss may roll back the last commits.
+
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
+
+use crate::error::{OpenError, redact};
+use crate::schema;
+use crate::sql_runs::impl_run_store;
+use crate::sql_sessions::impl_session_store;
+
+/// When SQLite syncs the file to disk; see the module docs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Synchronous {
+    /// Sync the WAL on every commit: commits survive power loss.
+    #[default]
+    Full,
+    /// Sync at checkpoints: commits survive a killed process, not power loss.
+    Normal,
+}
+
+/// How to open a SQLite store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SqliteOptions {
+    /// The database file; created when missing.
+    pub path: PathBuf,
+    /// When to sync to disk.
+    pub synchronous: Synchronous,
+    /// How many read-only connections to keep.
+    pub read_connections: u32,
+    /// How long to wait for another process's write lock.
+    pub busy_timeout: Duration,
+}
+
+impl SqliteOptions {
+    /// Options for the file at `path`, with defaults.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self {
+            path: path.into(),
+            synchronous: Synchronous::Full,
+            read_connections: 4,
+            busy_timeout: Duration::from_secs(5),
+        }
+    }
+
+    /// Options from `sqlite://PATH`, `sqlite:PATH` or a plain path, with an
+    /// optional `?synchronous=full|normal`.
+    pub fn from_url(url: &str) -> Result<Self, OpenError> {
+        let rest = url
+            .strip_prefix("sqlite://")
+            .or_else(|| url.strip_prefix("sqlite:"))
+            .unwrap_or(url);
+        let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
+        if path.is_empty() || path.contains(":memory:") {
+            return Err(OpenError::UnsupportedUrl {
+                url: format!("{url} (the SQLite store needs a file; use the runtime's in-memory store instead)"),
+            });
+        }
+        let mut options = Self::new(path);
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            match pair.split_once('=') {
+                Some(("synchronous", v)) if v.eq_ignore_ascii_case("full") => options.synchronous = Synchronous::Full,
+                Some(("synchronous", v)) if v.eq_ignore_ascii_case("normal") => {
+                    options.synchronous = Synchronous::Normal;
+                }
+                _ => {
+                    return Err(OpenError::UnsupportedUrl {
+                        url: format!("{url} (unknown option `{pair}`; the SQLite store knows synchronous=full|normal)"),
+                    });
+                }
+            }
+        }
+        Ok(options)
+    }
+}
+
+/// Runs, sessions, memory and prompts in one SQLite file.
+#[derive(Debug, Clone)]
+pub struct SqliteStore {
+    writer: SqlitePool,
+    reader: SqlitePool,
+    path: PathBuf,
+    label: String,
+}
+
+impl SqliteStore {
+    /// Opens (creating and migrating when needed) the database at `url`; see
+    /// [`SqliteOptions::from_url`].
+    pub async fn open(url: &str) -> Result<Self, OpenError> {
+        Self::open_with(SqliteOptions::from_url(url)?).await
+    }
+
+    /// Opens (creating and migrating when needed) the database `options` names.
+    pub async fn open_with(options: SqliteOptions) -> Result<Self, OpenError> {
+        let target = options.path.display().to_string();
+        let connect = |e: sqlx::Error| OpenError::Connect {
+            target: redact(&target),
+            message: e.to_string(),
+        };
+        let base = SqliteConnectOptions::new()
+            .filename(&options.path)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(match options.synchronous {
+                Synchronous::Full => SqliteSynchronous::Full,
+                Synchronous::Normal => SqliteSynchronous::Normal,
+            })
+            .busy_timeout(options.busy_timeout)
+            .foreign_keys(true);
+        let writer = SqlitePoolOptions::new()
+            .max_connections(1)
+            .acquire_timeout(Duration::from_secs(30))
+            .connect_with(base.clone().create_if_missing(true))
+            .await
+            .map_err(connect)?;
+        migrate(&writer).await?;
+        let reader = SqlitePoolOptions::new()
+            .max_connections(options.read_connections.max(1))
+            .connect_with(base.read_only(true))
+            .await
+            .map_err(connect)?;
+        Ok(Self {
+            writer,
+            reader,
+            path: options.path,
+            label: format!("sqlite:{target}"),
+        })
+    }
+
+    /// The database file's path as opened.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Closes every connection, waiting for running operations.
+    pub async fn close(&self) {
+        self.reader.close().await;
+        self.writer.close().await;
+    }
+
+    async fn write_tx(&self) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, sqlx::Error> {
+        self.writer.begin_with("BEGIN IMMEDIATE").await
+    }
+
+    fn write_pool(&self) -> &SqlitePool {
+        &self.writer
+    }
+
+    fn read_pool(&self) -> &SqlitePool {
+        &self.reader
+    }
+
+    fn retry_label(&self) -> &str {
+        &self.label
+    }
+}
+
+/// Refuses a newer schema, then applies this build's migrations.
+async fn migrate(pool: &SqlitePool) -> Result<(), OpenError> {
+    let fail = |e: sqlx::Error| OpenError::Migrate { message: e.to_string() };
+    let (tables,): (i64,) =
+        sqlx::query_as("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'")
+            .fetch_one(pool)
+            .await
+            .map_err(fail)?;
+    if tables > 0 {
+        let applied: Vec<(i64,)> = sqlx::query_as("SELECT version FROM _sqlx_migrations")
+            .fetch_all(pool)
+            .await
+            .map_err(fail)?;
+        let applied: Vec<i64> = applied.into_iter().map(|(v,)| v).collect();
+        schema::check_applied(&schema::SQLITE, &applied)?;
+    }
+    schema::SQLITE
+        .run(pool)
+        .await
+        .map_err(|e| schema::migrate_error(&schema::SQLITE, e))
+}
+
+impl FromStr for SqliteOptions {
+    type Err = OpenError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::from_url(s)
+    }
+}
+
+impl_run_store!(SqliteStore, sqlx::Sqlite, lock = "", share = "");
+impl_session_store!(SqliteStore, lock = "");
