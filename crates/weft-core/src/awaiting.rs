@@ -59,7 +59,9 @@ impl AwaitItem {
                 Ok(())
             }
             (AwaitItem::Questions(q), AwaitAnswer::Questions { answers }) => q.validate(answers),
-            (AwaitItem::ExternalTools(e), AwaitAnswer::ExternalTools { results }) => e.validate(results),
+            (AwaitItem::ExternalTools(e), AwaitAnswer::ExternalTools { results }) => {
+                e.validate(results)
+            }
             (AwaitItem::Confirmation(_), AwaitAnswer::Confirmation { .. }) => Ok(()),
             (item, answer) => Err(AnswerError::WrongKind {
                 expected: item.kind(),
@@ -138,18 +140,26 @@ impl Questions {
     fn validate(&self, answers: &BTreeMap<String, Vec<String>>) -> Result<(), AnswerError> {
         for id in answers.keys() {
             if !self.questions.iter().any(|q| &q.id == id) {
-                return Err(AnswerError::UnknownQuestion { question: id.clone() });
+                return Err(AnswerError::UnknownQuestion {
+                    question: id.clone(),
+                });
             }
         }
         for q in &self.questions {
             let chosen = answers
                 .get(&q.id)
-                .ok_or_else(|| AnswerError::MissingQuestion { question: q.id.clone() })?;
+                .ok_or_else(|| AnswerError::MissingQuestion {
+                    question: q.id.clone(),
+                })?;
             if chosen.is_empty() {
-                return Err(AnswerError::MissingQuestion { question: q.id.clone() });
+                return Err(AnswerError::MissingQuestion {
+                    question: q.id.clone(),
+                });
             }
             if chosen.len() > 1 && !q.allow_multiple {
-                return Err(AnswerError::SingleChoiceOnly { question: q.id.clone() });
+                return Err(AnswerError::SingleChoiceOnly {
+                    question: q.id.clone(),
+                });
             }
             for (i, option) in chosen.iter().enumerate() {
                 if !q.options.iter().any(|o| &o.id == option) {
@@ -210,7 +220,10 @@ impl ExternalTools {
                     tool_call_id: r.tool_call_id.clone(),
                 });
             }
-            if results[..i].iter().any(|p| p.tool_call_id == r.tool_call_id) {
+            if results[..i]
+                .iter()
+                .any(|p| p.tool_call_id == r.tool_call_id)
+            {
                 return Err(AnswerError::DuplicateToolCall {
                     tool_call_id: r.tool_call_id.clone(),
                 });

@@ -98,7 +98,7 @@ pub enum EventKind {
     /// A tool call ended.
     ToolFinished {
         /// Its output.
-        output: ToolOutput,
+        output: Box<ToolOutput>,
     },
     /// The run is waiting for these items.
     AwaitRequested {

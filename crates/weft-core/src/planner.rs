@@ -268,7 +268,11 @@ impl ToolCallRequest {
     }
 
     /// A call of `name` with arguments as raw text, parsed by the run.
-    pub fn raw(id: impl Into<ToolCallId>, name: impl Into<String>, arguments: impl Into<String>) -> Self {
+    pub fn raw(
+        id: impl Into<ToolCallId>,
+        name: impl Into<String>,
+        arguments: impl Into<String>,
+    ) -> Self {
         Self {
             id: Some(id.into()),
             name: name.into(),

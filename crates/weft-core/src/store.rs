@@ -37,7 +37,10 @@ pub enum RunStatus {
 impl RunStatus {
     /// Whether the run has ended.
     pub fn is_finished(self) -> bool {
-        matches!(self, RunStatus::Completed | RunStatus::Failed | RunStatus::Cancelled)
+        matches!(
+            self,
+            RunStatus::Completed | RunStatus::Failed | RunStatus::Cancelled
+        )
     }
 
     /// The status as a lowercase word.
@@ -174,7 +177,12 @@ pub enum StoreError {
 #[async_trait]
 pub trait RunStore: Send + Sync {
     /// Creates a run with its first events and snapshot.
-    async fn create_run(&self, record: &RunRecord, events: &[RunEvent], snapshot: &RunMachine) -> Result<(), StoreError>;
+    async fn create_run(
+        &self,
+        record: &RunRecord,
+        events: &[RunEvent],
+        snapshot: &RunMachine,
+    ) -> Result<(), StoreError>;
 
     /// Atomically appends a step's events and stores its snapshot and status.
     async fn commit(&self, commit: Commit<'_>) -> Result<(), StoreError>;
@@ -183,7 +191,12 @@ pub trait RunStore: Send + Sync {
     async fn load_run(&self, run_id: &RunId) -> Result<Option<StoredRun>, StoreError>;
 
     /// A run's events with a sequence number above `after`, in order, at most `limit`.
-    async fn read_events(&self, run_id: &RunId, after: u64, limit: Option<u32>) -> Result<Vec<RunEvent>, StoreError>;
+    async fn read_events(
+        &self,
+        run_id: &RunId,
+        after: u64,
+        limit: Option<u32>,
+    ) -> Result<Vec<RunEvent>, StoreError>;
 
     /// Runs matching `filter`, newest first.
     async fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunRecord>, StoreError>;

@@ -168,7 +168,12 @@ impl ToolOutput {
     }
 
     /// A failed output carrying `error`.
-    pub fn error(tool_call_id: ToolCallId, name: ToolIdent, payload: Value, error: ToolError) -> Self {
+    pub fn error(
+        tool_call_id: ToolCallId,
+        name: ToolIdent,
+        payload: Value,
+        error: ToolError,
+    ) -> Self {
         Self::with_body(tool_call_id, name, payload, ToolResultBody::Error(error))
     }
 
@@ -179,7 +184,12 @@ impl ToolOutput {
     }
 
     /// An output with the given body and no extras.
-    pub fn with_body(tool_call_id: ToolCallId, name: ToolIdent, payload: Value, result: ToolResultBody) -> Self {
+    pub fn with_body(
+        tool_call_id: ToolCallId,
+        name: ToolIdent,
+        payload: Value,
+        result: ToolResultBody,
+    ) -> Self {
         Self {
             tool_call_id,
             name,
@@ -462,4 +472,3 @@ pub trait RetryHintProvider {
         None
     }
 }
-

@@ -1,1 +1,34 @@
 //! weft-runtime: the driver of runs.
+//!
+//! A [`Runtime`] holds registered [`Agent`]s and a [`weft_core::store::RunStore`].
+//! [`Runtime::start`] creates a run's [`weft_core::run::RunMachine`], commits
+//! it with its `RunStarted` event, and spawns a task that loops on the
+//! machine's steps: call the planner, resolve invalid calls, execute tool
+//! batches concurrently (per-call timeout, panics and timeouts become tool
+//! errors, oversized results are omitted), pause on awaits, finish. Every
+//! step's events and snapshot are committed together, so a crashed process
+//! resumes each unfinished run with [`Runtime::resume_unfinished`] without
+//! re-executing completed tool calls.
+//!
+//! Architecture invariant: this crate knows no concrete adapter. Models,
+//! durable stores and toolsets come in through `weft-core`'s and
+//! `weft-tools`' traits; the in-memory store here is the only store it ships.
+
+mod agent;
+mod clock;
+mod context;
+mod driver;
+mod error;
+mod events;
+mod memory;
+mod runtime;
+mod scripted;
+mod tools;
+
+pub use agent::{Agent, AgentBuilder, InvalidCallPolicy, RetryThenFail};
+pub use clock::{Clock, SystemClock};
+pub use error::RuntimeError;
+pub use events::EventStream;
+pub use memory::MemoryStore;
+pub use runtime::{DEFAULT_PAYLOAD_BUDGET, RunHandle, Runtime, RuntimeBuilder, StartRequest};
+pub use scripted::ScriptedPlanner;

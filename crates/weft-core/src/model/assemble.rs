@@ -42,7 +42,11 @@ impl StreamAssembler {
     }
 
     /// Takes one chunk, forwarding it to `events`.
-    pub fn push(&mut self, chunk: StreamChunk, events: &dyn PlannerEvents) -> Result<(), AssembleError> {
+    pub fn push(
+        &mut self,
+        chunk: StreamChunk,
+        events: &dyn PlannerEvents,
+    ) -> Result<(), AssembleError> {
         match chunk {
             StreamChunk::TextDelta { text } => {
                 self.close_thinking(events);
@@ -154,16 +158,25 @@ mod tests {
             self.0.lock().unwrap().push(format!("text:{text}"));
         }
         fn tool_call_args_delta(&self, id: &ToolCallId, tool: &str, delta: &str) {
-            self.0.lock().unwrap().push(format!("args:{id}:{tool}:{delta}"));
+            self.0
+                .lock()
+                .unwrap()
+                .push(format!("args:{id}:{tool}:{delta}"));
         }
         fn thinking_block(&self, thinking: &Thinking) {
-            self.0.lock().unwrap().push(format!("thinking:{thinking:?}"));
+            self.0
+                .lock()
+                .unwrap()
+                .push(format!("thinking:{thinking:?}"));
         }
         fn planner_thought(&self, text: &str, _labels: &Labels) {
             self.0.lock().unwrap().push(format!("thought:{text}"));
         }
         fn usage_delta(&self, usage: &Usage) {
-            self.0.lock().unwrap().push(format!("usage:{}", usage.output_tokens));
+            self.0
+                .lock()
+                .unwrap()
+                .push(format!("usage:{}", usage.output_tokens));
         }
     }
 
@@ -174,15 +187,40 @@ mod tests {
         let chunks = vec![
             StreamChunk::ThinkingDelta { text: "hm".into() },
             StreamChunk::ThinkingDelta { text: "m".into() },
-            StreamChunk::ThinkingSignature { signature: "sig".into() },
+            StreamChunk::ThinkingSignature {
+                signature: "sig".into(),
+            },
             StreamChunk::TextDelta { text: "Hi".into() },
-            StreamChunk::ToolCallStart { index: 1, id: "c1".into(), name: "calc.add".into() },
-            StreamChunk::ToolCallArgsDelta { index: 1, delta: "{\"a\":".into() },
-            StreamChunk::ToolCallArgsDelta { index: 1, delta: "1}".into() },
+            StreamChunk::ToolCallStart {
+                index: 1,
+                id: "c1".into(),
+                name: "calc.add".into(),
+            },
+            StreamChunk::ToolCallArgsDelta {
+                index: 1,
+                delta: "{\"a\":".into(),
+            },
+            StreamChunk::ToolCallArgsDelta {
+                index: 1,
+                delta: "1}".into(),
+            },
             StreamChunk::ToolCallEnd { index: 1 },
-            StreamChunk::Usage { usage: Usage { input_tokens: 5, output_tokens: 1, ..Usage::default() } },
-            StreamChunk::Usage { usage: Usage { output_tokens: 9, ..Usage::default() } },
-            StreamChunk::Stop { reason: StopReason::ToolUse },
+            StreamChunk::Usage {
+                usage: Usage {
+                    input_tokens: 5,
+                    output_tokens: 1,
+                    ..Usage::default()
+                },
+            },
+            StreamChunk::Usage {
+                usage: Usage {
+                    output_tokens: 9,
+                    ..Usage::default()
+                },
+            },
+            StreamChunk::Stop {
+                reason: StopReason::ToolUse,
+            },
         ];
         for c in chunks {
             asm.push(c, &rec).unwrap();
@@ -191,7 +229,10 @@ mod tests {
         assert_eq!(summary.text, "Hi");
         assert_eq!(
             summary.thinking,
-            vec![Thinking::Text { text: "hmm".into(), signature: Some("sig".into()) }]
+            vec![Thinking::Text {
+                text: "hmm".into(),
+                signature: Some("sig".into())
+            }]
         );
         assert_eq!(summary.tool_calls.len(), 1);
         assert_eq!(summary.tool_calls[0].arguments, "{\"a\":1}");
@@ -209,13 +250,33 @@ mod tests {
         let rec = Recorder::default();
         let mut asm = StreamAssembler::new();
         assert_eq!(
-            asm.push(StreamChunk::ToolCallArgsDelta { index: 0, delta: "x".into() }, &rec),
+            asm.push(
+                StreamChunk::ToolCallArgsDelta {
+                    index: 0,
+                    delta: "x".into()
+                },
+                &rec
+            ),
             Err(AssembleError::UnknownCallIndex { index: 0 })
         );
-        asm.push(StreamChunk::ToolCallStart { index: 0, id: "a".into(), name: "t".into() }, &rec)
-            .unwrap();
+        asm.push(
+            StreamChunk::ToolCallStart {
+                index: 0,
+                id: "a".into(),
+                name: "t".into(),
+            },
+            &rec,
+        )
+        .unwrap();
         assert_eq!(
-            asm.push(StreamChunk::ToolCallStart { index: 0, id: "b".into(), name: "t".into() }, &rec),
+            asm.push(
+                StreamChunk::ToolCallStart {
+                    index: 0,
+                    id: "b".into(),
+                    name: "t".into()
+                },
+                &rec
+            ),
             Err(AssembleError::DuplicateCallIndex { index: 0 })
         );
     }

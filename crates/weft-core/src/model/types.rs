@@ -266,8 +266,12 @@ impl ModelError {
     pub fn is_retryable(&self) -> bool {
         match self {
             ModelError::Http { retryable, .. } | ModelError::Stream { retryable, .. } => *retryable,
-            ModelError::Connection { .. } | ModelError::Timeout { .. } | ModelError::Truncated { .. } => true,
-            ModelError::Config { .. } | ModelError::Malformed { .. } | ModelError::Other { .. } => false,
+            ModelError::Connection { .. }
+            | ModelError::Timeout { .. }
+            | ModelError::Truncated { .. } => true,
+            ModelError::Config { .. } | ModelError::Malformed { .. } | ModelError::Other { .. } => {
+                false
+            }
         }
     }
 }

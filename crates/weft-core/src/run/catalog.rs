@@ -52,7 +52,11 @@ impl InvalidReason {
             InvalidReason::SchemaViolation { issues } => {
                 let mut s = format!("the arguments for `{tool}` do not match its schema:");
                 for i in issues {
-                    let field = if i.field.is_empty() { "(root)" } else { &i.field };
+                    let field = if i.field.is_empty() {
+                        "(root)"
+                    } else {
+                        &i.field
+                    };
                     s.push_str(&format!(" {field}: {};", i.message));
                 }
                 s

@@ -23,7 +23,9 @@ impl Clock {
 
     /// Active milliseconds up to `now` (a clock that went backwards counts zero).
     pub(crate) fn active_ms(&self, now: Timestamp) -> u64 {
-        let running = self.since.map_or(0, |s| now.as_millis().saturating_sub(s.as_millis()));
+        let running = self
+            .since
+            .map_or(0, |s| now.as_millis().saturating_sub(s.as_millis()));
         self.banked_ms.saturating_add(running)
     }
 
@@ -44,7 +46,9 @@ impl Clock {
     pub(crate) fn deadline(&self, budget_ms: u64) -> Option<Timestamp> {
         let since = self.since?;
         Some(Timestamp::from_millis(
-            since.as_millis().saturating_add(budget_ms.saturating_sub(self.banked_ms)),
+            since
+                .as_millis()
+                .saturating_add(budget_ms.saturating_sub(self.banked_ms)),
         ))
     }
 }

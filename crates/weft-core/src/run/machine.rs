@@ -10,8 +10,12 @@ use serde_json::Value;
 use crate::awaiting::{AwaitAnswer, AwaitItem, Confirmation};
 use crate::ids::{AwaitItemId, ToolCallId};
 use crate::message::{Message, Part, Role};
-use crate::planner::{CallArguments, Decision, PlanResult, Reminder, Termination, TerminationReason};
-use crate::run::catalog::{InvalidReason, InvalidToolCallContext, PlanOutcome, Resolution, ToolCatalog};
+use crate::planner::{
+    CallArguments, Decision, PlanResult, Reminder, Termination, TerminationReason,
+};
+use crate::run::catalog::{
+    InvalidReason, InvalidToolCallContext, PlanOutcome, Resolution, ToolCatalog,
+};
 use crate::run::clock::Clock;
 use crate::run::error::RunError;
 use crate::run::policy::Policy;
@@ -136,7 +140,9 @@ impl RunMachine {
         Self {
             format: Format,
             policy: config.policy,
-            phase: Phase::Planning { kind: PlanKind::Start },
+            phase: Phase::Planning {
+                kind: PlanKind::Start,
+            },
             turn: 0,
             retries_used: 0,
             calls_made: 0,
@@ -230,7 +236,11 @@ impl RunMachine {
     /// Whether the planner may call `tool` this turn.
     pub fn is_allowed(&self, tool: &ToolIdent) -> bool {
         self.finalize.is_none()
-            && self.policy.allowed_tools.as_ref().is_none_or(|a| a.contains(tool))
+            && self
+                .policy
+                .allowed_tools
+                .as_ref()
+                .is_none_or(|a| a.contains(tool))
             && self.restrict_to.as_ref().is_none_or(|r| r == tool)
     }
 
@@ -255,7 +265,8 @@ impl RunMachine {
                 Some(f) => f.deadline,
                 None => {
                     let budget = self.policy.time_budget?;
-                    self.clock.deadline(u64::try_from(budget.as_millis()).unwrap_or(u64::MAX))
+                    self.clock
+                        .deadline(u64::try_from(budget.as_millis()).unwrap_or(u64::MAX))
                 }
             },
         }
@@ -294,7 +305,9 @@ impl RunMachine {
                 kind: *kind,
                 finalize: self.finalize.as_ref().map(|f| &f.termination),
             },
-            Phase::Resolving(r) => Step::Resolve { context: &r.context },
+            Phase::Resolving(r) => Step::Resolve {
+                context: &r.context,
+            },
             Phase::Executing(b) => Step::ExecuteTools {
                 calls: PendingCalls {
                     calls: &b.calls,
@@ -338,7 +351,12 @@ impl RunMachine {
             },
             deadline: Some(now.saturating_add(self.policy.finalizer_grace)),
         });
-        let phase = std::mem::replace(&mut self.phase, Phase::Planning { kind: PlanKind::Resume });
+        let phase = std::mem::replace(
+            &mut self.phase,
+            Phase::Planning {
+                kind: PlanKind::Resume,
+            },
+        );
         match phase {
             Phase::Executing(mut batch) => {
                 for (call, slot) in batch.calls.iter().zip(batch.results.iter_mut()) {
@@ -353,7 +371,11 @@ impl RunMachine {
                 self.complete_batch(batch);
             }
             Phase::Resolving(r) => {
-                self.abandon_turn(*r, None, "not executed: the run's time budget was exhausted");
+                self.abandon_turn(
+                    *r,
+                    None,
+                    "not executed: the run's time budget was exhausted",
+                );
             }
             Phase::Planning { .. } | Phase::Awaiting(_) | Phase::Finished { .. } => {}
         }
@@ -398,8 +420,12 @@ impl RunMachine {
                     response_hook_suppressed: result.streamed,
                 })
             }
-            Decision::ToolCalls { .. } | Decision::Await { .. } if finalizing => Err(RunError::Finalizing),
-            Decision::ToolCalls { preamble, calls } => self.accept_calls(preamble, calls, now, catalog),
+            Decision::ToolCalls { .. } | Decision::Await { .. } if finalizing => {
+                Err(RunError::Finalizing)
+            }
+            Decision::ToolCalls { preamble, calls } => {
+                self.accept_calls(preamble, calls, now, catalog)
+            }
             Decision::Await { preamble, items } => {
                 self.check_await_items(&items)?;
                 self.turn += 1;
@@ -412,11 +438,13 @@ impl RunMachine {
                             name: q.tool_name.to_string(),
                             input: q.payload.clone(),
                         }),
-                        AwaitItem::ExternalTools(e) => parts.extend(e.items.iter().map(|c| Part::ToolUse {
-                            id: c.tool_call_id.clone(),
-                            name: c.tool_name.to_string(),
-                            input: c.payload.clone(),
-                        })),
+                        AwaitItem::ExternalTools(e) => {
+                            parts.extend(e.items.iter().map(|c| Part::ToolUse {
+                                id: c.tool_call_id.clone(),
+                                name: c.tool_name.to_string(),
+                                input: c.payload.clone(),
+                            }))
+                        }
                         AwaitItem::Clarification(_) | AwaitItem::Confirmation(_) => {}
                     }
                 }
@@ -445,12 +473,17 @@ impl RunMachine {
             return Err(self.wrong_phase("resolve"));
         };
         let repair_spec = match &resolution {
-            Resolution::Retry { .. } if self.retries_used >= self.policy.max_invalid_call_retries => {
+            Resolution::Retry { .. }
+                if self.retries_used >= self.policy.max_invalid_call_retries =>
+            {
                 return Err(RunError::RetryLimitReached {
                     max: self.policy.max_invalid_call_retries,
                 });
             }
-            Resolution::Repair { tool } => match catalog.spec(tool.as_str()).filter(|s| self.is_allowed(&s.name)) {
+            Resolution::Repair { tool } => match catalog
+                .spec(tool.as_str())
+                .filter(|s| self.is_allowed(&s.name))
+            {
                 Some(spec) => Some(spec),
                 None => return Err(RunError::RepairNotAllowed(tool.clone())),
             },
@@ -461,7 +494,12 @@ impl RunMachine {
             tool_call_id: r.context.tool_call_id.clone(),
             reason: r.context.reason.clone(),
         };
-        let phase = std::mem::replace(&mut self.phase, Phase::Planning { kind: PlanKind::Resume });
+        let phase = std::mem::replace(
+            &mut self.phase,
+            Phase::Planning {
+                kind: PlanKind::Resume,
+            },
+        );
         let Phase::Resolving(mut r) = phase else {
             self.phase = phase;
             return Err(self.wrong_phase("resolve"));
@@ -477,11 +515,19 @@ impl RunMachine {
             }
             Resolution::Retry { feedback } => {
                 self.retries_used += 1;
-                self.abandon_turn(*r, Some(feedback), "not executed because another call in this turn was invalid");
+                self.abandon_turn(
+                    *r,
+                    Some(feedback),
+                    "not executed because another call in this turn was invalid",
+                );
                 Ok(PlanOutcome::TurnRetried)
             }
             Resolution::Skip { reason } => {
-                self.abandon_turn(*r, Some(reason), "not executed because another call in this turn was skipped");
+                self.abandon_turn(
+                    *r,
+                    Some(reason),
+                    "not executed because another call in this turn was skipped",
+                );
                 Ok(PlanOutcome::Continue {
                     response_hook_suppressed: false,
                 })
@@ -497,7 +543,9 @@ impl RunMachine {
                                 name: spec.name.clone(),
                                 payload,
                             },
-                            Err(issues) => Verdict::Invalid(InvalidReason::SchemaViolation { issues }),
+                            Err(issues) => {
+                                Verdict::Invalid(InvalidReason::SchemaViolation { issues })
+                            }
                         },
                     };
                 }
@@ -519,7 +567,12 @@ impl RunMachine {
         }
         batch.results[i] = Some(Arc::new(output));
         if batch.results.iter().all(Option::is_some) {
-            let phase = std::mem::replace(&mut self.phase, Phase::Planning { kind: PlanKind::Resume });
+            let phase = std::mem::replace(
+                &mut self.phase,
+                Phase::Planning {
+                    kind: PlanKind::Resume,
+                },
+            );
             if let Phase::Executing(batch) = phase {
                 self.complete_batch(batch);
             }
@@ -529,7 +582,11 @@ impl RunMachine {
 
     /// Feeds the results of every pending call at once, in any order. A missing,
     /// unknown or duplicate id rejects the whole batch.
-    pub fn tool_results(&mut self, outputs: Vec<ToolOutput>, now: Timestamp) -> Result<(), RunError> {
+    pub fn tool_results(
+        &mut self,
+        outputs: Vec<ToolOutput>,
+        now: Timestamp,
+    ) -> Result<(), RunError> {
         let Phase::Executing(batch) = &self.phase else {
             return Err(self.wrong_phase("tool_results"));
         };
@@ -537,7 +594,11 @@ impl RunMachine {
             let Some(j) = batch.calls.iter().position(|c| c.id == o.tool_call_id) else {
                 return Err(RunError::UnknownToolCall(o.tool_call_id.clone()));
             };
-            if batch.results[j].is_some() || outputs[..i].iter().any(|p| p.tool_call_id == o.tool_call_id) {
+            if batch.results[j].is_some()
+                || outputs[..i]
+                    .iter()
+                    .any(|p| p.tool_call_id == o.tool_call_id)
+            {
                 return Err(RunError::DuplicateToolResult(o.tool_call_id.clone()));
             }
         }
@@ -558,7 +619,12 @@ impl RunMachine {
     }
 
     /// Answers one await item.
-    pub fn provide(&mut self, item: &AwaitItemId, answer: AwaitAnswer, now: Timestamp) -> Result<AwaitProgress, RunError> {
+    pub fn provide(
+        &mut self,
+        item: &AwaitItemId,
+        answer: AwaitAnswer,
+        now: Timestamp,
+    ) -> Result<AwaitProgress, RunError> {
         let Phase::Awaiting(a) = &mut self.phase else {
             return Err(self.wrong_phase("provide"));
         };
@@ -568,16 +634,23 @@ impl RunMachine {
         if a.answers[i].is_some() {
             return Err(RunError::AlreadyAnswered(item.clone()));
         }
-        a.items[i].validate(&answer).map_err(|error| RunError::InvalidAnswer {
-            item: item.clone(),
-            error,
-        })?;
+        a.items[i]
+            .validate(&answer)
+            .map_err(|error| RunError::InvalidAnswer {
+                item: item.clone(),
+                error,
+            })?;
         a.answers[i] = Some(answer);
         let remaining = a.answers.iter().filter(|x| x.is_none()).count();
         if remaining > 0 {
             return Ok(AwaitProgress::Pending { remaining });
         }
-        let phase = std::mem::replace(&mut self.phase, Phase::Planning { kind: PlanKind::Resume });
+        let phase = std::mem::replace(
+            &mut self.phase,
+            Phase::Planning {
+                kind: PlanKind::Resume,
+            },
+        );
         if let Phase::Awaiting(a) = phase {
             self.clock.resume(now);
             self.apply_answers(*a);
@@ -591,7 +664,9 @@ impl RunMachine {
             return Err(self.wrong_phase("cancel"));
         }
         self.phase = Phase::Finished {
-            outcome: RunOutcome::Cancelled { reason: reason.into() },
+            outcome: RunOutcome::Cancelled {
+                reason: reason.into(),
+            },
         };
         Ok(())
     }
@@ -681,7 +756,12 @@ impl RunMachine {
         Ok(self.continue_checking(resolving, now, catalog))
     }
 
-    fn check_call(&self, name: &str, arguments: &CallArguments, catalog: &dyn ToolCatalog) -> Verdict {
+    fn check_call(
+        &self,
+        name: &str,
+        arguments: &CallArguments,
+        catalog: &dyn ToolCatalog,
+    ) -> Verdict {
         let Some(spec) = catalog.spec(name) else {
             return Verdict::Invalid(InvalidReason::UnknownTool);
         };
@@ -702,11 +782,21 @@ impl RunMachine {
     }
 
     /// Finds the next invalid call from `r.current` on; with none left the batch is accepted.
-    fn continue_checking(&mut self, mut r: Resolving, now: Timestamp, catalog: &dyn ToolCatalog) -> PlanOutcome {
-        let next = r.calls.iter().enumerate().skip(r.current).find_map(|(i, c)| match &c.verdict {
-            Verdict::Invalid(reason) => Some((i, reason.clone())),
-            Verdict::Valid { .. } => None,
-        });
+    fn continue_checking(
+        &mut self,
+        mut r: Resolving,
+        now: Timestamp,
+        catalog: &dyn ToolCatalog,
+    ) -> PlanOutcome {
+        let next = r
+            .calls
+            .iter()
+            .enumerate()
+            .skip(r.current)
+            .find_map(|(i, c)| match &c.verdict {
+                Verdict::Invalid(reason) => Some((i, reason.clone())),
+                Verdict::Valid { .. } => None,
+            });
         match next {
             Some((i, reason)) => {
                 r.current = i;
@@ -717,7 +807,10 @@ impl RunMachine {
                     arguments: c.arguments.clone(),
                     reason,
                     available: self.available_tools(catalog),
-                    retries_left: self.policy.max_invalid_call_retries.saturating_sub(self.retries_used),
+                    retries_left: self
+                        .policy
+                        .max_invalid_call_retries
+                        .saturating_sub(self.retries_used),
                 };
                 let context = Box::new(r.context.clone());
                 self.phase = Phase::Resolving(Box::new(r));
@@ -733,7 +826,11 @@ impl RunMachine {
     }
 
     fn available_tools(&self, catalog: &dyn ToolCatalog) -> Vec<ToolIdent> {
-        catalog.names().into_iter().filter(|t| self.is_allowed(t)).collect()
+        catalog
+            .names()
+            .into_iter()
+            .filter(|t| self.is_allowed(t))
+            .collect()
     }
 
     fn accept_batch(&mut self, r: Resolving, now: Timestamp) {
@@ -763,7 +860,10 @@ impl RunMachine {
             role: Role::Assistant,
             parts,
         });
-        let per_turn = self.policy.max_tool_calls_per_turn.map_or(u32::MAX, |n| n.get());
+        let per_turn = self
+            .policy
+            .max_tool_calls_per_turn
+            .map_or(u32::MAX, |n| n.get());
         let remaining = self
             .policy
             .max_tool_calls
@@ -818,7 +918,11 @@ impl RunMachine {
     fn enter_await(&mut self, items: Vec<AwaitItem>, then: AfterAwait, now: Timestamp) {
         self.clock.suspend(now);
         let answers = vec![None; items.len()];
-        self.phase = Phase::Awaiting(Box::new(Awaiting { items, answers, then }));
+        self.phase = Phase::Awaiting(Box::new(Awaiting {
+            items,
+            answers,
+            then,
+        }));
     }
 
     /// Records a finished batch and moves to planning, applying caps.
@@ -826,20 +930,24 @@ impl RunMachine {
         let mut parts = Vec::with_capacity(batch.results.len());
         for out in batch.results.into_iter().flatten() {
             match &out.result {
-                ToolResultBody::Error(e) if e.code == ToolError::NOT_EXECUTED || e.code == ToolError::CANCELLED => {}
+                ToolResultBody::Error(e)
+                    if e.code == ToolError::NOT_EXECUTED || e.code == ToolError::CANCELLED => {}
                 ToolResultBody::Error(_) => self.failures_in_row += 1,
                 _ => self.failures_in_row = 0,
             }
-            if let Some(h) = &out.retry_hint {
-                if h.restrict_to_tool {
-                    self.restrict_to = h.tool.clone();
-                }
+            if let Some(h) = out.retry_hint.as_ref().filter(|h| h.restrict_to_tool) {
+                self.restrict_to = h.tool.clone();
             }
             parts.push(render_tool_output(&out));
             self.outputs.push(out);
         }
-        self.transcript.push(Message { role: Role::Tool, parts });
-        self.phase = Phase::Planning { kind: PlanKind::Resume };
+        self.transcript.push(Message {
+            role: Role::Tool,
+            parts,
+        });
+        self.phase = Phase::Planning {
+            kind: PlanKind::Resume,
+        };
         if self.finalize.is_some() {
             return;
         }
@@ -852,13 +960,14 @@ impl RunMachine {
                 reason: TerminationReason::FailureCap,
                 message: format!("{max} tool calls failed in a row"),
             })
-        } else if let Some(max) = self.policy.max_tool_calls.filter(|m| self.calls_made >= m.get()) {
-            Some(Termination {
-                reason: TerminationReason::ToolCap,
-                message: format!("the run made its maximum of {max} tool calls"),
-            })
         } else {
-            None
+            self.policy
+                .max_tool_calls
+                .filter(|m| self.calls_made >= m.get())
+                .map(|max| Termination {
+                    reason: TerminationReason::ToolCap,
+                    message: format!("the run made its maximum of {max} tool calls"),
+                })
         };
         if let Some(termination) = termination {
             self.finalize = Some(Finalize {
@@ -878,7 +987,10 @@ impl RunMachine {
         for (i, c) in r.calls.into_iter().enumerate() {
             let (name, payload) = match &c.verdict {
                 Verdict::Valid { name, payload } => (name.clone(), payload.clone()),
-                Verdict::Invalid(_) => (ToolIdent::new(c.requested.as_str()), raw_payload(&c.arguments)),
+                Verdict::Invalid(_) => (
+                    ToolIdent::new(c.requested.as_str()),
+                    raw_payload(&c.arguments),
+                ),
             };
             uses.push(Part::ToolUse {
                 id: c.id.clone(),
@@ -895,10 +1007,12 @@ impl RunMachine {
                 Verdict::Valid { .. } => ToolError::NOT_EXECUTED,
             };
             let mut out = ToolOutput::error(c.id, name, payload, ToolError::new(code, message));
-            if let Verdict::Invalid(InvalidReason::SchemaViolation { issues }) = c.verdict {
-                if let ToolResultBody::Error(e) = &mut out.result {
-                    e.field_issues = issues;
-                }
+            if let (
+                Verdict::Invalid(InvalidReason::SchemaViolation { issues }),
+                ToolResultBody::Error(e),
+            ) = (c.verdict, &mut out.result)
+            {
+                e.field_issues = issues;
             }
             results.push(Arc::new(out));
         }
@@ -908,20 +1022,34 @@ impl RunMachine {
         });
         let parts = results.iter().map(|o| render_tool_output(o)).collect();
         self.outputs.extend(results);
-        self.transcript.push(Message { role: Role::Tool, parts });
-        self.phase = Phase::Planning { kind: PlanKind::Resume };
+        self.transcript.push(Message {
+            role: Role::Tool,
+            parts,
+        });
+        self.phase = Phase::Planning {
+            kind: PlanKind::Resume,
+        };
     }
 
     fn apply_answers(&mut self, a: Awaiting) {
         match a.then {
             AfterAwait::Execute(mut batch) => {
                 for (item, answer) in a.items.iter().zip(a.answers) {
-                    let (AwaitItem::Confirmation(c), Some(AwaitAnswer::Confirmation { approved: false, reason })) =
-                        (item, answer)
+                    let (
+                        AwaitItem::Confirmation(c),
+                        Some(AwaitAnswer::Confirmation {
+                            approved: false,
+                            reason,
+                        }),
+                    ) = (item, answer)
                     else {
                         continue;
                     };
-                    if let Some(i) = batch.calls.iter().position(|call| call.id == c.tool_call_id) {
+                    if let Some(i) = batch
+                        .calls
+                        .iter()
+                        .position(|call| call.id == c.tool_call_id)
+                    {
                         let why = reason.unwrap_or_else(|| "no reason given".to_owned());
                         batch.results[i] = Some(Arc::new(not_executed(
                             &batch.calls[i],
@@ -938,18 +1066,28 @@ impl RunMachine {
                 let mut user_parts = Vec::new();
                 for (item, answer) in a.items.into_iter().zip(a.answers) {
                     match (item, answer) {
-                        (AwaitItem::Clarification(_), Some(AwaitAnswer::Clarification { text })) => {
+                        (
+                            AwaitItem::Clarification(_),
+                            Some(AwaitAnswer::Clarification { text }),
+                        ) => {
                             user_parts.push(Part::Text { text });
                         }
                         (AwaitItem::Questions(q), Some(AwaitAnswer::Questions { answers })) => {
                             let result = serde_json::to_value(&answers).unwrap_or(Value::Null);
-                            let out = ToolOutput::ok(q.tool_call_id, q.tool_name, q.payload, result);
+                            let out =
+                                ToolOutput::ok(q.tool_call_id, q.tool_name, q.payload, result);
                             tool_parts.push(render_tool_output(&out));
                             self.outputs.push(Arc::new(out));
                         }
-                        (AwaitItem::ExternalTools(e), Some(AwaitAnswer::ExternalTools { mut results })) => {
+                        (
+                            AwaitItem::ExternalTools(e),
+                            Some(AwaitAnswer::ExternalTools { mut results }),
+                        ) => {
                             for call in &e.items {
-                                if let Some(i) = results.iter().position(|r| r.tool_call_id == call.tool_call_id) {
+                                if let Some(i) = results
+                                    .iter()
+                                    .position(|r| r.tool_call_id == call.tool_call_id)
+                                {
                                     let out = results.swap_remove(i);
                                     tool_parts.push(render_tool_output(&out));
                                     self.outputs.push(Arc::new(out));
@@ -979,9 +1117,11 @@ impl RunMachine {
 fn parse_arguments(arguments: &CallArguments) -> Result<Value, InvalidReason> {
     match arguments {
         CallArguments::Json(v) => Ok(v.clone()),
-        CallArguments::Raw(s) => serde_json::from_str(s).map_err(|e| InvalidReason::MalformedJson {
-            message: e.to_string(),
-        }),
+        CallArguments::Raw(s) => {
+            serde_json::from_str(s).map_err(|e| InvalidReason::MalformedJson {
+                message: e.to_string(),
+            })
+        }
     }
 }
 

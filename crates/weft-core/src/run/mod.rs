@@ -39,7 +39,7 @@ mod tests;
 
 pub use catalog::{InvalidReason, InvalidToolCallContext, PlanOutcome, Resolution, ToolCatalog};
 pub use error::RunError;
-pub use machine::{AwaitProgress, RunConfig, RunMachine, FORMAT_VERSION};
+pub use machine::{AwaitProgress, FORMAT_VERSION, RunConfig, RunMachine};
 pub use policy::Policy;
 pub use render::render_tool_output;
 pub use step::{PendingCalls, PhaseName, PlanKind, RunFailure, RunOutcome, Step, ToolCall};

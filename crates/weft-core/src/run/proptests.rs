@@ -44,7 +44,13 @@ struct Observed {
 }
 
 /// Drives one step; returns false when the run has finished.
-fn drive_one(m: &mut RunMachine, now: &mut u64, c: &mut Choices<'_>, obs: &mut Observed, cat: &TestCatalog) -> bool {
+fn drive_one(
+    m: &mut RunMachine,
+    now: &mut u64,
+    c: &mut Choices<'_>,
+    obs: &mut Observed,
+    cat: &TestCatalog,
+) -> bool {
     *now += u64::from(c.next(4)) * u64::from(c.next(40));
     let at = Timestamp::from_millis(*now);
     if !c.exhausted() && c.next(50) == 0 {
@@ -57,7 +63,11 @@ fn drive_one(m: &mut RunMachine, now: &mut u64, c: &mut Choices<'_>, obs: &mut O
         Step::Finish { .. } => false,
         Step::Plan { finalize, .. } => {
             let finalizing = finalize.is_some();
-            let pick = if c.exhausted() || finalizing { 0 } else { c.next(6) };
+            let pick = if c.exhausted() || finalizing {
+                0
+            } else {
+                c.next(6)
+            };
             let result = match pick {
                 0 => PlanResult::final_text("done"),
                 1 => PlanResult::await_items(vec![AwaitItem::Clarification(Clarification {
@@ -89,7 +99,9 @@ fn drive_one(m: &mut RunMachine, now: &mut u64, c: &mut Choices<'_>, obs: &mut O
             };
             match m.plan_result(result, at, cat) {
                 Ok(_) => {}
-                Err(RunError::Finalizing) => unreachable!("driver never sends calls while finalizing"),
+                Err(RunError::Finalizing) => {
+                    unreachable!("driver never sends calls while finalizing")
+                }
                 Err(e) => panic!("unexpected plan error {e}"),
             }
             true
@@ -98,9 +110,15 @@ fn drive_one(m: &mut RunMachine, now: &mut u64, c: &mut Choices<'_>, obs: &mut O
             let retries_left = context.retries_left;
             let res = match c.next(4) {
                 0 => Resolution::Fail,
-                1 if retries_left > 0 => Resolution::Retry { feedback: "fix it".into() },
-                2 => Resolution::Repair { tool: "calc.echo".into() },
-                _ => Resolution::Skip { reason: "skipped".into() },
+                1 if retries_left > 0 => Resolution::Retry {
+                    feedback: "fix it".into(),
+                },
+                2 => Resolution::Repair {
+                    tool: "calc.echo".into(),
+                },
+                _ => Resolution::Skip {
+                    reason: "skipped".into(),
+                },
             };
             m.resolve(res, at, cat).unwrap();
             true
@@ -117,9 +135,19 @@ fn drive_one(m: &mut RunMachine, now: &mut u64, c: &mut Choices<'_>, obs: &mut O
             let k = 1 + c.next(u32::try_from(pending.len()).unwrap_or(1)) as usize;
             for call in pending[..k].iter().rev() {
                 let out = if c.next(3) == 0 {
-                    ToolOutput::error(call.id.clone(), call.name.clone(), call.payload.clone(), ToolError::new("x", "y"))
+                    ToolOutput::error(
+                        call.id.clone(),
+                        call.name.clone(),
+                        call.payload.clone(),
+                        ToolError::new("x", "y"),
+                    )
                 } else {
-                    ToolOutput::ok(call.id.clone(), call.name.clone(), call.payload.clone(), json!(1))
+                    ToolOutput::ok(
+                        call.id.clone(),
+                        call.name.clone(),
+                        call.payload.clone(),
+                        json!(1),
+                    )
                 };
                 m.tool_result(out.clone(), at).unwrap();
                 *obs.answered.entry(call.id.clone()).or_default() += 1;
@@ -132,9 +160,19 @@ fn drive_one(m: &mut RunMachine, now: &mut u64, c: &mut Choices<'_>, obs: &mut O
             let ids: Vec<AwaitItemId> = items.iter().map(|i| i.id().clone()).collect();
             for id in ids {
                 let before = m.clone();
-                assert!(m.provide(&id, AwaitAnswer::Clarification { text: "  ".into() }, at).is_err());
+                assert!(
+                    m.provide(&id, AwaitAnswer::Clarification { text: "  ".into() }, at)
+                        .is_err()
+                );
                 assert_eq!(&before, m);
-                m.provide(&id, AwaitAnswer::Clarification { text: "answer".into() }, at).unwrap();
+                m.provide(
+                    &id,
+                    AwaitAnswer::Clarification {
+                        text: "answer".into(),
+                    },
+                    at,
+                )
+                .unwrap();
             }
             true
         }
@@ -146,7 +184,8 @@ fn policy_from(p: (u8, u8, u8, u16)) -> Policy {
         max_tool_calls: NonZeroU32::new(u32::from(p.0 % 12)),
         max_tool_calls_per_turn: NonZeroU32::new(u32::from(p.1 % 4)),
         max_consecutive_failures: NonZeroU32::new(u32::from(p.2 % 4)),
-        time_budget: (p.3 % 3 != 0).then(|| Duration::from_millis(u64::from(p.3) % 2000 + 1)),
+        time_budget: (!p.3.is_multiple_of(3))
+            .then(|| Duration::from_millis(u64::from(p.3) % 2000 + 1)),
         finalizer_grace: Duration::from_millis(100),
         ..Policy::default()
     }

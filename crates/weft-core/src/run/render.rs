@@ -12,13 +12,18 @@ use crate::tool::{ToolOutput, ToolResultBody};
 pub fn render_tool_output(output: &ToolOutput) -> Part {
     let (content, is_error) = match &output.result {
         ToolResultBody::Json(Value::String(s)) => (vec![Part::Text { text: s.clone() }], false),
-        ToolResultBody::Json(v) => (vec![Part::Text { text: v.to_string() }], false),
+        ToolResultBody::Json(v) => (
+            vec![Part::Text {
+                text: v.to_string(),
+            }],
+            false,
+        ),
         ToolResultBody::Content(c) => {
             let mut parts = c.parts.clone();
-            if parts.is_empty() {
-                if let Some(s) = &c.structured {
-                    parts.push(Part::Text { text: s.to_string() });
-                }
+            if let (true, Some(s)) = (parts.is_empty(), &c.structured) {
+                parts.push(Part::Text {
+                    text: s.to_string(),
+                });
             }
             (parts, false)
         }
@@ -39,12 +44,20 @@ pub fn render_tool_output(output: &ToolOutput) -> Part {
         ToolResultBody::Error(e) => {
             let mut text = format!("error ({}): {}", e.code, e.message);
             for issue in &e.field_issues {
-                let field = if issue.field.is_empty() { "(root)" } else { &issue.field };
+                let field = if issue.field.is_empty() {
+                    "(root)"
+                } else {
+                    &issue.field
+                };
                 let _ = write!(text, "\n- {field}: {}", issue.message);
             }
             if let Some(h) = &output.retry_hint {
                 let reason = serde_json::to_value(h.reason).unwrap_or(Value::Null);
-                let _ = write!(text, "\nretry hint: {}", reason.as_str().unwrap_or("unknown"));
+                let _ = write!(
+                    text,
+                    "\nretry hint: {}",
+                    reason.as_str().unwrap_or("unknown")
+                );
                 if !h.missing_fields.is_empty() {
                     let _ = write!(text, "\nmissing fields: {}", h.missing_fields.join(", "));
                 }

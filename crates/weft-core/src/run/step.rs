@@ -165,7 +165,10 @@ pub enum RunOutcome {
 impl RunOutcome {
     /// Whether the run produced an answer.
     pub fn is_success(&self) -> bool {
-        matches!(self, RunOutcome::Response { .. } | RunOutcome::ToolResult { .. })
+        matches!(
+            self,
+            RunOutcome::Response { .. } | RunOutcome::ToolResult { .. }
+        )
     }
 }
 

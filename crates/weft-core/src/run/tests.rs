@@ -11,7 +11,9 @@ use crate::ids::{AwaitItemId, ToolCallId};
 use crate::message::{Message, Part, Role};
 use crate::planner::{Decision, PlanResult, TerminationReason, ToolCallRequest};
 use crate::time::Timestamp;
-use crate::tool::{FieldIssue, FieldIssueKind, ToolError, ToolIdent, ToolOutput, ToolResultBody, ToolSpec};
+use crate::tool::{
+    FieldIssue, FieldIssueKind, ToolError, ToolIdent, ToolOutput, ToolResultBody, ToolSpec,
+};
 
 /// A catalog of `calc.add` (requires integers `a` and `b`) and `calc.echo` (anything).
 pub(crate) struct TestCatalog {
@@ -63,7 +65,11 @@ impl ToolCatalog for TestCatalog {
                 Some(_) => {}
             }
         }
-        if issues.is_empty() { Ok(()) } else { Err(issues) }
+        if issues.is_empty() {
+            Ok(())
+        } else {
+            Err(issues)
+        }
     }
 }
 
@@ -86,7 +92,12 @@ fn add(id: &str, a: i64, b: i64) -> ToolCallRequest {
 }
 
 fn ok_for(call: &ToolCall) -> ToolOutput {
-    ToolOutput::ok(call.id.clone(), call.name.clone(), call.payload.clone(), json!(1))
+    ToolOutput::ok(
+        call.id.clone(),
+        call.name.clone(),
+        call.payload.clone(),
+        json!(1),
+    )
 }
 
 fn pending_ids(m: &mut RunMachine, now: Timestamp) -> Vec<String> {
@@ -130,24 +141,65 @@ fn error_texts(msg: &Message) -> Vec<(String, bool, String)> {
 fn a_run_plans_executes_and_finishes() {
     let cat = TestCatalog::new();
     let mut m = machine(Policy::default());
-    assert_eq!(m.next_step(t(1)), Step::Plan { kind: PlanKind::Start, finalize: None });
+    assert_eq!(
+        m.next_step(t(1)),
+        Step::Plan {
+            kind: PlanKind::Start,
+            finalize: None
+        }
+    );
     // Asking again without input gives the same step.
-    assert_eq!(m.next_step(t(2)), Step::Plan { kind: PlanKind::Start, finalize: None });
-    let out = m.plan_result(PlanResult::tool_calls(vec![add("c1", 1, 2)]), t(3), &cat).unwrap();
-    assert_eq!(out, PlanOutcome::Continue { response_hook_suppressed: false });
+    assert_eq!(
+        m.next_step(t(2)),
+        Step::Plan {
+            kind: PlanKind::Start,
+            finalize: None
+        }
+    );
+    let out = m
+        .plan_result(PlanResult::tool_calls(vec![add("c1", 1, 2)]), t(3), &cat)
+        .unwrap();
+    assert_eq!(
+        out,
+        PlanOutcome::Continue {
+            response_hook_suppressed: false
+        }
+    );
     assert_eq!(pending_ids(&mut m, t(4)), vec!["c1"]);
     assert_eq!(pending_ids(&mut m, t(4)), vec!["c1"]);
     run_batch_ok(&mut m, t(5));
-    assert_eq!(m.next_step(t(6)), Step::Plan { kind: PlanKind::Resume, finalize: None });
+    assert_eq!(
+        m.next_step(t(6)),
+        Step::Plan {
+            kind: PlanKind::Resume,
+            finalize: None
+        }
+    );
     let mut done = PlanResult::final_text("3");
     done.streamed = true;
     let out = m.plan_result(done, t(7), &cat).unwrap();
-    assert_eq!(out, PlanOutcome::Continue { response_hook_suppressed: true });
-    let Step::Finish { outcome } = m.next_step(t(8)) else { panic!("not finished") };
-    assert!(matches!(outcome, RunOutcome::Response { termination: None, .. }));
+    assert_eq!(
+        out,
+        PlanOutcome::Continue {
+            response_hook_suppressed: true
+        }
+    );
+    let Step::Finish { outcome } = m.next_step(t(8)) else {
+        panic!("not finished")
+    };
+    assert!(matches!(
+        outcome,
+        RunOutcome::Response {
+            termination: None,
+            ..
+        }
+    ));
     // Transcript: user, assistant tool use, tool result, final answer.
     let roles: Vec<Role> = m.transcript().iter().map(|m| m.role).collect();
-    assert_eq!(roles, vec![Role::User, Role::Assistant, Role::Tool, Role::Assistant]);
+    assert_eq!(
+        roles,
+        vec![Role::User, Role::Assistant, Role::Tool, Role::Assistant]
+    );
     assert_eq!(m.tool_outputs().len(), 1);
     assert_eq!(m.turn(), 2);
 }
@@ -156,8 +208,12 @@ fn a_run_plans_executes_and_finishes() {
 fn tool_results_batch_rejects_missing_unknown_and_duplicate_ids() {
     let cat = TestCatalog::new();
     let mut m = machine(Policy::default());
-    m.plan_result(PlanResult::tool_calls(vec![add("c1", 1, 1), add("c2", 2, 2)]), t(1), &cat)
-        .unwrap();
+    m.plan_result(
+        PlanResult::tool_calls(vec![add("c1", 1, 1), add("c2", 2, 2)]),
+        t(1),
+        &cat,
+    )
+    .unwrap();
     let calls: Vec<ToolCall> = match m.next_step(t(1)) {
         Step::ExecuteTools { calls } => calls.iter().cloned().collect(),
         _ => unreachable!(),
@@ -179,13 +235,21 @@ fn tool_results_batch_rejects_missing_unknown_and_duplicate_ids() {
     );
     assert_eq!(m, before, "rejected inputs change nothing");
     // In any order.
-    m.tool_results(vec![ok_for(&calls[1]), ok_for(&calls[0])], t(3)).unwrap();
+    m.tool_results(vec![ok_for(&calls[1]), ok_for(&calls[0])], t(3))
+        .unwrap();
     assert_eq!(m.phase_name(), PhaseName::Planning);
     // Results recorded in call order regardless of arrival order.
-    let ids: Vec<&str> = m.tool_outputs().iter().map(|o| o.tool_call_id.as_str()).collect();
+    let ids: Vec<&str> = m
+        .tool_outputs()
+        .iter()
+        .map(|o| o.tool_call_id.as_str())
+        .collect();
     assert_eq!(ids, vec!["c1", "c2"]);
     // A late duplicate is a typed error, not a panic.
-    assert!(matches!(m.tool_result(ok_for(&calls[0]), t(4)), Err(RunError::WrongPhase { .. })));
+    assert!(matches!(
+        m.tool_result(ok_for(&calls[0]), t(4)),
+        Err(RunError::WrongPhase { .. })
+    ));
 }
 
 #[test]
@@ -194,13 +258,24 @@ fn inputs_in_the_wrong_phase_are_typed_errors() {
     let mut m = machine(Policy::default());
     assert_eq!(
         m.resolve(Resolution::Fail, t(0), &cat),
-        Err(RunError::WrongPhase { input: "resolve", phase: PhaseName::Planning })
+        Err(RunError::WrongPhase {
+            input: "resolve",
+            phase: PhaseName::Planning
+        })
     );
     assert!(matches!(
-        m.provide(&AwaitItemId::new("x"), AwaitAnswer::Clarification { text: "y".into() }, t(0)),
-        Err(RunError::WrongPhase { input: "provide", .. })
+        m.provide(
+            &AwaitItemId::new("x"),
+            AwaitAnswer::Clarification { text: "y".into() },
+            t(0)
+        ),
+        Err(RunError::WrongPhase {
+            input: "provide",
+            ..
+        })
     ));
-    m.plan_result(PlanResult::final_text("hi"), t(1), &cat).unwrap();
+    m.plan_result(PlanResult::final_text("hi"), t(1), &cat)
+        .unwrap();
     assert!(matches!(
         m.plan_result(PlanResult::final_text("again"), t(1), &cat),
         Err(RunError::WrongPhase { .. })
@@ -215,14 +290,30 @@ fn tool_cap_trims_the_batch_then_forces_finalization() {
         max_tool_calls: NonZeroU32::new(3),
         ..Policy::default()
     });
-    m.plan_result(PlanResult::tool_calls(vec![add("c1", 1, 1), add("c2", 1, 1)]), t(1), &cat)
-        .unwrap();
+    m.plan_result(
+        PlanResult::tool_calls(vec![add("c1", 1, 1), add("c2", 1, 1)]),
+        t(1),
+        &cat,
+    )
+    .unwrap();
     run_batch_ok(&mut m, t(2));
-    m.plan_result(PlanResult::tool_calls(vec![add("c3", 1, 1), add("c4", 1, 1)]), t(3), &cat)
-        .unwrap();
-    assert_eq!(pending_ids(&mut m, t(3)), vec!["c3"], "only one call fits under the cap");
+    m.plan_result(
+        PlanResult::tool_calls(vec![add("c3", 1, 1), add("c4", 1, 1)]),
+        t(3),
+        &cat,
+    )
+    .unwrap();
+    assert_eq!(
+        pending_ids(&mut m, t(3)),
+        vec!["c3"],
+        "only one call fits under the cap"
+    );
     run_batch_ok(&mut m, t(4));
-    let Step::Plan { kind: PlanKind::Resume, finalize: Some(term) } = m.next_step(t(5)) else {
+    let Step::Plan {
+        kind: PlanKind::Resume,
+        finalize: Some(term),
+    } = m.next_step(t(5))
+    else {
         panic!("expected a finalizing plan")
     };
     assert_eq!(term.reason, TerminationReason::ToolCap);
@@ -237,8 +328,16 @@ fn tool_cap_trims_the_batch_then_forces_finalization() {
         m.plan_result(PlanResult::tool_calls(vec![add("c5", 1, 1)]), t(6), &cat),
         Err(RunError::Finalizing)
     );
-    m.plan_result(PlanResult::final_text("done"), t(6), &cat).unwrap();
-    let Step::Finish { outcome: RunOutcome::Response { termination: Some(term), .. } } = m.next_step(t(7)) else {
+    m.plan_result(PlanResult::final_text("done"), t(6), &cat)
+        .unwrap();
+    let Step::Finish {
+        outcome:
+            RunOutcome::Response {
+                termination: Some(term),
+                ..
+            },
+    } = m.next_step(t(7))
+    else {
         panic!("expected a response with termination")
     };
     assert_eq!(term.reason, TerminationReason::ToolCap);
@@ -251,11 +350,21 @@ fn per_turn_cap_rejects_extra_calls_without_finalizing() {
         max_tool_calls_per_turn: NonZeroU32::new(1),
         ..Policy::default()
     });
-    m.plan_result(PlanResult::tool_calls(vec![add("c1", 1, 1), add("c2", 1, 1)]), t(1), &cat)
-        .unwrap();
+    m.plan_result(
+        PlanResult::tool_calls(vec![add("c1", 1, 1), add("c2", 1, 1)]),
+        t(1),
+        &cat,
+    )
+    .unwrap();
     assert_eq!(pending_ids(&mut m, t(1)), vec!["c1"]);
     run_batch_ok(&mut m, t(2));
-    assert_eq!(m.next_step(t(3)), Step::Plan { kind: PlanKind::Resume, finalize: None });
+    assert_eq!(
+        m.next_step(t(3)),
+        Step::Plan {
+            kind: PlanKind::Resume,
+            finalize: None
+        }
+    );
     let results = error_texts(m.transcript().last().unwrap());
     assert!(results[1].2.contains("at most 1 tool calls"));
 }
@@ -269,18 +378,40 @@ fn consecutive_failures_force_finalization() {
     });
     for (i, fail) in [true, false, true, true].into_iter().enumerate() {
         let id = format!("c{i}");
-        m.plan_result(PlanResult::tool_calls(vec![add(&id, 1, 1)]), t(1), &cat).unwrap();
-        let call = m.pending_call(&ToolCallId::new(id.as_str())).unwrap().clone();
+        m.plan_result(PlanResult::tool_calls(vec![add(&id, 1, 1)]), t(1), &cat)
+            .unwrap();
+        let call = m
+            .pending_call(&ToolCallId::new(id.as_str()))
+            .unwrap()
+            .clone();
         let out = if fail {
-            ToolOutput::error(call.id, call.name, call.payload, ToolError::new("boom", "failed"))
+            ToolOutput::error(
+                call.id,
+                call.name,
+                call.payload,
+                ToolError::new("boom", "failed"),
+            )
         } else {
             ok_for(&call)
         };
         m.tool_result(out, t(2)).unwrap();
-        let finalize = matches!(m.next_step(t(3)), Step::Plan { finalize: Some(_), .. });
-        assert_eq!(finalize, i == 3, "finalize only after two failures in a row (turn {i})");
+        let finalize = matches!(
+            m.next_step(t(3)),
+            Step::Plan {
+                finalize: Some(_),
+                ..
+            }
+        );
+        assert_eq!(
+            finalize,
+            i == 3,
+            "finalize only after two failures in a row (turn {i})"
+        );
     }
-    assert_eq!(m.termination().unwrap().reason, TerminationReason::FailureCap);
+    assert_eq!(
+        m.termination().unwrap().reason,
+        TerminationReason::FailureCap
+    );
 }
 
 #[test]
@@ -292,9 +423,14 @@ fn time_budget_cancels_running_tools_and_grace_bounds_the_finalizer() {
         ..Policy::default()
     });
     assert_eq!(m.poll_timeout(), Some(t(100)));
-    m.plan_result(PlanResult::tool_calls(vec![add("c1", 1, 1)]), t(10), &cat).unwrap();
+    m.plan_result(PlanResult::tool_calls(vec![add("c1", 1, 1)]), t(10), &cat)
+        .unwrap();
     assert_eq!(pending_ids(&mut m, t(99)), vec!["c1"]);
-    let Step::Plan { kind: PlanKind::Resume, finalize: Some(term) } = m.next_step(t(100)) else {
+    let Step::Plan {
+        kind: PlanKind::Resume,
+        finalize: Some(term),
+    } = m.next_step(t(100))
+    else {
         panic!("expected finalization at the budget")
     };
     assert_eq!(term.reason, TerminationReason::TimeBudget);
@@ -302,10 +438,20 @@ fn time_budget_cancels_running_tools_and_grace_bounds_the_finalizer() {
     // The running call was answered as cancelled; a late result is rejected.
     let results = error_texts(m.transcript().last().unwrap());
     assert!(results[0].1 && results[0].2.contains("cancelled"));
-    assert!(m.tool_result(ToolOutput::ok("c1".into(), "calc.add".into(), json!({}), json!(2)), t(101)).is_err());
+    assert!(
+        m.tool_result(
+            ToolOutput::ok("c1".into(), "calc.add".into(), json!({}), json!(2)),
+            t(101)
+        )
+        .is_err()
+    );
     // The finalizer misses its grace.
-    let Step::Finish { outcome: RunOutcome::Failed { failure: RunFailure::FinalizerTimeout { .. } } } =
-        m.next_step(t(150))
+    let Step::Finish {
+        outcome:
+            RunOutcome::Failed {
+                failure: RunFailure::FinalizerTimeout { .. },
+            },
+    } = m.next_step(t(150))
     else {
         panic!("expected a finalizer timeout")
     };
@@ -326,17 +472,36 @@ fn time_spent_awaiting_does_not_count() {
         example_input: None,
         clarifying_prompt: None,
     });
-    m.plan_result(PlanResult::await_items(vec![item]), t(60), &cat).unwrap();
+    m.plan_result(PlanResult::await_items(vec![item]), t(60), &cat)
+        .unwrap();
     assert_eq!(m.poll_timeout(), None);
     assert!(matches!(m.next_step(t(10_000)), Step::Await { .. }));
     let progress = m
-        .provide(&AwaitItemId::new("q1"), AwaitAnswer::Clarification { text: "1 and 2".into() }, t(10_000))
+        .provide(
+            &AwaitItemId::new("q1"),
+            AwaitAnswer::Clarification {
+                text: "1 and 2".into(),
+            },
+            t(10_000),
+        )
         .unwrap();
     assert_eq!(progress, AwaitProgress::Satisfied);
     assert_eq!(m.active_ms(t(10_030)), 90);
-    assert_eq!(m.next_step(t(10_030)), Step::Plan { kind: PlanKind::Resume, finalize: None });
+    assert_eq!(
+        m.next_step(t(10_030)),
+        Step::Plan {
+            kind: PlanKind::Resume,
+            finalize: None
+        }
+    );
     assert_eq!(m.transcript().last().unwrap(), &Message::user("1 and 2"));
-    assert!(matches!(m.next_step(t(10_040)), Step::Plan { finalize: Some(_), .. }));
+    assert!(matches!(
+        m.next_step(t(10_040)),
+        Step::Plan {
+            finalize: Some(_),
+            ..
+        }
+    ));
 }
 
 #[test]
@@ -353,21 +518,41 @@ fn questions_answers_are_validated_and_become_the_tool_result() {
             id: "color".into(),
             prompt: "Which color?".into(),
             options: vec![
-                QuestionOption { id: "r".into(), label: "red".into() },
-                QuestionOption { id: "g".into(), label: "green".into() },
+                QuestionOption {
+                    id: "r".into(),
+                    label: "red".into(),
+                },
+                QuestionOption {
+                    id: "g".into(),
+                    label: "green".into(),
+                },
             ],
             allow_multiple: false,
         }],
     });
-    m.plan_result(PlanResult::await_items(vec![item]), t(1), &cat).unwrap();
+    m.plan_result(PlanResult::await_items(vec![item]), t(1), &cat)
+        .unwrap();
     let before = m.clone();
     let answer = |opts: &[&str]| AwaitAnswer::Questions {
-        answers: [("color".to_owned(), opts.iter().map(|s| s.to_string()).collect())].into(),
+        answers: [(
+            "color".to_owned(),
+            opts.iter().map(|s| s.to_string()).collect(),
+        )]
+        .into(),
     };
     let id = AwaitItemId::new("form");
-    assert!(matches!(m.provide(&id, answer(&["blue"]), t(2)), Err(RunError::InvalidAnswer { .. })));
-    assert!(matches!(m.provide(&id, answer(&["r", "g"]), t(2)), Err(RunError::InvalidAnswer { .. })));
-    assert!(matches!(m.provide(&id, answer(&[]), t(2)), Err(RunError::InvalidAnswer { .. })));
+    assert!(matches!(
+        m.provide(&id, answer(&["blue"]), t(2)),
+        Err(RunError::InvalidAnswer { .. })
+    ));
+    assert!(matches!(
+        m.provide(&id, answer(&["r", "g"]), t(2)),
+        Err(RunError::InvalidAnswer { .. })
+    ));
+    assert!(matches!(
+        m.provide(&id, answer(&[]), t(2)),
+        Err(RunError::InvalidAnswer { .. })
+    ));
     assert!(matches!(
         m.provide(&id, AwaitAnswer::Clarification { text: "red".into() }, t(2)),
         Err(RunError::InvalidAnswer { .. })
@@ -376,11 +561,20 @@ fn questions_answers_are_validated_and_become_the_tool_result() {
         m.provide(&AwaitItemId::new("other"), answer(&["r"]), t(2)),
         Err(RunError::UnknownAwaitItem(AwaitItemId::new("other")))
     );
-    assert_eq!(m, before, "rejected answers leave the run paused and intact");
+    assert_eq!(
+        m, before,
+        "rejected answers leave the run paused and intact"
+    );
     m.provide(&id, answer(&["g"]), t(3)).unwrap();
-    assert!(matches!(m.provide(&id, answer(&["g"]), t(3)), Err(RunError::WrongPhase { .. })));
+    assert!(matches!(
+        m.provide(&id, answer(&["g"]), t(3)),
+        Err(RunError::WrongPhase { .. })
+    ));
     let last = m.transcript().last().unwrap();
-    assert_eq!(error_texts(last), vec![("ask1".into(), false, r#"{"color":["g"]}"#.into())]);
+    assert_eq!(
+        error_texts(last),
+        vec![("ask1".into(), false, r#"{"color":["g"]}"#.into())]
+    );
 }
 
 #[test]
@@ -391,24 +585,39 @@ fn confirmation_pauses_before_execution_and_denial_is_the_result() {
         ..Policy::default()
     });
     m.plan_result(
-        PlanResult::tool_calls(vec![add("c1", 1, 1), ToolCallRequest::new("calc.echo", json!({})).with_id("e1")]),
+        PlanResult::tool_calls(vec![
+            add("c1", 1, 1),
+            ToolCallRequest::new("calc.echo", json!({})).with_id("e1"),
+        ]),
         t(1),
         &cat,
     )
     .unwrap();
-    let Step::Await { items, .. } = m.next_step(t(2)) else { panic!("expected await") };
+    let Step::Await { items, .. } = m.next_step(t(2)) else {
+        panic!("expected await")
+    };
     assert_eq!(items.len(), 1);
     let item_id = items[0].id().clone();
     m.provide(
         &item_id,
-        AwaitAnswer::Confirmation { approved: false, reason: Some("not today".into()) },
+        AwaitAnswer::Confirmation {
+            approved: false,
+            reason: Some("not today".into()),
+        },
         t(3),
     )
     .unwrap();
     assert_eq!(pending_ids(&mut m, t(3)), vec!["e1"]);
     run_batch_ok(&mut m, t(4));
     let results = error_texts(m.transcript().last().unwrap());
-    assert_eq!(results[0], ("c1".into(), true, "error (not_executed): denied by a human: not today".into()));
+    assert_eq!(
+        results[0],
+        (
+            "c1".into(),
+            true,
+            "error (not_executed): denied by a human: not today".into()
+        )
+    );
     assert_eq!(m.tool_calls_made(), 1);
 }
 
@@ -435,11 +644,16 @@ fn bad_call_turn_n(m: &mut RunMachine, cat: &TestCatalog, n: &str) -> PlanOutcom
 fn invalid_call_needs_resolution_with_context() {
     let cat = TestCatalog::new();
     let mut m = machine(Policy::default());
-    let PlanOutcome::NeedsResolution(ctx) = bad_call_turn(&mut m, &cat) else { panic!("expected resolution") };
+    let PlanOutcome::NeedsResolution(ctx) = bad_call_turn(&mut m, &cat) else {
+        panic!("expected resolution")
+    };
     assert_eq!(ctx.tool_name, "calc.add");
     assert_eq!(ctx.tool_call_id.as_str(), "bad");
     assert!(matches!(ctx.reason, InvalidReason::MalformedJson { .. }));
-    assert_eq!(ctx.available, vec![ToolIdent::new("calc.add"), ToolIdent::new("calc.echo")]);
+    assert_eq!(
+        ctx.available,
+        vec![ToolIdent::new("calc.add"), ToolIdent::new("calc.echo")]
+    );
     assert_eq!(ctx.retries_left, 2);
     assert!(matches!(m.next_step(t(2)), Step::Resolve { .. }));
 }
@@ -450,8 +664,12 @@ fn resolution_fail_ends_the_run() {
     let mut m = machine(Policy::default());
     bad_call_turn(&mut m, &cat);
     m.resolve(Resolution::Fail, t(2), &cat).unwrap();
-    let Step::Finish { outcome: RunOutcome::Failed { failure: RunFailure::InvalidToolCall { tool_call_id, .. } } } =
-        m.next_step(t(3))
+    let Step::Finish {
+        outcome:
+            RunOutcome::Failed {
+                failure: RunFailure::InvalidToolCall { tool_call_id, .. },
+            },
+    } = m.next_step(t(3))
     else {
         panic!("expected failure")
     };
@@ -464,9 +682,23 @@ fn resolution_retry_records_feedback_and_replans() {
     let cat = TestCatalog::new();
     let mut m = machine(Policy::default());
     bad_call_turn(&mut m, &cat);
-    let out = m.resolve(Resolution::Retry { feedback: "send valid JSON".into() }, t(2), &cat).unwrap();
+    let out = m
+        .resolve(
+            Resolution::Retry {
+                feedback: "send valid JSON".into(),
+            },
+            t(2),
+            &cat,
+        )
+        .unwrap();
     assert_eq!(out, PlanOutcome::TurnRetried);
-    assert_eq!(m.next_step(t(3)), Step::Plan { kind: PlanKind::Resume, finalize: None });
+    assert_eq!(
+        m.next_step(t(3)),
+        Step::Plan {
+            kind: PlanKind::Resume,
+            finalize: None
+        }
+    );
     let msgs: Vec<&Message> = m.transcript().iter().collect();
     assert_eq!(msgs.len(), 3);
     let uses: Vec<(String, Value)> = msgs[1]
@@ -490,18 +722,37 @@ fn resolution_retry_records_feedback_and_replans() {
         error_texts(msgs[2]),
         vec![
             ("ok1".into(), true, other.into()),
-            ("bad".into(), true, "error (invalid_arguments): send valid JSON".into()),
+            (
+                "bad".into(),
+                true,
+                "error (invalid_arguments): send valid JSON".into()
+            ),
             ("ok2".into(), true, other.into()),
         ]
     );
     assert_eq!(m.tool_calls_made(), 0);
     // Retries are bounded.
     bad_call_turn_n(&mut m, &cat, "2");
-    m.resolve(Resolution::Retry { feedback: "again".into() }, t(4), &cat).unwrap();
-    let PlanOutcome::NeedsResolution(ctx) = bad_call_turn_n(&mut m, &cat, "3") else { panic!() };
+    m.resolve(
+        Resolution::Retry {
+            feedback: "again".into(),
+        },
+        t(4),
+        &cat,
+    )
+    .unwrap();
+    let PlanOutcome::NeedsResolution(ctx) = bad_call_turn_n(&mut m, &cat, "3") else {
+        panic!()
+    };
     assert_eq!(ctx.retries_left, 0);
     assert_eq!(
-        m.resolve(Resolution::Retry { feedback: "x".into() }, t(5), &cat),
+        m.resolve(
+            Resolution::Retry {
+                feedback: "x".into()
+            },
+            t(5),
+            &cat
+        ),
         Err(RunError::RetryLimitReached { max: 2 })
     );
     assert_eq!(m.phase_name(), PhaseName::Resolving);
@@ -512,12 +763,42 @@ fn resolution_skip_records_reason_and_executes_nothing() {
     let cat = TestCatalog::new();
     let mut m = machine(Policy::default());
     bad_call_turn(&mut m, &cat);
-    let out = m.resolve(Resolution::Skip { reason: "skipped by policy".into() }, t(2), &cat).unwrap();
-    assert_eq!(out, PlanOutcome::Continue { response_hook_suppressed: false });
-    assert_eq!(m.next_step(t(3)), Step::Plan { kind: PlanKind::Resume, finalize: None });
+    let out = m
+        .resolve(
+            Resolution::Skip {
+                reason: "skipped by policy".into(),
+            },
+            t(2),
+            &cat,
+        )
+        .unwrap();
+    assert_eq!(
+        out,
+        PlanOutcome::Continue {
+            response_hook_suppressed: false
+        }
+    );
+    assert_eq!(
+        m.next_step(t(3)),
+        Step::Plan {
+            kind: PlanKind::Resume,
+            finalize: None
+        }
+    );
     let results = error_texts(m.transcript().last().unwrap());
-    assert_eq!(results[1], ("bad".into(), true, "error (invalid_arguments): skipped by policy".into()));
-    assert!(results[0].2.contains("another call in this turn was skipped"));
+    assert_eq!(
+        results[1],
+        (
+            "bad".into(),
+            true,
+            "error (invalid_arguments): skipped by policy".into()
+        )
+    );
+    assert!(
+        results[0]
+            .2
+            .contains("another call in this turn was skipped")
+    );
     assert_eq!(m.tool_calls_made(), 0);
 }
 
@@ -538,31 +819,71 @@ fn resolution_repair_swaps_the_tool_and_rechecks_arguments() {
             &cat,
         )
         .unwrap();
-    let PlanOutcome::NeedsResolution(ctx) = out else { panic!() };
+    let PlanOutcome::NeedsResolution(ctx) = out else {
+        panic!()
+    };
     assert_eq!(ctx.reason, InvalidReason::UnknownTool);
     assert_eq!(ctx.available, vec![ToolIdent::new("calc.add")]);
     // Repair with a tool that is not allowed is rejected.
     assert_eq!(
-        m.resolve(Resolution::Repair { tool: ToolIdent::new("calc.echo") }, t(2), &cat),
+        m.resolve(
+            Resolution::Repair {
+                tool: ToolIdent::new("calc.echo")
+            },
+            t(2),
+            &cat
+        ),
         Err(RunError::RepairNotAllowed(ToolIdent::new("calc.echo")))
     );
-    let out = m.resolve(Resolution::Repair { tool: ToolIdent::new("calc.add") }, t(2), &cat).unwrap();
+    let out = m
+        .resolve(
+            Resolution::Repair {
+                tool: ToolIdent::new("calc.add"),
+            },
+            t(2),
+            &cat,
+        )
+        .unwrap();
     // The second call is not allowed by policy: it needs resolution too.
-    let PlanOutcome::NeedsResolution(ctx) = out else { panic!() };
+    let PlanOutcome::NeedsResolution(ctx) = out else {
+        panic!()
+    };
     assert_eq!(ctx.tool_call_id.as_str(), "x2");
     assert_eq!(ctx.reason, InvalidReason::NotAllowed);
     // Repairing it to calc.add fails the schema: resolution again, same call.
-    let out = m.resolve(Resolution::Repair { tool: ToolIdent::new("calc.add") }, t(3), &cat).unwrap();
-    let PlanOutcome::NeedsResolution(ctx) = out else { panic!() };
+    let out = m
+        .resolve(
+            Resolution::Repair {
+                tool: ToolIdent::new("calc.add"),
+            },
+            t(3),
+            &cat,
+        )
+        .unwrap();
+    let PlanOutcome::NeedsResolution(ctx) = out else {
+        panic!()
+    };
     assert_eq!(ctx.tool_call_id.as_str(), "x2");
-    let InvalidReason::SchemaViolation { issues } = &ctx.reason else { panic!() };
+    let InvalidReason::SchemaViolation { issues } = &ctx.reason else {
+        panic!()
+    };
     assert_eq!(issues.len(), 2);
     assert_eq!(issues[0].kind, FieldIssueKind::WrongType);
     assert_eq!(issues[1].kind, FieldIssueKind::Missing);
-    m.resolve(Resolution::Skip { reason: "bad".into() }, t(4), &cat).unwrap();
+    m.resolve(
+        Resolution::Skip {
+            reason: "bad".into(),
+        },
+        t(4),
+        &cat,
+    )
+    .unwrap();
     let results = error_texts(m.transcript().last().unwrap());
     assert_eq!(results[0].0, "x1");
-    assert_eq!(results[1].2, "error (invalid_arguments): bad\n- /a: `a` must be an integer\n- /b: `b` is required");
+    assert_eq!(
+        results[1].2,
+        "error (invalid_arguments): bad\n- /a: `a` must be an integer\n- /b: `b` is required"
+    );
 }
 
 #[test]
@@ -571,18 +892,37 @@ fn repaired_turn_executes_with_the_repaired_tool() {
     let mut m = machine(Policy::default());
     let out = m
         .plan_result(
-            PlanResult::tool_calls(vec![ToolCallRequest::new("add", json!({"a": 1, "b": 2})).with_id("x1")]),
+            PlanResult::tool_calls(vec![
+                ToolCallRequest::new("add", json!({"a": 1, "b": 2})).with_id("x1"),
+            ]),
             t(1),
             &cat,
         )
         .unwrap();
     assert!(matches!(out, PlanOutcome::NeedsResolution(_)));
-    let out = m.resolve(Resolution::Repair { tool: ToolIdent::new("calc.add") }, t(2), &cat).unwrap();
-    assert_eq!(out, PlanOutcome::Continue { response_hook_suppressed: false });
-    let Step::ExecuteTools { calls } = m.next_step(t(3)) else { panic!() };
+    let out = m
+        .resolve(
+            Resolution::Repair {
+                tool: ToolIdent::new("calc.add"),
+            },
+            t(2),
+            &cat,
+        )
+        .unwrap();
+    assert_eq!(
+        out,
+        PlanOutcome::Continue {
+            response_hook_suppressed: false
+        }
+    );
+    let Step::ExecuteTools { calls } = m.next_step(t(3)) else {
+        panic!()
+    };
     let call = calls.iter().next().unwrap();
     assert_eq!(call.name.as_str(), "calc.add");
-    let Part::ToolUse { name, .. } = &m.transcript().last().unwrap().parts[0] else { panic!() };
+    let Part::ToolUse { name, .. } = &m.transcript().last().unwrap().parts[0] else {
+        panic!()
+    };
     assert_eq!(name, "calc.add");
 }
 
@@ -591,7 +931,10 @@ fn ids_are_assigned_and_duplicates_rejected() {
     let cat = TestCatalog::new();
     let mut m = machine(Policy::default());
     m.plan_result(
-        PlanResult::tool_calls(vec![ToolCallRequest::new("calc.echo", json!({})), ToolCallRequest::new("calc.echo", json!({}))]),
+        PlanResult::tool_calls(vec![
+            ToolCallRequest::new("calc.echo", json!({})),
+            ToolCallRequest::new("calc.echo", json!({})),
+        ]),
         t(1),
         &cat,
     )
@@ -599,17 +942,25 @@ fn ids_are_assigned_and_duplicates_rejected() {
     assert_eq!(pending_ids(&mut m, t(1)), vec!["call_1", "call_2"]);
     run_batch_ok(&mut m, t(2));
     assert_eq!(
-        m.plan_result(PlanResult::tool_calls(vec![add("call_1", 1, 1)]), t(3), &cat),
+        m.plan_result(
+            PlanResult::tool_calls(vec![add("call_1", 1, 1)]),
+            t(3),
+            &cat
+        ),
         Err(RunError::DuplicateCallId(ToolCallId::new("call_1")))
     );
-    assert_eq!(m.plan_result(PlanResult::tool_calls(vec![]), t(3), &cat), Err(RunError::NoToolCalls));
+    assert_eq!(
+        m.plan_result(PlanResult::tool_calls(vec![]), t(3), &cat),
+        Err(RunError::NoToolCalls)
+    );
 }
 
 #[test]
 fn snapshot_round_trip_and_version_check() {
     let cat = TestCatalog::new();
     let mut m = machine(Policy::default());
-    m.plan_result(PlanResult::tool_calls(vec![add("c1", 1, 1)]), t(1), &cat).unwrap();
+    m.plan_result(PlanResult::tool_calls(vec![add("c1", 1, 1)]), t(1), &cat)
+        .unwrap();
     let json = serde_json::to_value(&m).unwrap();
     assert_eq!(json["format"], json!(FORMAT_VERSION));
     let mut back: RunMachine = serde_json::from_value(json.clone()).unwrap();
@@ -617,7 +968,9 @@ fn snapshot_round_trip_and_version_check() {
     assert_eq!(pending_ids(&mut back, t(2)), vec!["c1"]);
     let mut newer = json;
     newer["format"] = json!(FORMAT_VERSION + 1);
-    let err = serde_json::from_value::<RunMachine>(newer).unwrap_err().to_string();
+    let err = serde_json::from_value::<RunMachine>(newer)
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("format 2 is not supported"), "{err}");
 }
 
@@ -627,12 +980,22 @@ fn rendering_strips_server_data_and_marks_omissions() {
         "c".into(),
         "t.x".into(),
         json!({}),
-        ToolResultBody::Omitted(crate::tool::Omission::TooLarge { bytes: 70000, limit: 65536 }),
+        ToolResultBody::Omitted(crate::tool::Omission::TooLarge {
+            bytes: 70000,
+            limit: 65536,
+        }),
     );
     out.server_data = Some(json!({"secret": "ui only"}));
-    let Part::ToolResult { content, is_error, .. } = render_tool_output(&out) else { panic!() };
+    let Part::ToolResult {
+        content, is_error, ..
+    } = render_tool_output(&out)
+    else {
+        panic!()
+    };
     assert!(!is_error);
-    let Part::Text { text } = &content[0] else { panic!() };
+    let Part::Text { text } = &content[0] else {
+        panic!()
+    };
     assert!(text.contains("70000 bytes exceeds the 65536-byte budget"));
     assert!(!text.contains("ui only"));
 }
@@ -642,7 +1005,11 @@ fn arguments_given_as_raw_text_are_parsed() {
     let cat = TestCatalog::new();
     let mut m = machine(Policy::default());
     m.plan_result(
-        PlanResult::tool_calls(vec![ToolCallRequest::raw("r1", "calc.add", r#"{"a":1,"b":2}"#)]),
+        PlanResult::tool_calls(vec![ToolCallRequest::raw(
+            "r1",
+            "calc.add",
+            r#"{"a":1,"b":2}"#,
+        )]),
         t(1),
         &cat,
     )
@@ -655,9 +1022,22 @@ fn arguments_given_as_raw_text_are_parsed() {
 fn final_tool_result_ends_a_nested_run() {
     let cat = TestCatalog::new();
     let mut m = machine(Policy::default());
-    m.plan_result(PlanResult::new(Decision::FinalToolResult { result: json!({"sum": 3}) }), t(1), &cat)
-        .unwrap();
-    let Step::Finish { outcome: RunOutcome::ToolResult { result, termination: None } } = m.next_step(t(2)) else {
+    m.plan_result(
+        PlanResult::new(Decision::FinalToolResult {
+            result: json!({"sum": 3}),
+        }),
+        t(1),
+        &cat,
+    )
+    .unwrap();
+    let Step::Finish {
+        outcome:
+            RunOutcome::ToolResult {
+                result,
+                termination: None,
+            },
+    } = m.next_step(t(2))
+    else {
         panic!("expected a tool result outcome")
     };
     assert_eq!(result, &json!({"sum": 3}));

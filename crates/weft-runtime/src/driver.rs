@@ -1,0 +1,434 @@
+//! The driver: one task per active run, looping on `machine.next_step(now)`.
+//!
+//! Each iteration does what the step says (plan, resolve, execute, pause or
+//! finish), feeds the result back to the machine and commits the step's
+//! events with the new snapshot in one store write. Tool calls of a batch run
+//! concurrently inside the task; cancellation and the machine's deadline are
+//! raced against them. A paused run's task ends; `provide` starts a new one.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::stream::{FuturesUnordered, StreamExt};
+use weft_core::event::EventKind;
+use weft_core::planner::{
+    Decision, PlanInput, PlanResumeInput, PlannerError, RunContext, Termination,
+};
+use weft_core::run::{
+    InvalidToolCallContext, PhaseName, PlanKind, PlanOutcome, Resolution, RunError, RunFailure,
+    RunMachine, RunOutcome, Step, ToolCall,
+};
+use weft_core::store::{Commit, RunStatus};
+use weft_core::tool::{
+    Labels, RetryHint, RetryReason, ToolError, ToolOutput, ToolRequest, ToolSpec,
+};
+use weft_core::{RunId, SessionId, Timestamp, TurnId};
+
+use crate::agent::Agent;
+use crate::context::Ctx;
+use crate::error::RuntimeError;
+use crate::events::{RunShared, Sink};
+use crate::runtime::Inner;
+use crate::tools::{AgentTools, Limits};
+
+/// How a driver task ended.
+#[derive(Debug)]
+pub(crate) enum DriveEnd {
+    /// The run finished.
+    Finished(RunOutcome),
+    /// The run is waiting for await answers; no task remains.
+    Paused,
+    /// The store failed; the run stays at its last committed snapshot.
+    StoreFailed(RuntimeError),
+}
+
+/// One run being driven.
+pub(crate) struct RunTask {
+    pub(crate) inner: Arc<Inner>,
+    pub(crate) agent: Arc<Agent>,
+    pub(crate) tools: Arc<AgentTools>,
+    pub(crate) shared: Arc<RunShared>,
+    pub(crate) session_id: SessionId,
+    pub(crate) labels: Arc<Labels>,
+    pub(crate) machine: RunMachine,
+    /// Set when resuming after a crash: pending calls may have been in flight.
+    pub(crate) recovering: bool,
+}
+
+/// Whether the previous commit failed and how often to retry a commit.
+const COMMIT_ATTEMPTS: u32 = 3;
+
+impl RunTask {
+    pub(crate) async fn drive(mut self) -> DriveEnd {
+        let end = self.drive_inner().await;
+        self.inner.run_ended(&self.shared, &end);
+        end
+    }
+
+    async fn drive_inner(&mut self) -> DriveEnd {
+        // A termination already in the snapshot had its event committed with it.
+        let mut termination_reported = self.machine.termination().is_some();
+        loop {
+            let now = self.inner.clock.now();
+            match self.machine.next_step(now) {
+                Step::Plan { kind, finalize } => {
+                    let finalize = finalize.cloned();
+                    if let (Some(t), false) = (&finalize, termination_reported) {
+                        termination_reported = true;
+                        self.emit(EventKind::Termination {
+                            termination: t.clone(),
+                        });
+                    }
+                    self.plan(kind, finalize).await;
+                }
+                Step::Resolve { context } => {
+                    let context = context.clone();
+                    self.resolve(context);
+                }
+                Step::ExecuteTools { calls } => {
+                    let calls: Vec<ToolCall> = calls.iter().cloned().collect();
+                    if let Err(e) = self.execute(calls).await {
+                        return DriveEnd::StoreFailed(e);
+                    }
+                    continue;
+                }
+                Step::Await { items, .. } => {
+                    let items = items.to_vec();
+                    self.emit(EventKind::AwaitRequested { items });
+                    self.emit(EventKind::RunPaused {
+                        reason: "awaiting answers".to_owned(),
+                    });
+                    return match self.commit().await {
+                        Ok(()) => DriveEnd::Paused,
+                        Err(e) => DriveEnd::StoreFailed(e),
+                    };
+                }
+                Step::Finish { outcome } => {
+                    let outcome = outcome.clone();
+                    self.emit(EventKind::RunFinished {
+                        outcome: outcome.clone(),
+                    });
+                    return match self.commit().await {
+                        Ok(()) => DriveEnd::Finished(outcome),
+                        Err(e) => DriveEnd::StoreFailed(e),
+                    };
+                }
+            }
+            if let Err(e) = self.commit().await {
+                return DriveEnd::StoreFailed(e);
+            }
+        }
+    }
+
+    fn emit(&self, kind: EventKind) {
+        self.shared.emit(&*self.inner.clock, kind);
+    }
+
+    fn now(&self) -> Timestamp {
+        self.inner.clock.now()
+    }
+
+    /// Commits pending events with the current snapshot, retrying briefly.
+    async fn commit(&mut self) -> Result<(), RuntimeError> {
+        let events = self.shared.begin_commit();
+        self.machine.set_event_seq(self.shared.seq());
+        let status = status_of(&self.machine);
+        let mut attempt = 0;
+        let result = loop {
+            attempt += 1;
+            let commit = Commit {
+                run_id: &self.shared.run_id,
+                events: &events,
+                snapshot: Some(&self.machine),
+                status,
+                now: self.now(),
+            };
+            match self.inner.store.commit(commit).await {
+                Ok(()) => break Ok(()),
+                Err(e) if attempt < COMMIT_ATTEMPTS => {
+                    tracing::warn!(run_id = %self.shared.run_id, error = %e, attempt, "commit failed; retrying");
+                    tokio::time::sleep(Duration::from_millis(50 * u64::from(attempt))).await;
+                }
+                Err(e) => break Err(RuntimeError::Store(e)),
+            }
+        };
+        self.shared.end_commit();
+        result
+    }
+
+    async fn plan(&mut self, kind: PlanKind, finalize: Option<Termination>) {
+        let run_id: &RunId = &self.shared.run_id;
+        let run = RunContext {
+            agent_id: self.agent.id.clone(),
+            run_id: run_id.clone(),
+            session_id: self.session_id.clone(),
+            turn_id: TurnId::new(format!("{run_id}/{}", self.machine.turn() + 1)),
+            labels: self.labels.clone(),
+        };
+        let tools: Cow<'_, [ToolSpec]> = if self
+            .tools
+            .specs
+            .iter()
+            .all(|s| self.machine.is_allowed(&s.name))
+        {
+            Cow::Borrowed(&self.tools.specs)
+        } else {
+            Cow::Owned(
+                self.tools
+                    .specs
+                    .iter()
+                    .filter(|s| self.machine.is_allowed(&s.name))
+                    .cloned()
+                    .collect(),
+            )
+        };
+        let ctx = Ctx::new(&self.agent, run_id, self.machine.state());
+        let sink = Sink {
+            shared: &self.shared,
+            clock: &*self.inner.clock,
+        };
+        let base = PlanInput {
+            messages: self.machine.transcript(),
+            run: &run,
+            context: &ctx,
+            events: &sink,
+            reminders: self.machine.reminders(),
+            tools: &tools,
+        };
+        let planner = &self.agent.planner;
+        let fut = async {
+            match kind {
+                PlanKind::Start => planner.plan_start(base).await,
+                PlanKind::Resume => {
+                    planner
+                        .plan_resume(PlanResumeInput {
+                            base,
+                            tool_outputs: self.machine.tool_outputs(),
+                            finalize: finalize.as_ref(),
+                        })
+                        .await
+                }
+            }
+        };
+        let deadline = self.machine.poll_timeout();
+        let clock_now = self.inner.clock.now();
+        let cancel = self.shared.cancel.clone();
+        let result = tokio::select! {
+            r = fut => Some(r),
+            () = cancel.cancelled() => None,
+            // The deadline passed while planning: the plan is dropped and the
+            // next step (finalize, or a finalizer timeout) takes over.
+            () = sleep_until(deadline, clock_now) => return,
+        };
+        let changes = ctx.into_changes();
+        drop(tools);
+        if let Some(changes) = changes {
+            changes.apply(&mut self.machine);
+        }
+        let now = self.now();
+        match result {
+            None => {
+                let _ = self.machine.cancel("cancelled by request");
+            }
+            Some(Err(e)) => self.planner_failed(e),
+            Some(Ok(result)) => {
+                let final_text = match &result.decision {
+                    Decision::FinalResponse { message } if !result.streamed => {
+                        Some(message.joined_text())
+                    }
+                    _ => None,
+                };
+                match self.machine.plan_result(result, now, &self.tools.catalog) {
+                    Ok(PlanOutcome::Continue {
+                        response_hook_suppressed,
+                    }) => {
+                        if let (false, Some(text)) = (response_hook_suppressed, final_text)
+                            && !text.is_empty()
+                        {
+                            self.emit(EventKind::AssistantChunk { text });
+                        }
+                    }
+                    Ok(PlanOutcome::TurnRetried) => {}
+                    Ok(PlanOutcome::NeedsResolution(context)) => self.resolve(*context),
+                    Err(e) => {
+                        let _ = self.machine.fail(RunFailure::Planner {
+                            message: format!("the planner broke the run protocol: {e}"),
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    fn planner_failed(&mut self, e: PlannerError) {
+        let _ = self
+            .machine
+            .fail(RunFailure::Planner { message: e.message });
+    }
+
+    /// Answers invalid tool calls with the agent's policy until none is left.
+    fn resolve(&mut self, mut context: InvalidToolCallContext) {
+        loop {
+            let resolution = self.agent.invalid_calls.resolve(&context);
+            let mut labels = Labels::new();
+            labels.insert("kind".to_owned(), "invalid_tool_call".to_owned());
+            self.emit(EventKind::PlannerThought {
+                text: format!(
+                    "invalid call `{}` ({}): {}; resolution: {}",
+                    context.tool_name,
+                    context.tool_call_id,
+                    context.reason.describe(&context.tool_name),
+                    resolution_name(&resolution)
+                ),
+                labels,
+            });
+            let now = self.now();
+            let outcome = match self.machine.resolve(resolution, now, &self.tools.catalog) {
+                Err(RunError::RetryLimitReached { .. } | RunError::RepairNotAllowed(_)) => self
+                    .machine
+                    .resolve(Resolution::Fail, now, &self.tools.catalog),
+                other => other,
+            };
+            match outcome {
+                Ok(PlanOutcome::NeedsResolution(next)) => context = *next,
+                Ok(_) => return,
+                Err(e) => {
+                    let _ = self.machine.fail(RunFailure::Other {
+                        message: format!("invalid-call resolution failed: {e}"),
+                    });
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Executes a batch concurrently, committing each result as it lands.
+    async fn execute(&mut self, calls: Vec<ToolCall>) -> Result<(), RuntimeError> {
+        let limits = Limits {
+            timeout: self.agent.tool_timeout,
+            payload_budget: self.inner.payload_budget,
+        };
+        let recovering = std::mem::take(&mut self.recovering);
+        let mut running = FuturesUnordered::new();
+        let mut interrupted = Vec::new();
+        for call in &calls {
+            if recovering && !self.tools.is_idempotent(&call.name) {
+                interrupted.push(interrupted_output(call));
+                continue;
+            }
+            let mut payload = call.payload.clone();
+            let description = if self.agent.describe_calls {
+                weft_tools::strip_description(&mut payload)
+            } else {
+                None
+            };
+            self.emit(EventKind::ToolStarted {
+                tool_call_id: call.id.clone(),
+                tool: call.name.clone(),
+                payload: payload.clone(),
+                description,
+            });
+            let request = ToolRequest {
+                name: call.name.clone(),
+                payload,
+                run_id: self.shared.run_id.clone(),
+                session_id: self.session_id.clone(),
+                turn_id: TurnId::new(format!("{}/{}", self.shared.run_id, self.machine.turn())),
+                tool_call_id: call.id.clone(),
+                parent_tool_call_id: call.parent_tool_call_id.clone(),
+                labels: (*self.labels).clone(),
+            };
+            running.push(self.tools.execute(call, request, limits));
+        }
+        for out in interrupted {
+            self.finish_call(out);
+            self.commit().await?;
+        }
+        let cancel = self.shared.cancel.clone();
+        while self.machine.phase_name() == PhaseName::Executing {
+            let deadline = self.machine.poll_timeout();
+            let now = self.now();
+            tokio::select! {
+                out = running.next() => match out {
+                    Some(out) => self.finish_call(out),
+                    None => break,
+                },
+                () = cancel.cancelled() => {
+                    let _ = self.machine.cancel("cancelled by request");
+                }
+                () = sleep_until(deadline, now) => {
+                    // The time budget ran out: the machine abandons the batch.
+                    let now = self.now();
+                    let _ = self.machine.next_step(now);
+                }
+            }
+            self.commit().await?;
+        }
+        Ok(())
+    }
+
+    fn finish_call(&mut self, out: ToolOutput) {
+        let now = self.now();
+        self.emit(EventKind::ToolFinished {
+            output: Box::new(out.clone()),
+        });
+        if let Err(e) = self.machine.tool_result(out, now) {
+            // The call was abandoned (time budget, cancel) before it finished.
+            tracing::debug!(run_id = %self.shared.run_id, error = %e, "late tool result dropped");
+        }
+    }
+}
+
+fn resolution_name(r: &Resolution) -> &'static str {
+    match r {
+        Resolution::Fail => "fail",
+        Resolution::Retry { .. } => "retry",
+        Resolution::Repair { .. } => "repair",
+        Resolution::Skip { .. } => "skip",
+    }
+}
+
+fn interrupted_output(call: &ToolCall) -> ToolOutput {
+    let err = ToolError::new(
+        ToolError::UNAVAILABLE,
+        format!(
+            "`{}` was interrupted by a restart and is not idempotent, so it was not run again",
+            call.name
+        ),
+    );
+    let hint = RetryHint::new(RetryReason::ToolUnavailable)
+        .for_tool(call.name.clone())
+        .with_message(
+            "interrupted by restart: check whether it took effect before calling it again",
+        );
+    ToolOutput::error(
+        call.id.clone(),
+        call.name.clone(),
+        call.payload.clone(),
+        err,
+    )
+    .with_retry_hint(Some(hint))
+}
+
+/// The store status for the machine's phase.
+pub(crate) fn status_of(machine: &RunMachine) -> RunStatus {
+    match machine.outcome() {
+        Some(RunOutcome::Response { .. } | RunOutcome::ToolResult { .. }) => RunStatus::Completed,
+        Some(RunOutcome::Failed { .. }) => RunStatus::Failed,
+        Some(RunOutcome::Cancelled { .. }) => RunStatus::Cancelled,
+        None if machine.phase_name() == PhaseName::Awaiting => RunStatus::Awaiting,
+        None => RunStatus::Running,
+    }
+}
+
+/// Sleeps until the machine's deadline (never when there is none).
+async fn sleep_until(deadline: Option<Timestamp>, now: Timestamp) {
+    match deadline {
+        Some(d) => {
+            let wait = Duration::from_millis(d.as_millis().saturating_sub(now.as_millis()));
+            tokio::time::sleep(wait).await;
+        }
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,48 @@
+//! Runtime errors: what `start`, `provide`, `cancel` and subscriptions can fail with.
+
+use weft_core::run::RunError;
+use weft_core::store::StoreError;
+use weft_core::tool::ToolError;
+use weft_core::{AgentId, RunId};
+
+/// Why a runtime operation failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RuntimeError {
+    /// No agent is registered under this id.
+    #[error("unknown agent `{0}`")]
+    UnknownAgent(AgentId),
+    /// No run has this id.
+    #[error("run `{0}` not found")]
+    RunNotFound(RunId),
+    /// The run is not waiting for answers.
+    #[error("run `{run_id}` is not awaiting answers (it is {status})")]
+    NotAwaiting {
+        /// The run.
+        run_id: RunId,
+        /// Its status.
+        status: &'static str,
+    },
+    /// The run has already finished.
+    #[error("run `{0}` has already finished")]
+    Finished(RunId),
+    /// The run machine rejected an input.
+    #[error(transparent)]
+    Protocol(#[from] RunError),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// An agent's tools could not be listed.
+    #[error("toolset failed: {0}")]
+    Tools(ToolError),
+    /// Two toolsets offer the same tool, or a tool's schema is invalid.
+    #[error("agent `{agent}` tools are inconsistent: {message}")]
+    Catalog {
+        /// The agent.
+        agent: AgentId,
+        /// What is wrong.
+        message: String,
+    },
+    /// The runtime is shutting down or the run's task ended unexpectedly.
+    #[error("run `{0}` ended without an outcome")]
+    Interrupted(RunId),
+}

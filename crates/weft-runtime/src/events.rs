@@ -1,0 +1,280 @@
+//! Event fan-out: a run's log buffer, its live subscribers and replay.
+//!
+//! Events get their sequence number when they are emitted and go to two
+//! places: the run's pending buffer, committed to the store at the end of the
+//! step, and, only when someone subscribed, a broadcast channel. A subscriber
+//! takes a snapshot of the uncommitted events and a receiver under the same
+//! lock the emitter uses, then reads committed events from the store; merging
+//! the three by sequence number gives every event exactly once, in order.
+//! With no subscriber, emitting an event is a push onto a vector.
+
+use std::collections::VecDeque;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+
+use tokio::sync::{Notify, broadcast};
+use weft_core::RunId;
+use weft_core::event::{EventKind, RunEvent};
+use weft_core::ids::ToolCallId;
+use weft_core::message::Thinking;
+use weft_core::model::Usage;
+use weft_core::planner::PlannerEvents;
+use weft_core::run::RunOutcome;
+use weft_core::store::RunStore;
+use weft_core::tool::Labels;
+
+use crate::clock::Clock;
+use crate::error::RuntimeError;
+
+const CHANNEL_CAPACITY: usize = 1024;
+
+/// The per-run state shared by the driver, the event sink and subscribers.
+pub(crate) struct RunShared {
+    pub(crate) run_id: RunId,
+    log: Mutex<LogState>,
+    pub(crate) cancel: tokio_util::sync::CancellationToken,
+    /// Whether a driver task owns the run now.
+    pub(crate) driving: AtomicBool,
+    /// Set once when the run ends (or its driver fails).
+    pub(crate) finished: OnceLock<Result<RunOutcome, RuntimeError>>,
+    /// Wakes outcome waiters when `finished` is set.
+    pub(crate) done: Notify,
+}
+
+#[derive(Default)]
+struct LogState {
+    seq: u64,
+    pending: Vec<RunEvent>,
+    committing: Option<Arc<Vec<RunEvent>>>,
+    tx: Option<broadcast::Sender<Arc<RunEvent>>>,
+}
+
+impl RunShared {
+    pub(crate) fn new(run_id: RunId, seq: u64) -> Self {
+        Self {
+            run_id,
+            log: Mutex::new(LogState {
+                seq,
+                ..LogState::default()
+            }),
+            cancel: tokio_util::sync::CancellationToken::new(),
+            driving: AtomicBool::new(false),
+            finished: OnceLock::new(),
+            done: Notify::new(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, LogState> {
+        self.log.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Appends an event at `at`, broadcasting it to live subscribers.
+    pub(crate) fn emit(&self, clock: &dyn Clock, kind: EventKind) {
+        let at = clock.now();
+        let mut log = self.lock();
+        log.seq += 1;
+        let event = RunEvent {
+            seq: log.seq,
+            at,
+            kind,
+        };
+        if let Some(tx) = &log.tx
+            && tx.receiver_count() > 0
+        {
+            let _ = tx.send(Arc::new(event.clone()));
+        }
+        log.pending.push(event);
+    }
+
+    /// Continues the log after `seq` (a resumed run's last stored event).
+    pub(crate) fn resume_at(&self, seq: u64) {
+        let mut log = self.lock();
+        log.seq = log.seq.max(seq);
+    }
+
+    /// The last sequence number handed out.
+    pub(crate) fn seq(&self) -> u64 {
+        self.lock().seq
+    }
+
+    /// Moves the pending events into the committing slot and returns them.
+    pub(crate) fn begin_commit(&self) -> Arc<Vec<RunEvent>> {
+        let mut log = self.lock();
+        let events = Arc::new(std::mem::take(&mut log.pending));
+        log.committing = Some(events.clone());
+        events
+    }
+
+    /// Marks the committing events as stored.
+    pub(crate) fn end_commit(&self) {
+        self.lock().committing = None;
+    }
+
+    /// Whether anyone is subscribed.
+    pub(crate) fn has_subscribers(&self) -> bool {
+        self.lock()
+            .tx
+            .as_ref()
+            .is_some_and(|tx| tx.receiver_count() > 0)
+    }
+
+    fn subscribe(&self) -> (Vec<RunEvent>, broadcast::Receiver<Arc<RunEvent>>) {
+        let mut log = self.lock();
+        let rx = log
+            .tx
+            .get_or_insert_with(|| broadcast::channel(CHANNEL_CAPACITY).0)
+            .subscribe();
+        let mut uncommitted: Vec<RunEvent> = log.committing.as_deref().cloned().unwrap_or_default();
+        uncommitted.extend(log.pending.iter().cloned());
+        (uncommitted, rx)
+    }
+}
+
+/// The [`PlannerEvents`] sink of one run.
+pub(crate) struct Sink<'a> {
+    pub(crate) shared: &'a RunShared,
+    pub(crate) clock: &'a dyn Clock,
+}
+
+impl PlannerEvents for Sink<'_> {
+    fn assistant_chunk(&self, text: &str) {
+        self.shared.emit(
+            self.clock,
+            EventKind::AssistantChunk {
+                text: text.to_owned(),
+            },
+        );
+    }
+
+    fn tool_call_args_delta(&self, call_id: &ToolCallId, tool: &str, delta: &str) {
+        self.shared.emit(
+            self.clock,
+            EventKind::ToolCallArgsDelta {
+                tool_call_id: call_id.clone(),
+                tool: tool.to_owned(),
+                delta: delta.to_owned(),
+            },
+        );
+    }
+
+    fn thinking_block(&self, thinking: &Thinking) {
+        self.shared.emit(
+            self.clock,
+            EventKind::Thinking {
+                thinking: thinking.clone(),
+            },
+        );
+    }
+
+    fn planner_thought(&self, text: &str, labels: &Labels) {
+        self.shared.emit(
+            self.clock,
+            EventKind::PlannerThought {
+                text: text.to_owned(),
+                labels: labels.clone(),
+            },
+        );
+    }
+
+    fn usage_delta(&self, usage: &Usage) {
+        self.shared
+            .emit(self.clock, EventKind::Usage { usage: *usage });
+    }
+}
+
+/// A run's events from a sequence number on: replayed from the store, then live.
+/// Ends after the run's `RunFinished` event.
+pub struct EventStream {
+    run_id: RunId,
+    store: Arc<dyn RunStore>,
+    last: u64,
+    backlog: VecDeque<RunEvent>,
+    rx: Option<broadcast::Receiver<Arc<RunEvent>>>,
+    done: bool,
+}
+
+impl EventStream {
+    pub(crate) async fn open(
+        store: Arc<dyn RunStore>,
+        shared: Option<&RunShared>,
+        run_id: RunId,
+        after: u64,
+    ) -> Result<Self, RuntimeError> {
+        let (uncommitted, rx) = match shared {
+            Some(s) => {
+                let (u, rx) = s.subscribe();
+                (u, Some(rx))
+            }
+            None => (Vec::new(), None),
+        };
+        let mut backlog: VecDeque<RunEvent> = store.read_events(&run_id, after, None).await?.into();
+        let stored_last = backlog.back().map_or(after, |e| e.seq);
+        backlog.extend(uncommitted.into_iter().filter(|e| e.seq > stored_last));
+        Ok(Self {
+            run_id,
+            store,
+            last: after,
+            backlog,
+            rx,
+            done: false,
+        })
+    }
+
+    /// The run this stream follows.
+    pub fn run_id(&self) -> &RunId {
+        &self.run_id
+    }
+
+    /// The next event, or `None` after the run finished (or, for a run that
+    /// is not live, when the stored log is exhausted).
+    pub async fn next(&mut self) -> Option<Result<RunEvent, RuntimeError>> {
+        loop {
+            if self.done {
+                return None;
+            }
+            if let Some(e) = self.backlog.pop_front() {
+                if e.seq <= self.last {
+                    continue;
+                }
+                return Some(Ok(self.deliver(e)));
+            }
+            let Some(rx) = &mut self.rx else {
+                self.done = true;
+                return None;
+            };
+            match rx.recv().await {
+                Ok(e) if e.seq <= self.last => continue,
+                Ok(e) if e.seq == self.last + 1 => {
+                    let e = Arc::unwrap_or_clone(e);
+                    return Some(Ok(self.deliver(e)));
+                }
+                Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {
+                    // We missed events: they are committed by now or will be
+                    // shortly; refill from the store.
+                    match self.store.read_events(&self.run_id, self.last, None).await {
+                        Ok(events) => self.backlog.extend(events),
+                        Err(e) => return Some(Err(e.into())),
+                    }
+                    if self.backlog.is_empty() {
+                        tokio::task::yield_now().await;
+                    }
+                }
+                Err(broadcast::error::RecvError::Closed) => {
+                    self.rx = None;
+                    match self.store.read_events(&self.run_id, self.last, None).await {
+                        Ok(events) => self.backlog.extend(events),
+                        Err(e) => return Some(Err(e.into())),
+                    }
+                }
+            }
+        }
+    }
+
+    fn deliver(&mut self, e: RunEvent) -> RunEvent {
+        self.last = e.seq;
+        if e.kind.is_terminal() {
+            self.done = true;
+        }
+        e
+    }
+}

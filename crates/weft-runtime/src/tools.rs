@@ -1,0 +1,183 @@
+//! Tool execution for a run: routing calls to toolsets, per-call timeouts,
+//! panics and cancellation turned into tool errors, and the payload budget.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::io;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_util::FutureExt;
+use serde_json::Value;
+use weft_core::run::ToolCall;
+use weft_core::tool::{
+    Omission, RetryHint, RetryReason, Telemetry, ToolError, ToolIdent, ToolOutput, ToolRequest,
+    ToolResultBody, ToolSpec,
+};
+use weft_tools::{SchemaCatalog, ToolSet};
+
+/// An agent's tools, listed once: specs, the validating catalog and routing.
+pub(crate) struct AgentTools {
+    pub(crate) specs: Vec<ToolSpec>,
+    pub(crate) catalog: SchemaCatalog,
+    route: HashMap<String, usize>,
+    toolsets: Vec<Arc<dyn ToolSet>>,
+}
+
+impl AgentTools {
+    /// Lists every toolset's tools and builds the catalog.
+    pub(crate) async fn load(toolsets: &[Arc<dyn ToolSet>]) -> Result<Self, LoadError> {
+        let mut specs = Vec::new();
+        let mut route = HashMap::new();
+        for (i, ts) in toolsets.iter().enumerate() {
+            if route.insert(ts.name().to_owned(), i).is_some() {
+                return Err(LoadError::Catalog(format!(
+                    "two toolsets are named `{}`",
+                    ts.name()
+                )));
+            }
+            let listed = ts.list_tools().await.map_err(LoadError::Tools)?;
+            specs.extend(listed);
+        }
+        let catalog =
+            SchemaCatalog::new(specs.clone()).map_err(|e| LoadError::Catalog(e.to_string()))?;
+        Ok(Self {
+            specs,
+            catalog,
+            route,
+            toolsets: toolsets.to_vec(),
+        })
+    }
+
+    /// Whether `tool` may be re-executed after an interruption.
+    pub(crate) fn is_idempotent(&self, tool: &ToolIdent) -> bool {
+        self.specs
+            .iter()
+            .find(|s| &s.name == tool)
+            .is_some_and(|s| s.annotations.idempotent)
+    }
+
+    /// Executes one call, never failing: every problem becomes an error output.
+    pub(crate) fn execute(
+        &self,
+        call: &ToolCall,
+        request: ToolRequest,
+        limits: Limits,
+    ) -> impl Future<Output = ToolOutput> + Send + 'static {
+        let toolset = self
+            .route
+            .get(call.name.toolset())
+            .map(|&i| self.toolsets[i].clone());
+        let (id, name, payload) = (call.id.clone(), call.name.clone(), call.payload.clone());
+        async move {
+            let started = Instant::now();
+            let Some(toolset) = toolset else {
+                let err = ToolError::new(
+                    ToolError::UNAVAILABLE,
+                    format!("no toolset serves `{name}`"),
+                );
+                return ToolOutput::error(id, name, payload, err);
+            };
+            let fut = AssertUnwindSafe(toolset.call_tool(request)).catch_unwind();
+            let mut out = match tokio::time::timeout(limits.timeout, fut).await {
+                Err(_) => {
+                    let err = ToolError::new(
+                        ToolError::TIMEOUT,
+                        format!(
+                            "`{name}` did not finish within {} ms",
+                            limits.timeout.as_millis()
+                        ),
+                    );
+                    let hint = RetryHint::new(RetryReason::Timeout).for_tool(name.clone());
+                    ToolOutput::error(id, name, payload, err).with_retry_hint(Some(hint))
+                }
+                Ok(Err(panic)) => {
+                    let what = panic
+                        .downcast_ref::<&str>()
+                        .map(|s| (*s).to_owned())
+                        .or_else(|| panic.downcast_ref::<String>().cloned())
+                        .unwrap_or_else(|| "unknown panic".to_owned());
+                    let err =
+                        ToolError::new(ToolError::PANICKED, format!("`{name}` panicked: {what}"));
+                    ToolOutput::error(id, name, payload, err)
+                }
+                Ok(Ok(Err(failure))) => ToolOutput::error(id, name, payload, failure.error)
+                    .with_retry_hint(failure.retry_hint),
+                Ok(Ok(Ok(reply))) => {
+                    let mut out = ToolOutput::with_body(id, name, payload, reply.body);
+                    out.server_data = reply.server_data;
+                    out.bounds = reply.bounds;
+                    bound_result(&mut out, limits.payload_budget);
+                    out
+                }
+            };
+            out.telemetry = Some(Telemetry {
+                duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                tokens: None,
+                model: None,
+            });
+            out
+        }
+    }
+}
+
+/// Per-call limits.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    pub(crate) timeout: Duration,
+    pub(crate) payload_budget: u64,
+}
+
+/// Why an agent's tools could not be loaded.
+#[derive(Debug)]
+pub(crate) enum LoadError {
+    Tools(ToolError),
+    Catalog(String),
+}
+
+/// Replaces a result larger than `budget` bytes by an omission marker.
+fn bound_result(out: &mut ToolOutput, budget: u64) {
+    let bytes = match &out.result {
+        ToolResultBody::Json(v) => json_size(v),
+        ToolResultBody::Content(c) => {
+            let mut counter = ByteCounter(0);
+            let _ = serde_json::to_writer(&mut counter, c);
+            counter.0
+        }
+        ToolResultBody::Omitted(_) | ToolResultBody::Error(_) => return,
+    };
+    out.result_bytes = bytes;
+    if bytes > budget {
+        out.result = ToolResultBody::Omitted(Omission::TooLarge {
+            bytes,
+            limit: budget,
+        });
+        let bounds = out.bounds.get_or_insert_with(Default::default);
+        bounds.truncated = true;
+        if bounds.refinement_hint.is_none() {
+            bounds.refinement_hint =
+                Some("ask for less data (filter, page or summarize)".to_owned());
+        }
+    }
+}
+
+fn json_size(v: &Value) -> u64 {
+    let mut counter = ByteCounter(0);
+    let _ = serde_json::to_writer(&mut counter, v);
+    counter.0
+}
+
+/// Counts bytes written without storing them.
+struct ByteCounter(u64);
+
+impl io::Write for ByteCounter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0 += buf.len() as u64;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}

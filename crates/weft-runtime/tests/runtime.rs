@@ -1,0 +1,444 @@
+//! End-to-end runtime tests with real in-process tools and a scripted planner.
+
+use std::num::NonZeroU32;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use weft_core::AwaitItemId;
+use weft_core::awaiting::{AwaitAnswer, AwaitItem, Clarification};
+use weft_core::event::{EventKind, RunEvent};
+use weft_core::planner::{PlanResult, TerminationReason, ToolCallRequest};
+use weft_core::run::{Policy, RunFailure, RunOutcome};
+use weft_core::store::RunStatus;
+use weft_core::tool::{RetryReason, ToolError, ToolResultBody};
+use weft_runtime::{Agent, EventStream, Runtime, ScriptedPlanner, StartRequest};
+use weft_tools::{FnToolSet, ToolSet};
+
+#[derive(Deserialize, JsonSchema)]
+struct AddArgs {
+    a: i64,
+    b: i64,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct SleepArgs {
+    ms: u64,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct SizeArgs {
+    bytes: usize,
+}
+
+fn tools(executions: Arc<AtomicUsize>) -> Arc<dyn ToolSet> {
+    let e = executions.clone();
+    Arc::new(
+        FnToolSet::new("t")
+            .tool("add", "Adds two integers", move |args: AddArgs| {
+                let e = e.clone();
+                async move {
+                    e.fetch_add(1, Ordering::SeqCst);
+                    Ok::<_, ToolError>(args.a + args.b)
+                }
+            })
+            .tool("sleep", "Sleeps", |args: SleepArgs| async move {
+                tokio::time::sleep(Duration::from_millis(args.ms)).await;
+                Ok::<_, ToolError>("slept")
+            })
+            .tool("boom", "Panics", |_args: SizeArgs| async move {
+                if true {
+                    panic!("tool exploded");
+                }
+                Ok::<_, ToolError>(0)
+            })
+            .tool("big", "Returns a big string", |args: SizeArgs| async move {
+                Ok::<_, ToolError>("x".repeat(args.bytes))
+            }),
+    )
+}
+
+fn call(name: &str, args: Value) -> PlanResult {
+    PlanResult::tool_calls(vec![ToolCallRequest::new(name, args)])
+}
+
+fn runtime(
+    turns: Vec<PlanResult>,
+    policy: Policy,
+    timeout: Duration,
+) -> (Runtime, Arc<AtomicUsize>) {
+    let executions = Arc::new(AtomicUsize::new(0));
+    let planner = Arc::new(ScriptedPlanner::new(turns).with_finalize("finalized"));
+    let agent = Agent::builder("a", planner)
+        .toolset(tools(executions.clone()))
+        .policy(policy)
+        .tool_timeout(timeout)
+        .build();
+    (
+        Runtime::builder().agent(agent).payload_budget(1024).build(),
+        executions,
+    )
+}
+
+async fn collect(mut events: EventStream) -> Vec<RunEvent> {
+    let mut out = Vec::new();
+    while let Some(e) = events.next().await {
+        out.push(e.unwrap());
+    }
+    out
+}
+
+fn finished_outputs(events: &[RunEvent]) -> Vec<&weft_core::tool::ToolOutput> {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ToolFinished { output } => Some(&**output),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_run_completes_with_tool_calls_and_a_gap_free_event_log() {
+    let (rt, executions) = runtime(
+        vec![
+            call("t.add", json!({"a": 1, "b": 2})),
+            call("t.add", json!({"a": 3, "b": 4})),
+            PlanResult::final_text("the sums are 3 and 7"),
+        ],
+        Policy::default(),
+        Duration::from_secs(5),
+    );
+    let handle = rt.start("a", StartRequest::user("add")).await.unwrap();
+    let events = collect(handle.events().await.unwrap()).await;
+    let outcome = handle.outcome().await.unwrap();
+    let RunOutcome::Response {
+        message,
+        termination: None,
+    } = outcome
+    else {
+        panic!("{outcome:?}")
+    };
+    assert_eq!(message.joined_text(), "the sums are 3 and 7");
+    assert_eq!(executions.load(Ordering::SeqCst), 2);
+    let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());
+    let outputs = finished_outputs(&events);
+    assert_eq!(outputs[0].result, ToolResultBody::Json(json!(3)));
+    assert_eq!(outputs[1].result, ToolResultBody::Json(json!(7)));
+    assert!(matches!(events[0].kind, EventKind::RunStarted { .. }));
+    assert!(matches!(
+        events.last().unwrap().kind,
+        EventKind::RunFinished { .. }
+    ));
+    assert!(events.iter().any(
+        |e| matches!(&e.kind, EventKind::AssistantChunk { text } if text == "the sums are 3 and 7")
+    ));
+    // Replay from a sequence number yields exactly the later events.
+    let replay = collect(rt.subscribe(handle.run_id(), 3).await.unwrap()).await;
+    assert_eq!(replay, events[3..].to_vec());
+    let stored = rt.store().load_run(handle.run_id()).await.unwrap().unwrap();
+    assert_eq!(stored.record.status, RunStatus::Completed);
+}
+
+#[tokio::test]
+async fn await_provide_resume() {
+    let ask = PlanResult::await_items(vec![AwaitItem::Clarification(Clarification {
+        id: AwaitItemId::new("which"),
+        question: "Which numbers?".into(),
+        missing_fields: vec!["a".into(), "b".into()],
+        restrict_to_tool: None,
+        example_input: None,
+        clarifying_prompt: None,
+    })]);
+    let (rt, executions) = runtime(
+        vec![
+            ask,
+            call("t.add", json!({"a": 20, "b": 22})),
+            PlanResult::final_text("42"),
+        ],
+        Policy::default(),
+        Duration::from_secs(5),
+    );
+    let handle = rt.start("a", StartRequest::user("add")).await.unwrap();
+    let mut events = handle.events().await.unwrap();
+    loop {
+        let e = events.next().await.unwrap().unwrap();
+        if let EventKind::AwaitRequested { items } = e.kind {
+            assert_eq!(items.len(), 1);
+            break;
+        }
+    }
+    // Wait until the pause is committed, then check bad answers are rejected.
+    loop {
+        let r = rt.store().load_run(handle.run_id()).await.unwrap().unwrap();
+        if r.record.status == RunStatus::Awaiting {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let bad = rt
+        .provide(
+            handle.run_id(),
+            &AwaitItemId::new("nope"),
+            AwaitAnswer::Clarification { text: "x".into() },
+        )
+        .await;
+    assert!(bad.is_err());
+    let wrong_kind = rt
+        .provide(
+            handle.run_id(),
+            &AwaitItemId::new("which"),
+            AwaitAnswer::Confirmation {
+                approved: true,
+                reason: None,
+            },
+        )
+        .await;
+    assert!(wrong_kind.is_err());
+    let stored = rt.store().load_run(handle.run_id()).await.unwrap().unwrap();
+    assert_eq!(stored.record.status, RunStatus::Awaiting);
+    assert_eq!(executions.load(Ordering::SeqCst), 0);
+    rt.provide(
+        handle.run_id(),
+        &AwaitItemId::new("which"),
+        AwaitAnswer::Clarification {
+            text: "20 and 22".into(),
+        },
+    )
+    .await
+    .unwrap();
+    let outcome = handle.outcome().await.unwrap();
+    assert!(matches!(outcome, RunOutcome::Response { .. }));
+    assert_eq!(executions.load(Ordering::SeqCst), 1);
+    let rest = collect(events).await;
+    assert!(
+        rest.iter()
+            .any(|e| matches!(e.kind, EventKind::AwaitSatisfied { .. }))
+    );
+    assert!(rest.iter().any(|e| matches!(e.kind, EventKind::RunResumed)));
+    // A second answer to a satisfied await is rejected.
+    let again = rt
+        .provide(
+            handle.run_id(),
+            &AwaitItemId::new("which"),
+            AwaitAnswer::Clarification { text: "x".into() },
+        )
+        .await;
+    assert!(again.is_err());
+}
+
+#[tokio::test]
+async fn cancel_during_a_slow_tool_stops_it() {
+    let (rt, _) = runtime(
+        vec![
+            call("t.sleep", json!({"ms": 30_000})),
+            PlanResult::final_text("never"),
+        ],
+        Policy::default(),
+        Duration::from_secs(60),
+    );
+    let handle = rt.start("a", StartRequest::user("sleep")).await.unwrap();
+    let mut events = handle.events().await.unwrap();
+    loop {
+        let e = events.next().await.unwrap().unwrap();
+        if matches!(e.kind, EventKind::ToolStarted { .. }) {
+            break;
+        }
+    }
+    let started = std::time::Instant::now();
+    rt.cancel(handle.run_id(), "user pressed stop")
+        .await
+        .unwrap();
+    let outcome = tokio::time::timeout(Duration::from_secs(5), handle.outcome())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        matches!(outcome, RunOutcome::Cancelled { .. }),
+        "{outcome:?}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let stored = rt.store().load_run(handle.run_id()).await.unwrap().unwrap();
+    assert_eq!(stored.record.status, RunStatus::Cancelled);
+}
+
+#[tokio::test]
+async fn tool_timeout_yields_retry_reason_timeout() {
+    let (rt, _) = runtime(
+        vec![
+            call("t.sleep", json!({"ms": 5_000})),
+            PlanResult::final_text("ok"),
+        ],
+        Policy::default(),
+        Duration::from_millis(50),
+    );
+    let handle = rt.start("a", StartRequest::user("sleep")).await.unwrap();
+    let events = collect(handle.events().await.unwrap()).await;
+    let out = finished_outputs(&events)[0];
+    let ToolResultBody::Error(e) = &out.result else {
+        panic!("{out:?}")
+    };
+    assert_eq!(e.code, ToolError::TIMEOUT);
+    assert_eq!(
+        out.retry_hint.as_ref().unwrap().reason,
+        RetryReason::Timeout
+    );
+    assert!(matches!(
+        handle.outcome().await.unwrap(),
+        RunOutcome::Response { .. }
+    ));
+}
+
+#[tokio::test]
+async fn a_panicking_tool_is_an_error_result_and_the_run_continues() {
+    let (rt, executions) = runtime(
+        vec![
+            call("t.boom", json!({"bytes": 1})),
+            call("t.add", json!({"a": 1, "b": 1})),
+            PlanResult::final_text("survived"),
+        ],
+        Policy::default(),
+        Duration::from_secs(5),
+    );
+    let handle = rt.start("a", StartRequest::user("boom")).await.unwrap();
+    let events = collect(handle.events().await.unwrap()).await;
+    let outputs = finished_outputs(&events);
+    let ToolResultBody::Error(e) = &outputs[0].result else {
+        panic!()
+    };
+    assert_eq!(e.code, ToolError::PANICKED);
+    assert!(e.message.contains("tool exploded"));
+    assert_eq!(executions.load(Ordering::SeqCst), 1);
+    assert!(matches!(
+        handle.outcome().await.unwrap(),
+        RunOutcome::Response { .. }
+    ));
+}
+
+#[tokio::test]
+async fn an_oversized_result_is_omitted_with_its_reason() {
+    let (rt, _) = runtime(
+        vec![
+            call("t.big", json!({"bytes": 5000})),
+            PlanResult::final_text("ok"),
+        ],
+        Policy::default(),
+        Duration::from_secs(5),
+    );
+    let handle = rt.start("a", StartRequest::user("big")).await.unwrap();
+    handle.outcome().await.unwrap();
+    let stored = rt.store().load_run(handle.run_id()).await.unwrap().unwrap();
+    let out = &stored.snapshot.tool_outputs()[0];
+    assert_eq!(
+        out.result,
+        ToolResultBody::Omitted(weft_core::tool::Omission::TooLarge {
+            bytes: 5002,
+            limit: 1024
+        })
+    );
+    assert_eq!(out.result_bytes, 5002);
+    assert!(out.bounds.as_ref().unwrap().truncated);
+    // The model transcript carries the marker, not the data.
+    let tool_msg = &stored.snapshot.transcript().as_slice()[2];
+    let text = format!("{tool_msg:?}");
+    assert!(text.contains("result omitted"));
+    assert!(!text.contains("xxxx"));
+}
+
+#[tokio::test]
+async fn time_budget_forces_finalization() {
+    let (rt, _) = runtime(
+        vec![
+            call("t.sleep", json!({"ms": 10_000})),
+            PlanResult::final_text("unreached"),
+        ],
+        Policy {
+            time_budget: Some(Duration::from_millis(100)),
+            ..Policy::default()
+        },
+        Duration::from_secs(60),
+    );
+    let handle = rt.start("a", StartRequest::user("sleep")).await.unwrap();
+    let outcome = tokio::time::timeout(Duration::from_secs(5), handle.outcome())
+        .await
+        .unwrap()
+        .unwrap();
+    let RunOutcome::Response {
+        message,
+        termination: Some(t),
+    } = outcome
+    else {
+        panic!("{outcome:?}")
+    };
+    assert_eq!(t.reason, TerminationReason::TimeBudget);
+    assert_eq!(message.joined_text(), "finalized");
+    let events = collect(rt.subscribe(handle.run_id(), 0).await.unwrap()).await;
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::Termination { .. }))
+    );
+}
+
+#[tokio::test]
+async fn tool_cap_forces_finalization() {
+    let turns = (0..10)
+        .map(|i| call("t.add", json!({"a": i, "b": 1})))
+        .collect();
+    let (rt, executions) = runtime(
+        turns,
+        Policy {
+            max_tool_calls: NonZeroU32::new(3),
+            ..Policy::default()
+        },
+        Duration::from_secs(5),
+    );
+    let handle = rt.start("a", StartRequest::user("loop")).await.unwrap();
+    let outcome = handle.outcome().await.unwrap();
+    let RunOutcome::Response {
+        termination: Some(t),
+        ..
+    } = outcome
+    else {
+        panic!("{outcome:?}")
+    };
+    assert_eq!(t.reason, TerminationReason::ToolCap);
+    assert_eq!(executions.load(Ordering::SeqCst), 3);
+}
+
+#[tokio::test]
+async fn invalid_calls_are_retried_with_feedback_then_fail() {
+    let bad = || call("t.add", json!({"a": "one"}));
+    let (rt, executions) = runtime(
+        vec![bad(), bad(), bad(), PlanResult::final_text("x")],
+        Policy::default(),
+        Duration::from_secs(5),
+    );
+    let handle = rt.start("a", StartRequest::user("bad")).await.unwrap();
+    let outcome = handle.outcome().await.unwrap();
+    let RunOutcome::Failed {
+        failure: RunFailure::InvalidToolCall { tool_name, .. },
+    } = outcome
+    else {
+        panic!("{outcome:?}")
+    };
+    assert_eq!(tool_name, "t.add");
+    assert_eq!(executions.load(Ordering::SeqCst), 0);
+    let stored = rt.store().load_run(handle.run_id()).await.unwrap().unwrap();
+    // Two retried turns were recorded with feedback naming the field problems.
+    let feedback: Vec<String> = stored
+        .snapshot
+        .tool_outputs()
+        .iter()
+        .map(|o| match &o.result {
+            ToolResultBody::Error(e) => e.message.clone(),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(feedback.len(), 2);
+    assert!(feedback[0].contains("/a"), "{}", feedback[0]);
+}
