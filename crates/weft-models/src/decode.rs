@@ -70,12 +70,21 @@ impl<D: EventDecoder> StreamDecoder<D> {
     /// that the terminal event was seen.
     pub fn finish(&mut self, out: &mut Vec<StreamChunk>) -> Result<(), ModelError> {
         let provider = &mut self.provider;
-        self.sse.finish(&mut |e| {
-            if provider.is_done() {
-                return Ok(());
-            }
-            provider.event(e, out)
-        })?;
+        let terminal = provider.terminal_event();
+        self.sse
+            .finish(&mut |e| {
+                if provider.is_done() {
+                    return Ok(());
+                }
+                provider.event(e, out)
+            })
+            .map_err(|e| match e {
+                // An unterminated last event that does not parse was cut off.
+                ModelError::Malformed { .. } => ModelError::Truncated {
+                    message: format!("the stream ended mid-event, before `{terminal}`"),
+                },
+                other => other,
+            })?;
         if self.provider.complete_at_eof() {
             Ok(())
         } else {

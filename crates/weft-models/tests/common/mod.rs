@@ -54,6 +54,8 @@ pub struct Reply {
     pub chunks: Vec<Bytes>,
     /// Abort the connection after the chunks instead of ending the body.
     pub reset: bool,
+    /// Wait this long before the last chunk.
+    pub stall: Option<Duration>,
 }
 
 impl Reply {
@@ -64,6 +66,7 @@ impl Reply {
             headers: vec![("content-type".into(), "text/event-stream".into())],
             chunks,
             reset: false,
+            stall: None,
         }
     }
 
@@ -74,6 +77,7 @@ impl Reply {
             headers: vec![("content-type".into(), "application/json".into())],
             chunks: vec![Bytes::from(body)],
             reset: false,
+            stall: None,
         }
     }
 
@@ -133,9 +137,7 @@ impl Server {
 }
 
 fn respond(reply: Reply) -> Response {
-    let reset = reply.reset;
-    let chunks = reply.chunks;
-    let stream = async_stream(chunks, reset);
+    let stream = async_stream(reply.chunks, reply.reset, reply.stall);
     let mut resp = Response::new(Body::from_stream(stream));
     *resp.status_mut() = StatusCode::from_u16(reply.status).unwrap();
     for (k, v) in reply.headers {
@@ -150,9 +152,13 @@ fn respond(reply: Reply) -> Response {
 fn async_stream(
     chunks: Vec<Bytes>,
     reset: bool,
+    stall: Option<Duration>,
 ) -> impl futures_util::Stream<Item = Result<Bytes, std::io::Error>> + Send + 'static {
     let n = chunks.len();
     futures_util::stream::unfold((chunks.into_iter(), 0usize), move |(mut it, i)| async move {
+        if let (Some(d), true) = (stall, i + 1 == n) {
+            tokio::time::sleep(d).await;
+        }
         if i > 0 {
             // Let each chunk go out on its own so the client sees the split.
             tokio::time::sleep(Duration::from_micros(200)).await;
