@@ -1,0 +1,128 @@
+//! The store suite against SQLite (a fresh file per test), plus SQLite's own
+//! tests: reopening, a newer schema, a snapshot in an unknown format.
+
+mod suite;
+
+use std::sync::Arc;
+
+use weft_core::RunId;
+use weft_core::session::FullStore;
+use weft_core::store::{RunStore, StoreError};
+use weft_store::{OpenError, SqliteStore};
+
+/// A fresh database file in its own directory, removed on drop.
+struct TestDb {
+    dir: tempfile::TempDir,
+}
+
+impl TestDb {
+    fn new() -> Self {
+        Self {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("sqlite://{}", self.dir.path().join("weft.db").display())
+    }
+
+    async fn open(&self) -> SqliteStore {
+        SqliteStore::open(&self.url()).await.unwrap()
+    }
+
+    async fn raw(&self) -> sqlx::SqlitePool {
+        sqlx::SqlitePool::connect(&self.url()).await.unwrap()
+    }
+}
+
+macro_rules! sqlite_tests {
+    ($($module:ident :: $name:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                let db = TestDb::new();
+                let store = db.open().await;
+                suite::$module::$name(&store).await;
+                store.close().await;
+            }
+        )*
+    };
+}
+
+for_each_suite_test!(sqlite_tests);
+
+#[tokio::test]
+async fn data_survives_reopening() {
+    let db = TestDb::new();
+    let store = db.open().await;
+    store
+        .create_run(&suite::record("r1", "s1", 1), &suite::events(1, 3), &suite::driven_machine())
+        .await
+        .unwrap();
+    store.close().await;
+    drop(store);
+    let store = db.open().await;
+    let loaded = store.load_run(&RunId::new("r1")).await.unwrap().unwrap();
+    assert_eq!(loaded.snapshot, suite::driven_machine());
+    assert_eq!(store.read_events(&RunId::new("r1"), 0, None).await.unwrap(), suite::events(1, 3));
+}
+
+#[tokio::test]
+async fn a_newer_schema_is_refused() {
+    let db = TestDb::new();
+    db.open().await.close().await;
+    let raw = db.raw().await;
+    sqlx::query(
+        "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
+         VALUES (99991231000000, 'from the future', TRUE, x'00', 0)",
+    )
+    .execute(&raw)
+    .await
+    .unwrap();
+    raw.close().await;
+    let err = SqliteStore::open(&db.url()).await.unwrap_err();
+    assert!(matches!(err, OpenError::SchemaTooNew { found: 99991231000000, .. }), "{err:?}");
+    assert!(err.to_string().contains("upgrade weft"), "{err}");
+}
+
+#[tokio::test]
+async fn a_snapshot_in_an_unknown_format_is_corrupt() {
+    let db = TestDb::new();
+    let store = db.open().await;
+    store
+        .create_run(&suite::record("r1", "s1", 1), &[], &suite::machine())
+        .await
+        .unwrap();
+    let raw = db.raw().await;
+    sqlx::query("UPDATE runs SET snapshot = replace(snapshot, '\"format\":1', '\"format\":7')")
+        .execute(&raw)
+        .await
+        .unwrap();
+    let err = store.load_run(&RunId::new("r1")).await.unwrap_err();
+    let StoreError::Corrupt { message } = &err else {
+        panic!("expected Corrupt, got {err:?}");
+    };
+    assert!(message.contains("format version 7"), "{message}");
+    assert!(message.contains("r1"), "{message}");
+}
+
+#[tokio::test]
+async fn connect_opens_sqlite_from_a_url_or_a_path() {
+    let db = TestDb::new();
+    let store: Arc<dyn FullStore> = weft_store::connect(&db.url()).await.unwrap();
+    let runs: Arc<dyn RunStore> = store;
+    runs.create_run(&suite::record("r1", "s1", 1), &[], &suite::machine())
+        .await
+        .unwrap();
+    let path = db.dir.path().join("plain.db");
+    let plain = weft_store::connect(path.to_str().unwrap()).await.unwrap();
+    assert!(plain.load_run(&RunId::new("r1")).await.unwrap().is_none());
+    assert!(matches!(
+        weft_store::connect("mysql://x").await,
+        Err(OpenError::UnsupportedUrl { .. })
+    ));
+    assert!(matches!(
+        weft_store::connect("sqlite::memory:").await,
+        Err(OpenError::UnsupportedUrl { .. })
+    ));
+}
