@@ -7,6 +7,9 @@
 //!   each with its request builder, its stream/body decoder and its client.
 //! - [`http`]: the shared transport (retries, timeouts, error mapping).
 //! - [`config`]: model ids, keys, base URLs and the [`ModelRegistry`].
+//! - [`planner`]: the [`ModelPlanner`], weft's default planner over any model.
+//! - [`names`]: reversible tool-name mapping (`toolset.tool` ⇄ provider names).
+//! - [`scripted`]: the [`ScriptedModel`] for tests, examples and benchmarks.
 //!
 //! Every client implements [`weft_core::model::ModelClient`]; this crate
 //! depends on `weft-core` alone among weft crates.
@@ -15,10 +18,15 @@ pub mod anthropic;
 pub mod config;
 pub mod decode;
 pub mod http;
+pub mod names;
 pub mod openai_chat;
 pub mod openai_responses;
+pub mod planner;
+pub mod scripted;
 pub mod sse;
 mod util;
 
 pub use config::{ApiKey, ModelConfig, ModelRegistry, Provider, build_model, build_model_with_env, parse_model_id};
 pub use http::{HttpConfig, RetryPolicy, Timeouts};
+pub use planner::{ModelPlanner, ModelPlannerConfig};
+pub use scripted::{ScriptCall, ScriptError, ScriptTurn, ScriptedModel};
