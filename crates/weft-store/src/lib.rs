@@ -13,7 +13,7 @@
 //! - `sql_runs`, `sql_sessions`: the SQL both backends share, as macros.
 //! - `schema`: the embedded migrations and the "newer schema" check.
 //! - `codec`, `rows`: how values map to columns; the log's no-gap rule.
-//! - `retry`: retrying once after a lost connection.
+//! - `retry`: retrying safe operations after a lost connection.
 //!
 //! Stored data: events, snapshots and messages are serde JSON stored as text;
 //! a snapshot in a format version this build does not read is reported as
@@ -42,7 +42,9 @@ pub use postgres::{PostgresOptions, PostgresStore};
 pub use sqlite::{SqliteOptions, SqliteStore, Synchronous};
 
 /// Opens the store `url` names: `postgres://...` (or `postgresql://...`) for
-/// PostgreSQL; `sqlite:PATH`, `sqlite://PATH` or a plain file path for SQLite.
+/// PostgreSQL (a `schema=NAME` parameter keeps the tables in that schema);
+/// `sqlite:PATH`, `sqlite://PATH` or a plain file path for SQLite (a
+/// `synchronous=full|normal` parameter sets the sync mode).
 ///
 /// The result coerces to `Arc<dyn RunStore>` or any other store trait.
 pub async fn connect(url: &str) -> Result<Arc<dyn FullStore>, OpenError> {

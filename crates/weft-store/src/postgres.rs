@@ -5,7 +5,7 @@
 //! (`test_before_acquire`), closes idle ones before a server or a proxy drops
 //! them, and replaces connections that died (server restart, terminated
 //! backend). An operation that was running on a connection when it died is
-//! retried once on a fresh one when that is safe (see [`crate::retry`]).
+//! retried on a fresh one, with backoff, when that is safe (see [`crate::retry`]).
 //!
 //! Concurrency: a commit locks its run row (`FOR UPDATE`), so two processes
 //! committing to one run serialize, and the second one sees the first one's
@@ -40,6 +40,8 @@ pub struct PostgresOptions {
     pub idle_timeout: Duration,
     /// How long a connection lives at most.
     pub max_lifetime: Duration,
+    /// The `application_name` the connections report (in `pg_stat_activity`).
+    pub application_name: String,
 }
 
 impl PostgresOptions {
@@ -52,7 +54,29 @@ impl PostgresOptions {
             acquire_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(60),
             max_lifetime: Duration::from_secs(30 * 60),
+            application_name: "weft".to_owned(),
         }
+    }
+
+    /// Options from a URL; a `schema=NAME` query parameter sets [`Self::schema`]
+    /// (the other parameters are PostgreSQL's own).
+    pub fn from_url(url: &str) -> Self {
+        let Some((base, query)) = url.split_once('?') else {
+            return Self::new(url);
+        };
+        let mut schema = None;
+        let rest: Vec<&str> = query
+            .split('&')
+            .filter(|pair| match pair.strip_prefix("schema=") {
+                Some(name) => {
+                    schema = Some(name.to_owned());
+                    false
+                }
+                None => !pair.is_empty(),
+            })
+            .collect();
+        let url = if rest.is_empty() { base.to_owned() } else { format!("{base}?{}", rest.join("&")) };
+        Self { schema, ..Self::new(url) }
     }
 
     /// These options with weft's tables in `schema`.
@@ -70,9 +94,10 @@ pub struct PostgresStore {
 }
 
 impl PostgresStore {
-    /// Opens (migrating when needed) the database at `url`.
+    /// Opens (migrating when needed) the database at `url`; see
+    /// [`PostgresOptions::from_url`].
     pub async fn open(url: &str) -> Result<Self, OpenError> {
-        Self::open_with(PostgresOptions::new(url)).await
+        Self::open_with(PostgresOptions::from_url(url)).await
     }
 
     /// Opens (migrating when needed) the database `options` names.
@@ -82,7 +107,9 @@ impl PostgresStore {
             target: target.clone(),
             message: e.to_string(),
         };
-        let mut base = PgConnectOptions::from_str(&options.url).map_err(connect)?;
+        let mut base = PgConnectOptions::from_str(&options.url)
+            .map_err(connect)?
+            .application_name(&options.application_name);
         if let Some(name) = &options.schema {
             if !is_identifier(name) {
                 return Err(OpenError::Connect {
@@ -173,6 +200,16 @@ impl_session_store!(PostgresStore, lock = " FOR UPDATE");
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_schema_parameter_is_taken_out_of_the_url() {
+        let o = PostgresOptions::from_url("postgres://h/db?schema=w&sslmode=disable");
+        assert_eq!(o.schema.as_deref(), Some("w"));
+        assert_eq!(o.url, "postgres://h/db?sslmode=disable");
+        let o = PostgresOptions::from_url("postgres://h/db?schema=w");
+        assert_eq!((o.schema.as_deref(), o.url.as_str()), (Some("w"), "postgres://h/db"));
+        assert_eq!(PostgresOptions::from_url("postgres://h/db").schema, None);
+    }
 
     #[test]
     fn schema_names_are_checked() {

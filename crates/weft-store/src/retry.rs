@@ -1,32 +1,47 @@
-//! Retrying an operation once after a lost connection.
+//! Retrying an operation after a lost connection.
 //!
 //! PostgreSQL servers drop idle connections, restart, or have their backends
 //! terminated by an administrator. The pool replaces a dead connection when
 //! it is next acquired (`test_before_acquire`), but an operation already
-//! running on it fails. The operations retried here are safe to run twice:
+//! running on it fails. The operations retried here are safe to run again:
 //! reads, and writes that are idempotent (a commit's already-stored events are
 //! skipped and its snapshot write is the same).
+//!
+//! One retry is not enough in practice: a restarting server refuses
+//! connections for a while, and an administrator terminating backends may do
+//! it again while the retry runs. So a failed attempt is retried with
+//! exponential backoff, [`RETRIES`] times (about 1.5 s in all), and only
+//! connection errors are retried; anything else is returned at once.
 
 use std::future::Future;
 use std::time::Duration;
 
 use crate::error::Failure;
 
-/// How long to wait before the retry, so a restarting server can come back.
-const RETRY_DELAY: Duration = Duration::from_millis(100);
+/// How many times an operation is retried after a connection error.
+pub(crate) const RETRIES: u32 = 5;
 
-/// Runs `op`, and once more if it failed with a connection error.
-pub(crate) async fn once<T, F, Fut>(label: &str, mut op: F) -> Result<T, Failure>
+/// The wait before the first retry; it doubles for each following one.
+const FIRST_DELAY: Duration = Duration::from_millis(50);
+
+/// Runs `op`, and again (up to [`RETRIES`] times) while it fails with a
+/// connection error.
+pub(crate) async fn retrying<T, F, Fut>(label: &str, mut op: F) -> Result<T, Failure>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, Failure>>,
 {
-    match op().await {
-        Err(e) if e.is_connection() => {
-            tracing::warn!(store = label, error = ?e, "store connection lost; retrying once");
-            tokio::time::sleep(RETRY_DELAY).await;
-            op().await
+    let mut delay = FIRST_DELAY;
+    let mut retries = 0;
+    loop {
+        match op().await {
+            Err(e) if e.is_connection() && retries < RETRIES => {
+                retries += 1;
+                tracing::warn!(store = label, error = ?e, retry = retries, "store connection lost; retrying");
+                tokio::time::sleep(delay).await;
+                delay *= 2;
+            }
+            other => return other,
         }
-        other => other,
     }
 }

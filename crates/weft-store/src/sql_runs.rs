@@ -214,7 +214,7 @@ macro_rules! impl_run_store {
                 let now = $crate::codec::int(commit.now.as_millis(), "commit time")?;
                 // Safe to retry after a lost connection: events already
                 // stored are skipped and the snapshot write is the same.
-                $crate::retry::once(self.retry_label(), || {
+                $crate::retry::retrying(self.retry_label(), || {
                     self.commit_once(commit.run_id, &events, snapshot.as_deref(), commit.status, now)
                 })
                 .await
@@ -230,7 +230,7 @@ macro_rules! impl_run_store {
                     $crate::rows::RUN_COLUMNS
                 );
                 type Row = (String, String, String, String, String, i64, i64, String);
-                let row: Option<Row> = $crate::retry::once(self.retry_label(), || async {
+                let row: Option<Row> = $crate::retry::retrying(self.retry_label(), || async {
                     Ok(sqlx::query_as(&sql).bind(run_id.as_str()).fetch_optional(self.read_pool()).await?)
                 })
                 .await
@@ -252,7 +252,7 @@ macro_rules! impl_run_store {
             ) -> Result<Vec<weft_core::event::RunEvent>, weft_core::store::StoreError> {
                 let after = i64::try_from(after).unwrap_or(i64::MAX);
                 let limit = limit.map_or(i64::MAX, i64::from);
-                let (rows, exists) = $crate::retry::once(self.retry_label(), || async {
+                let (rows, exists) = $crate::retry::retrying(self.retry_label(), || async {
                     let rows: Vec<(String,)> = sqlx::query_as(
                         "SELECT body FROM run_events WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
                     )
@@ -302,7 +302,7 @@ macro_rules! impl_run_store {
                 }
                 sql.push_str(&format!(" ORDER BY created_at DESC, run_id DESC LIMIT ${}", n + 1));
                 let limit = filter.limit.map_or(i64::MAX, i64::from);
-                let rows: Vec<$crate::rows::RunRow> = $crate::retry::once(self.retry_label(), || async {
+                let rows: Vec<$crate::rows::RunRow> = $crate::retry::retrying(self.retry_label(), || async {
                     let mut q = sqlx::query_as(&sql);
                     if let Some(s) = &filter.session_id {
                         q = q.bind(s.as_str());

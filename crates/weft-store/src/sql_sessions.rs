@@ -97,7 +97,7 @@ macro_rules! impl_session_store {
                 session_id: &weft_core::SessionId,
             ) -> Result<Option<weft_core::session::SessionRecord>, weft_core::session::SessionError> {
                 let sql = format!("SELECT {} FROM sessions WHERE session_id = $1", $crate::rows::SESSION_COLUMNS);
-                let row: Option<$crate::rows::SessionRow> = $crate::retry::once(self.retry_label(), || async {
+                let row: Option<$crate::rows::SessionRow> = $crate::retry::retrying(self.retry_label(), || async {
                     Ok(sqlx::query_as(&sql).bind(session_id.as_str()).fetch_optional(self.read_pool()).await?)
                 })
                 .await
@@ -115,7 +115,7 @@ macro_rules! impl_session_store {
                     if filter.include_ended { "" } else { "WHERE ended_at IS NULL" },
                 );
                 let limit = filter.limit.map_or(i64::MAX, i64::from);
-                let rows: Vec<$crate::rows::SessionRow> = $crate::retry::once(self.retry_label(), || async {
+                let rows: Vec<$crate::rows::SessionRow> = $crate::retry::retrying(self.retry_label(), || async {
                     Ok(sqlx::query_as(&sql).bind(limit).fetch_all(self.read_pool()).await?)
                 })
                 .await
@@ -134,7 +134,7 @@ macro_rules! impl_session_store {
                     $crate::rows::SESSION_COLUMNS
                 );
                 // Safe to retry: ending is idempotent.
-                let row: Option<$crate::rows::SessionRow> = $crate::retry::once(self.retry_label(), || async {
+                let row: Option<$crate::rows::SessionRow> = $crate::retry::retrying(self.retry_label(), || async {
                     Ok(sqlx::query_as(&sql)
                         .bind(session_id.as_str())
                         .bind(now)
@@ -182,7 +182,7 @@ macro_rules! impl_session_store {
                     })
                     .collect::<Result<Vec<_>, weft_core::store::StoreError>>()?;
                 // Safe to retry: stored entries are skipped.
-                $crate::retry::once(self.retry_label(), || self.append_transcript_once(session_id, &encoded))
+                $crate::retry::retrying(self.retry_label(), || self.append_transcript_once(session_id, &encoded))
                     .await
                     .map_err($crate::error::Failure::into_session)
             }
@@ -195,7 +195,7 @@ macro_rules! impl_session_store {
             ) -> Result<Vec<weft_core::session::TranscriptEntry>, weft_core::session::SessionError> {
                 let after = i64::try_from(after).unwrap_or(i64::MAX);
                 let limit = limit.map_or(i64::MAX, i64::from);
-                let (rows, exists) = $crate::retry::once(self.retry_label(), || async {
+                let (rows, exists) = $crate::retry::retrying(self.retry_label(), || async {
                     let rows: Vec<$crate::rows::TranscriptRow> = sqlx::query_as(
                         "SELECT seq, run_id, at, message FROM transcript WHERE session_id = $1 AND seq > $2 \
                          ORDER BY seq LIMIT $3",
@@ -233,7 +233,7 @@ macro_rules! impl_session_store {
                 let value = $crate::codec::to_json(value, "memory value")?;
                 let now = $crate::codec::int(now.as_millis(), "updated_at")?;
                 // Safe to retry: the upsert writes the same value.
-                let result = $crate::retry::once(self.retry_label(), || async {
+                let result = $crate::retry::retrying(self.retry_label(), || async {
                     Ok(sqlx::query(
                         "INSERT INTO memory (session_id, key, value, updated_at) \
                          SELECT $1, $2, $3, $4 WHERE EXISTS (SELECT 1 FROM sessions WHERE session_id = $1) \
@@ -262,7 +262,7 @@ macro_rules! impl_session_store {
                 session_id: &weft_core::SessionId,
                 key: &str,
             ) -> Result<Option<serde_json::Value>, weft_core::session::SessionError> {
-                let row: Option<(String,)> = $crate::retry::once(self.retry_label(), || async {
+                let row: Option<(String,)> = $crate::retry::retrying(self.retry_label(), || async {
                     Ok(sqlx::query_as("SELECT value FROM memory WHERE session_id = $1 AND key = $2")
                         .bind(session_id.as_str())
                         .bind(key)
@@ -278,7 +278,7 @@ macro_rules! impl_session_store {
                 &self,
                 session_id: &weft_core::SessionId,
             ) -> Result<Vec<(String, serde_json::Value)>, weft_core::session::SessionError> {
-                let rows: Vec<(String, String)> = $crate::retry::once(self.retry_label(), || async {
+                let rows: Vec<(String, String)> = $crate::retry::retrying(self.retry_label(), || async {
                     Ok(sqlx::query_as("SELECT key, value FROM memory WHERE session_id = $1 ORDER BY key")
                         .bind(session_id.as_str())
                         .fetch_all(self.read_pool())
@@ -316,7 +316,7 @@ macro_rules! impl_session_store {
                 let (session, labels) = $crate::rows::scope_columns(&prompt.scope)?;
                 let now = $crate::codec::int(prompt.updated_at.as_millis(), "updated_at")?;
                 // Safe to retry: the upsert writes the same row.
-                $crate::retry::once(self.retry_label(), || async {
+                $crate::retry::retrying(self.retry_label(), || async {
                     sqlx::query(
                         "INSERT INTO prompt_overrides (name, scope_session, scope_labels, template, updated_at) \
                          VALUES ($1, $2, $3, $4, $5) ON CONFLICT (name, scope_session, scope_labels) \
@@ -357,7 +357,7 @@ macro_rules! impl_session_store {
                 &self,
                 name: Option<&str>,
             ) -> Result<Vec<weft_core::session::PromptOverride>, weft_core::session::SessionError> {
-                let rows: Vec<$crate::rows::PromptRow> = $crate::retry::once(self.retry_label(), || async {
+                let rows: Vec<$crate::rows::PromptRow> = $crate::retry::retrying(self.retry_label(), || async {
                     Ok(sqlx::query_as(
                         "SELECT name, scope_session, scope_labels, template, updated_at FROM prompt_overrides \
                          WHERE $1 IS NULL OR name = $1 ORDER BY name, scope_session, scope_labels",
@@ -377,7 +377,7 @@ macro_rules! impl_session_store {
                 session_id: &weft_core::SessionId,
                 labels: &weft_core::tool::Labels,
             ) -> Result<Option<weft_core::session::PromptOverride>, weft_core::session::SessionError> {
-                let rows: Vec<$crate::rows::PromptRow> = $crate::retry::once(self.retry_label(), || async {
+                let rows: Vec<$crate::rows::PromptRow> = $crate::retry::retrying(self.retry_label(), || async {
                     Ok(sqlx::query_as(
                         "SELECT name, scope_session, scope_labels, template, updated_at FROM prompt_overrides \
                          WHERE name = $1 AND (scope_session = '' OR scope_session = $2)",
