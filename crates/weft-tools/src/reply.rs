@@ -9,7 +9,7 @@ use crate::toolset::ToolReply;
 
 impl ToolReply {
     /// A reply with the given body and no extras.
-    pub fn body(body: ToolResultBody) -> Self {
+    pub fn from_body(body: ToolResultBody) -> Self {
         Self {
             body,
             server_data: None,
@@ -19,7 +19,7 @@ impl ToolReply {
 
     /// A reply carrying rich content.
     pub fn content(content: impl Into<ToolContent>) -> Self {
-        Self::body(ToolResultBody::Content(content.into()))
+        Self::from_body(ToolResultBody::Content(content.into()))
     }
 
     /// A reply carrying one text part.

@@ -367,3 +367,20 @@ fn generated_schemas_carry_definitions_and_bounds() {
     );
     assert_eq!(crate::schema::example_input(&schema), json!({"items": []}));
 }
+
+async fn multiply(args: AddArgs) -> Result<i64, ToolError> {
+    Ok(args.a * args.b)
+}
+
+#[tokio::test]
+async fn async_fn_items_are_handlers() {
+    let set = FnToolSet::new("calc")
+        .tool("mul", "Multiplies", multiply)
+        .check()
+        .unwrap();
+    let reply = set
+        .call_tool(request("calc.mul", json!({"a": 6, "b": 7})))
+        .await
+        .unwrap();
+    assert_eq!(reply.body, ToolResultBody::Json(json!(42)));
+}
