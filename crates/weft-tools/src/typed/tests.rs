@@ -69,7 +69,7 @@ fn calc(calls: Arc<AtomicUsize>) -> FnToolSet {
     FnToolSet::new("calc")
         .tool("add", "Adds two integers", move |args: AddArgs| {
             calls.fetch_add(1, Ordering::SeqCst);
-            async move { Ok::<_, ToolError>(args.a + args.b) }
+            async move { Ok::<_, ToolError>(args.a.wrapping_add(args.b)) }
         })
         .read_only()
         .idempotent()
