@@ -146,8 +146,13 @@ pub fn build_model_with_env(
         .or_else(|| from_env(provider.base_url_var()));
     let key = match (&config.api_key, provider.key_var()) {
         (Some(k), _) => Some(k.clone()),
-        (None, Some(var)) => Some(ApiKey::new(from_env(Some(var)).ok_or_else(|| ModelError::Config {
-            message: format!("no API key for `{}`: set {var} or give a key in the agent's model config", config.id),
+        (None, Some(var)) => Some(ApiKey::new(from_env(Some(var)).ok_or_else(|| {
+            ModelError::Config {
+                message: format!(
+                    "no API key for `{}`: set {var} or give a key in the agent's model config",
+                    config.id
+                ),
+            }
         })?)),
         (None, None) => None,
     };
@@ -160,7 +165,13 @@ pub fn build_model_with_env(
         }
         Provider::OpenAi => {
             let url = base_url.as_deref().unwrap_or(openai_chat::DEFAULT_BASE_URL);
-            Arc::new(ChatClient::new(ChatFlavor::OpenAi, model, key.as_ref(), url, http)?)
+            Arc::new(ChatClient::new(
+                ChatFlavor::OpenAi,
+                model,
+                key.as_ref(),
+                url,
+                http,
+            )?)
         }
         Provider::OpenAiResponses => {
             let url = base_url.as_deref().unwrap_or(openai_chat::DEFAULT_BASE_URL);
@@ -168,9 +179,18 @@ pub fn build_model_with_env(
         }
         Provider::Compat => {
             let url = base_url.ok_or_else(|| ModelError::Config {
-                message: format!("`{}` needs a base URL, e.g. http://127.0.0.1:11434/v1", config.id),
+                message: format!(
+                    "`{}` needs a base URL, e.g. http://127.0.0.1:11434/v1",
+                    config.id
+                ),
             })?;
-            Arc::new(ChatClient::new(ChatFlavor::Compat, model, key.as_ref(), &url, http)?)
+            Arc::new(ChatClient::new(
+                ChatFlavor::Compat,
+                model,
+                key.as_ref(),
+                &url,
+                http,
+            )?)
         }
     })
 }
@@ -216,7 +236,11 @@ impl ModelRegistry {
         if let Some(c) = map.get(id) {
             return Ok(c.clone());
         }
-        let config = self.configs.get(id).cloned().unwrap_or_else(|| ModelConfig::new(id));
+        let config = self
+            .configs
+            .get(id)
+            .cloned()
+            .unwrap_or_else(|| ModelConfig::new(id));
         let client = build_model(&config)?;
         map.insert(id.to_owned(), client.clone());
         Ok(client)

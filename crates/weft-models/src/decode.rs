@@ -89,7 +89,10 @@ impl<D: EventDecoder> StreamDecoder<D> {
             Ok(())
         } else {
             Err(ModelError::Truncated {
-                message: format!("the stream ended before `{}`", self.provider.terminal_event()),
+                message: format!(
+                    "the stream ended before `{}`",
+                    self.provider.terminal_event()
+                ),
             })
         }
     }
@@ -106,7 +109,10 @@ impl<D: EventDecoder> StreamDecoder<D> {
 }
 
 /// Decodes a whole SSE body at once.
-pub fn decode_all<D: EventDecoder>(provider: D, body: &[u8]) -> Result<Vec<StreamChunk>, ModelError> {
+pub fn decode_all<D: EventDecoder>(
+    provider: D,
+    body: &[u8],
+) -> Result<Vec<StreamChunk>, ModelError> {
     let mut dec = StreamDecoder::new(provider);
     let mut out = Vec::new();
     dec.feed(body, &mut out)?;

@@ -137,8 +137,18 @@ impl Transport {
         }
     }
 
-    async fn attempt(&self, url: &str, headers: &HeaderMap, body: Bytes) -> Result<reqwest::Response, ModelError> {
-        let send = self.client.post(url).headers(headers.clone()).body(body).send();
+    async fn attempt(
+        &self,
+        url: &str,
+        headers: &HeaderMap,
+        body: Bytes,
+    ) -> Result<reqwest::Response, ModelError> {
+        let send = self
+            .client
+            .post(url)
+            .headers(headers.clone())
+            .body(body)
+            .send();
         let first_byte = self.config.timeouts.first_byte;
         let resp = match tokio::time::timeout(first_byte, send).await {
             Err(_) => {
@@ -201,7 +211,11 @@ impl Transport {
     }
 
     /// Turns an SSE response into a chunk stream decoded by `decoder`.
-    pub(crate) fn sse<D: EventDecoder + 'static>(&self, resp: reqwest::Response, decoder: D) -> ChunkStream {
+    pub(crate) fn sse<D: EventDecoder + 'static>(
+        &self,
+        resp: reqwest::Response,
+        decoder: D,
+    ) -> ChunkStream {
         let state = SseState {
             body: Box::pin(resp.bytes_stream()),
             decoder: StreamDecoder::new(decoder),
@@ -214,7 +228,8 @@ impl Transport {
     }
 }
 
-type ByteStream = std::pin::Pin<Box<dyn futures_core::Stream<Item = reqwest::Result<Bytes>> + Send>>;
+type ByteStream =
+    std::pin::Pin<Box<dyn futures_core::Stream<Item = reqwest::Result<Bytes>> + Send>>;
 
 struct SseState<D> {
     body: ByteStream,
@@ -288,17 +303,21 @@ const NOT_RETRYABLE_CODES: &[&str] = &[
 
 /// Maps an HTTP error response (Anthropic or OpenAI shape) to a [`ModelError`].
 pub fn http_error(status: u16, headers: &HeaderMap, body: &str) -> ModelError {
-    let parsed = serde_json::from_str::<ErrorEnvelope>(body).ok().map(|e| e.error);
+    let parsed = serde_json::from_str::<ErrorEnvelope>(body)
+        .ok()
+        .map(|e| e.error);
     let kind = parsed.as_ref().and_then(|e| e.kind.clone());
     let code = parsed
         .as_ref()
         .and_then(|e| e.code.as_ref())
         .and_then(|c| c.as_str().map(str::to_owned));
-    let details_code = serde_json::from_str::<serde_json::Value>(body).ok().and_then(|v| {
-        v.pointer("/error/details/error_code")
-            .and_then(|c| c.as_str())
-            .map(str::to_owned)
-    });
+    let details_code = serde_json::from_str::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| {
+            v.pointer("/error/details/error_code")
+                .and_then(|c| c.as_str())
+                .map(str::to_owned)
+        });
     let message = parsed
         .and_then(|e| e.message)
         .unwrap_or_else(|| shorten(body.trim()));
@@ -323,7 +342,11 @@ pub fn http_error(status: u16, headers: &HeaderMap, body: &str) -> ModelError {
 
 /// The wait a response asks for, from `retry-after-ms` or `retry-after` (seconds).
 fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let get = |name: &str| headers.get(name).and_then(|v: &HeaderValue| v.to_str().ok());
+    let get = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v: &HeaderValue| v.to_str().ok())
+    };
     if let Some(ms) = get("retry-after-ms").and_then(|v| v.trim().parse::<f64>().ok()) {
         return Duration::try_from_secs_f64(ms / 1000.0).ok();
     }

@@ -26,7 +26,9 @@ pub mod scripted;
 pub mod sse;
 mod util;
 
-pub use config::{ApiKey, ModelConfig, ModelRegistry, Provider, build_model, build_model_with_env, parse_model_id};
+pub use config::{
+    ApiKey, ModelConfig, ModelRegistry, Provider, build_model, build_model_with_env, parse_model_id,
+};
 pub use http::{HttpConfig, RetryPolicy, Timeouts};
 pub use planner::{ModelPlanner, ModelPlannerConfig};
 pub use scripted::{ScriptCall, ScriptError, ScriptTurn, ScriptedModel};

@@ -64,7 +64,10 @@ pub struct ToolNames {
 impl ToolNames {
     /// A table over `names` (weft names).
     pub fn new<'a>(names: impl IntoIterator<Item = &'a str>) -> Self {
-        let by_encoded = names.into_iter().map(|n| (encode(n), n.to_owned())).collect();
+        let by_encoded = names
+            .into_iter()
+            .map(|n| (encode(n), n.to_owned()))
+            .collect();
         Self { by_encoded }
     }
 
@@ -87,7 +90,10 @@ mod tests {
     use super::*;
 
     fn valid(s: &str) -> bool {
-        !s.is_empty() && s.len() <= MAX_LEN && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        !s.is_empty()
+            && s.len() <= MAX_LEN
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
     }
 
     #[test]

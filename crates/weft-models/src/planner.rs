@@ -19,8 +19,8 @@ use weft_core::ToolCallId;
 use weft_core::message::{Message, Part, Thinking};
 use weft_core::model::{ModelClient, ModelError, ModelRequest, StreamAssembler, ToolChoice, Usage};
 use weft_core::planner::{
-    Decision, PlanInput, PlanResult, PlanResumeInput, Planner, PlannerError, PlannerEvents, Termination,
-    ToolCallRequest,
+    Decision, PlanInput, PlanResult, PlanResumeInput, Planner, PlannerError, PlannerEvents,
+    Termination, ToolCallRequest,
 };
 use weft_core::tool::{Labels, ToolSpec};
 
@@ -64,7 +64,11 @@ impl ModelPlanner {
     }
 
     /// The request this planner sends for `input`, and the name table to decode the answer.
-    pub fn request(&self, input: &PlanInput<'_>, finalize: Option<&Termination>) -> (ModelRequest, ToolNames) {
+    pub fn request(
+        &self,
+        input: &PlanInput<'_>,
+        finalize: Option<&Termination>,
+    ) -> (ModelRequest, ToolNames) {
         let mut names = ToolNames::new(input.tools.iter().map(|t| t.name.as_str()));
         let messages: Vec<Message> = input
             .messages
@@ -85,7 +89,10 @@ impl ModelPlanner {
                         other => other.clone(),
                     })
                     .collect();
-                Message { role: m.role, parts }
+                Message {
+                    role: m.role,
+                    parts,
+                }
             })
             .collect();
         let tools: Vec<ToolSpec> = input
@@ -113,7 +120,11 @@ impl ModelPlanner {
         (request, names)
     }
 
-    fn system_prompt(&self, input: &PlanInput<'_>, finalize: Option<&Termination>) -> Option<String> {
+    fn system_prompt(
+        &self,
+        input: &PlanInput<'_>,
+        finalize: Option<&Termination>,
+    ) -> Option<String> {
         let mut sections: Vec<String> = Vec::new();
         if !self.config.instruction.trim().is_empty() {
             sections.push(self.config.instruction.clone());
@@ -135,13 +146,21 @@ impl ModelPlanner {
         (!sections.is_empty()).then(|| sections.join("\n\n"))
     }
 
-    async fn plan(&self, input: PlanInput<'_>, finalize: Option<&Termination>) -> Result<PlanResult, PlannerError> {
+    async fn plan(
+        &self,
+        input: PlanInput<'_>,
+        finalize: Option<&Termination>,
+    ) -> Result<PlanResult, PlannerError> {
         let (request, names) = self.request(&input, finalize);
         let events = DecodingEvents {
             inner: input.events,
             names: &names,
         };
-        let mut stream = self.model.stream(&request).await.map_err(|e| self.error(&e))?;
+        let mut stream = self
+            .model
+            .stream(&request)
+            .await
+            .map_err(|e| self.error(&e))?;
         let mut asm = StreamAssembler::new();
         while let Some(chunk) = stream.next().await {
             let chunk = chunk.map_err(|e| self.error(&e))?;
@@ -202,7 +221,8 @@ impl PlannerEvents for DecodingEvents<'_> {
         self.inner.assistant_chunk(text);
     }
     fn tool_call_args_delta(&self, call_id: &ToolCallId, tool: &str, delta: &str) {
-        self.inner.tool_call_args_delta(call_id, &self.names.decode(tool), delta);
+        self.inner
+            .tool_call_args_delta(call_id, &self.names.decode(tool), delta);
     }
     fn thinking_block(&self, thinking: &Thinking) {
         self.inner.thinking_block(thinking);

@@ -27,7 +27,8 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::Value;
 use weft_core::model::{
-    ChunkStream, ModelClient, ModelError, ModelRequest, ModelSummary, StopReason, StreamChunk, Usage,
+    ChunkStream, ModelClient, ModelError, ModelRequest, ModelSummary, StopReason, StreamChunk,
+    Usage,
 };
 
 use crate::names::encode;
@@ -133,7 +134,10 @@ impl ScriptedModel {
         let poisoned = || ModelError::Other {
             message: "scripted model lock poisoned".into(),
         };
-        self.requests.lock().map_err(|_| poisoned())?.push(request.clone());
+        self.requests
+            .lock()
+            .map_err(|_| poisoned())?
+            .push(request.clone());
         let turn = self
             .turns
             .lock()
@@ -174,7 +178,10 @@ fn chunks(turn: ScriptTurn, call_no: u32) -> Vec<StreamChunk> {
         });
     }
     if let Some(text) = turn.text {
-        out.extend(text.split_inclusive(' ').map(|w| StreamChunk::TextDelta { text: w.to_owned() }));
+        out.extend(
+            text.split_inclusive(' ')
+                .map(|w| StreamChunk::TextDelta { text: w.to_owned() }),
+        );
     }
     let has_calls = !turn.tool_calls.is_empty();
     for (i, call) in turn.tool_calls.into_iter().enumerate() {
@@ -235,7 +242,9 @@ impl ModelClient for ScriptedModel {
 
     async fn stream(&self, request: &ModelRequest) -> Result<ChunkStream, ModelError> {
         let chunks = self.next(request)?;
-        Ok(Box::pin(futures_util::stream::iter(chunks.into_iter().map(Ok))))
+        Ok(Box::pin(futures_util::stream::iter(
+            chunks.into_iter().map(Ok),
+        )))
     }
 }
 
@@ -258,17 +267,29 @@ mod tests {
         assert_eq!(s.tool_calls[0].name, "calc__add");
         assert_eq!(s.tool_calls[0].arguments, "{\"a\":2,\"b\":3}");
         assert_eq!(s.stop_reason, Some(StopReason::ToolUse));
-        assert_eq!(m.complete(&ModelRequest::default()).await.unwrap().text, "5");
+        assert_eq!(
+            m.complete(&ModelRequest::default()).await.unwrap().text,
+            "5"
+        );
         assert!(matches!(
             m.complete(&ModelRequest::default()).await,
-            Err(ModelError::Stream { retryable: true, .. })
+            Err(ModelError::Stream {
+                retryable: true,
+                ..
+            })
         ));
-        assert!(matches!(m.complete(&ModelRequest::default()).await, Err(ModelError::Other { .. })));
+        assert!(matches!(
+            m.complete(&ModelRequest::default()).await,
+            Err(ModelError::Other { .. })
+        ));
         assert_eq!(m.requests().len(), 4);
 
         let json = r#"{"turns": [{"chunks": [{"type": "text_delta", "text": "raw"}, {"type": "stop", "reason": "end_turn"}]}]}"#;
         let m = ScriptedModel::from_json("t", json).unwrap();
         let s = m.complete(&ModelRequest::default()).await.unwrap();
-        assert_eq!((s.text.as_str(), s.stop_reason), ("raw", Some(StopReason::EndTurn)));
+        assert_eq!(
+            (s.text.as_str(), s.stop_reason),
+            ("raw", Some(StopReason::EndTurn))
+        );
     }
 }

@@ -94,7 +94,10 @@ impl SseDecoder {
 
     /// Ends the stream: an unterminated last line is read, and an event with
     /// data still pending is dispatched.
-    pub fn finish<E>(&mut self, on_event: &mut dyn FnMut(SseEvent<'_>) -> Result<(), E>) -> Result<(), E>
+    pub fn finish<E>(
+        &mut self,
+        on_event: &mut dyn FnMut(SseEvent<'_>) -> Result<(), E>,
+    ) -> Result<(), E>
     where
         E: From<SseError>,
     {
@@ -105,7 +108,11 @@ impl SseDecoder {
         self.dispatch(on_event)
     }
 
-    fn line<E>(&mut self, line: &[u8], on_event: &mut dyn FnMut(SseEvent<'_>) -> Result<(), E>) -> Result<(), E>
+    fn line<E>(
+        &mut self,
+        line: &[u8],
+        on_event: &mut dyn FnMut(SseEvent<'_>) -> Result<(), E>,
+    ) -> Result<(), E>
     where
         E: From<SseError>,
     {
@@ -142,7 +149,10 @@ impl SseDecoder {
         Ok(())
     }
 
-    fn dispatch<E>(&mut self, on_event: &mut dyn FnMut(SseEvent<'_>) -> Result<(), E>) -> Result<(), E> {
+    fn dispatch<E>(
+        &mut self,
+        on_event: &mut dyn FnMut(SseEvent<'_>) -> Result<(), E>,
+    ) -> Result<(), E> {
         if !self.has_data {
             self.event.clear();
             return Ok(());
@@ -189,7 +199,9 @@ mod tests {
 
     #[test]
     fn whatwg_rules() {
-        let input = "event: a\ndata: x\ndata:  y\n\n: comment\ndata:z\r\n\r\nevent:b\rdata: é\r\rdata\n\n".as_bytes();
+        let input =
+            "event: a\ndata: x\ndata:  y\n\n: comment\ndata:z\r\n\r\nevent:b\rdata: é\r\rdata\n\n"
+                .as_bytes();
         let expected = vec![
             ("a".to_owned(), "x\n y".to_owned()),
             (String::new(), "z".to_owned()),
@@ -197,21 +209,31 @@ mod tests {
             (String::new(), String::new()),
         ];
         for size in 1..input.len() {
-            assert_eq!(decode_split(input, &[size]), expected, "split every {size} bytes");
+            assert_eq!(
+                decode_split(input, &[size]),
+                expected,
+                "split every {size} bytes"
+            );
         }
     }
 
     #[test]
     fn event_without_data_is_not_dispatched_and_unterminated_last_event_is() {
         let input = b"event: ping\n\nevent: stop\ndata: {}";
-        assert_eq!(decode_split(input, &[3]), vec![("stop".to_owned(), "{}".to_owned())]);
+        assert_eq!(
+            decode_split(input, &[3]),
+            vec![("stop".to_owned(), "{}".to_owned())]
+        );
     }
 
     #[test]
     fn invalid_utf8_names_the_line() {
         let mut dec = SseDecoder::new();
         let err = dec
-            .feed(b"data: \xff\xfe\n\n", &mut |_e: SseEvent<'_>| -> Result<(), SseError> { Ok(()) })
+            .feed(
+                b"data: \xff\xfe\n\n",
+                &mut |_e: SseEvent<'_>| -> Result<(), SseError> { Ok(()) },
+            )
             .unwrap_err();
         assert_eq!(err.line, "data: \u{fffd}\u{fffd}");
     }

@@ -28,10 +28,11 @@ pub(crate) fn parse_data<'a, T: Deserialize<'a>>(data: &'a str) -> Result<T, Mod
 pub(crate) fn assemble(chunks: Vec<StreamChunk>) -> Result<ModelSummary, ModelError> {
     let mut asm = StreamAssembler::new();
     for chunk in chunks {
-        asm.push(chunk, &NoopEvents).map_err(|e| ModelError::Malformed {
-            line: String::new(),
-            message: e.to_string(),
-        })?;
+        asm.push(chunk, &NoopEvents)
+            .map_err(|e| ModelError::Malformed {
+                line: String::new(),
+                message: e.to_string(),
+            })?;
     }
     Ok(asm.finish(&NoopEvents))
 }

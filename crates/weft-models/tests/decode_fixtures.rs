@@ -23,7 +23,10 @@ const ANTHROPIC_OK: &[&str] = &[
 ];
 
 /// Decodes `bytes` fed in `chunks`, returning the chunks and the final result.
-fn decode<D: EventDecoder>(dec: D, chunks: &[bytes::Bytes]) -> (Vec<StreamChunk>, Result<(), ModelError>) {
+fn decode<D: EventDecoder>(
+    dec: D,
+    chunks: &[bytes::Bytes],
+) -> (Vec<StreamChunk>, Result<(), ModelError>) {
     let mut dec = StreamDecoder::new(dec);
     let mut out = Vec::new();
     for c in chunks {
@@ -110,7 +113,12 @@ fn anthropic_truncated_max_tokens_call_keeps_raw_arguments_that_are_not_json() {
     let bytes = fixture("anthropic/a6_tool_use_truncated_max_tokens.sse");
     let (chunks, res) = decode(AnthropicDecoder::default(), &split(&bytes, &[5]));
     res.unwrap();
-    assert!(!chunks.iter().any(|c| matches!(c, StreamChunk::ToolCallEnd { .. })), "the call never ended");
+    assert!(
+        !chunks
+            .iter()
+            .any(|c| matches!(c, StreamChunk::ToolCallEnd { .. })),
+        "the call never ended"
+    );
     let s = summary(chunks);
     assert!(serde_json::from_str::<Value>(&s.tool_calls[0].arguments).is_err());
 }
@@ -162,10 +170,17 @@ fn multibyte_text_split_mid_character_decodes_intact() {
 
 #[test]
 fn anthropic_bodies_decode_exactly() {
-    for name in ["a9_nonstream_tool_use", "a10_nonstream_parallel_tool_use_sdk"] {
+    for name in [
+        "a9_nonstream_tool_use",
+        "a10_nonstream_parallel_tool_use_sdk",
+    ] {
         let body = String::from_utf8(fixture(&format!("anthropic/{name}.body.json"))).unwrap();
         let s = summary(anthropic::decode_body(&body).unwrap());
-        check_summary(Api::Anthropic, &s, &expected(&format!("anthropic/{name}.expected.json")));
+        check_summary(
+            Api::Anthropic,
+            &s,
+            &expected(&format!("anthropic/{name}.expected.json")),
+        );
     }
 }
 
@@ -205,16 +220,27 @@ fn chat_stream_without_done_is_truncated_for_openai_and_accepted_for_compat() {
 
 #[test]
 fn chat_bodies_decode_exactly() {
-    for name in ["c3_nonstream_tool_call", "c4_nonstream_parallel_tool_calls_sdk"] {
+    for name in [
+        "c3_nonstream_tool_call",
+        "c4_nonstream_parallel_tool_calls_sdk",
+    ] {
         let body = String::from_utf8(fixture(&format!("openai_chat/{name}.body.json"))).unwrap();
         let s = summary(openai_chat::decode_body(&body).unwrap());
-        check_summary(Api::Chat, &s, &expected(&format!("openai_chat/{name}.expected.json")));
+        check_summary(
+            Api::Chat,
+            &s,
+            &expected(&format!("openai_chat/{name}.expected.json")),
+        );
     }
 }
 
 #[test]
 fn responses_streams_decode_exactly_at_any_split() {
-    for name in ["r1_text", "r2_function_call", "r3_reasoning_summary_function_call"] {
+    for name in [
+        "r1_text",
+        "r2_function_call",
+        "r3_reasoning_summary_function_call",
+    ] {
         let bytes = fixture(&format!("openai_responses/{name}.sse"));
         let want = expected(&format!("openai_responses/{name}.expected.json"));
         for plan in split_plans(&bytes) {
@@ -239,19 +265,31 @@ fn responses_reasoning_item_is_kept_byte_for_byte_from_output_item_done() {
     let text = String::from_utf8(bytes).unwrap();
     let done_line = text
         .lines()
-        .find(|l| l.starts_with("data: {\"type\":\"response.output_item.done\"") && l.contains("\"reasoning\""))
+        .find(|l| {
+            l.starts_with("data: {\"type\":\"response.output_item.done\"")
+                && l.contains("\"reasoning\"")
+        })
         .unwrap();
     assert!(done_line.contains(item.as_str()));
     let parsed: Value = serde_json::from_str(item).unwrap();
-    assert_eq!(parsed["encrypted_content"], want["alt_encrypted_content_from_output_item_done"]);
+    assert_eq!(
+        parsed["encrypted_content"],
+        want["alt_encrypted_content_from_output_item_done"]
+    );
     assert_eq!(parsed["encrypted_content"].as_str().unwrap().len(), 1572);
-    assert_eq!(parsed["summary"], want["items_to_send_back_next_turn"][0]["summary"]);
+    assert_eq!(
+        parsed["summary"],
+        want["items_to_send_back_next_turn"][0]["summary"]
+    );
     assert_eq!(parsed["id"], want["items_to_send_back_next_turn"][0]["id"]);
 }
 
 #[test]
 fn responses_body_decodes_exactly() {
-    let body = String::from_utf8(fixture("openai_responses/r4_nonstream_function_call.body.json")).unwrap();
+    let body = String::from_utf8(fixture(
+        "openai_responses/r4_nonstream_function_call.body.json",
+    ))
+    .unwrap();
     let s = summary(openai_responses::decode_body(&body).unwrap());
     check_summary(
         Api::Responses,

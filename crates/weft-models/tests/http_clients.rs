@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 use common::{Api, Reply, Server, check_summary, expected, fixture, split};
 use futures_util::StreamExt;
 use weft_core::message::Message;
-use weft_core::model::{ModelClient, ModelError, ModelRequest, ModelSummary, StreamAssembler, StreamChunk};
+use weft_core::model::{
+    ModelClient, ModelError, ModelRequest, ModelSummary, StreamAssembler, StreamChunk,
+};
 use weft_core::planner::NoopEvents;
 use weft_models::{ApiKey, HttpConfig, ModelConfig, RetryPolicy, Timeouts, build_model_with_env};
 
@@ -91,13 +93,27 @@ async fn every_stream_fixture_decodes_over_http_split_mid_line() {
                 "a6_tool_use_truncated_max_tokens",
             ],
         ),
-        ("openai/gpt-test", "openai_chat", Api::Chat, &["c1_text_include_usage", "c2_parallel_tool_calls"]),
-        ("compat/local-test", "openai_chat", Api::Chat, &["c1_text_include_usage", "c2_parallel_tool_calls"]),
+        (
+            "openai/gpt-test",
+            "openai_chat",
+            Api::Chat,
+            &["c1_text_include_usage", "c2_parallel_tool_calls"],
+        ),
+        (
+            "compat/local-test",
+            "openai_chat",
+            Api::Chat,
+            &["c1_text_include_usage", "c2_parallel_tool_calls"],
+        ),
         (
             "openai-responses/gpt-test",
             "openai_responses",
             Api::Responses,
-            &["r1_text", "r2_function_call", "r3_reasoning_summary_function_call"],
+            &[
+                "r1_text",
+                "r2_function_call",
+                "r3_reasoning_summary_function_call",
+            ],
         ),
     ];
     for (id, dir, api, names) in cases {
@@ -106,7 +122,11 @@ async fn every_stream_fixture_decodes_over_http_split_mid_line() {
             let server = Server::start(vec![Reply::sse(split(&bytes, SPLITS))]).await;
             let (_, res) = run(&*client(id, &server)).await;
             let summary = res.unwrap_or_else(|e| panic!("{id} {name}: {e}"));
-            check_summary(*api, &summary, &expected(&format!("{dir}/{name}.expected.json")));
+            check_summary(
+                *api,
+                &summary,
+                &expected(&format!("{dir}/{name}.expected.json")),
+            );
         }
     }
 }
@@ -118,22 +138,37 @@ async fn every_body_fixture_decodes_over_http() {
             "anthropic/claude-test",
             "anthropic",
             Api::Anthropic,
-            &["a9_nonstream_tool_use", "a10_nonstream_parallel_tool_use_sdk"],
+            &[
+                "a9_nonstream_tool_use",
+                "a10_nonstream_parallel_tool_use_sdk",
+            ],
         ),
         (
             "openai/gpt-test",
             "openai_chat",
             Api::Chat,
-            &["c3_nonstream_tool_call", "c4_nonstream_parallel_tool_calls_sdk"],
+            &[
+                "c3_nonstream_tool_call",
+                "c4_nonstream_parallel_tool_calls_sdk",
+            ],
         ),
-        ("openai-responses/gpt-test", "openai_responses", Api::Responses, &["r4_nonstream_function_call"]),
+        (
+            "openai-responses/gpt-test",
+            "openai_responses",
+            Api::Responses,
+            &["r4_nonstream_function_call"],
+        ),
     ];
     for (id, dir, api, names) in cases {
         for name in *names {
             let body = fixture(&format!("{dir}/{name}.body.json"));
             let server = Server::start(vec![Reply::json(200, body)]).await;
             let summary = client(id, &server).complete(&request()).await.unwrap();
-            check_summary(*api, &summary, &expected(&format!("{dir}/{name}.expected.json")));
+            check_summary(
+                *api,
+                &summary,
+                &expected(&format!("{dir}/{name}.expected.json")),
+            );
         }
     }
 }
@@ -144,11 +179,12 @@ async fn request_carries_auth_headers_and_paths() {
     let server = Server::start(vec![Reply::sse(split(&bytes, SPLITS))]).await;
     let c = client("anthropic/claude-test", &server);
     run(&*c).await.1.unwrap();
-    let seen = server.seen.lock().unwrap();
-    assert_eq!(seen.headers[0]["x-api-key"], "sk-test-secret");
-    assert_eq!(seen.headers[0]["anthropic-version"], "2023-06-01");
-    assert_eq!(seen.bodies[0]["stream"], true);
-    drop(seen);
+    {
+        let seen = server.seen.lock().unwrap();
+        assert_eq!(seen.headers[0]["x-api-key"], "sk-test-secret");
+        assert_eq!(seen.headers[0]["anthropic-version"], "2023-06-01");
+        assert_eq!(seen.bodies[0]["stream"], true);
+    }
 
     let bytes = fixture("openai_chat/c1_text_include_usage.sse");
     let server = Server::start(vec![Reply::sse(split(&bytes, SPLITS))]).await;
@@ -194,11 +230,17 @@ async fn rate_limit_with_retry_after_waits_then_succeeds() {
     ])
     .await;
     let start = Instant::now();
-    let summary = run(&*client("anthropic/claude-test", &server)).await.1.unwrap();
+    let summary = run(&*client("anthropic/claude-test", &server))
+        .await
+        .1
+        .unwrap();
     assert_eq!(summary.text, "Hello there!");
     let seen = server.seen.lock().unwrap();
     assert_eq!(seen.times.len(), 2);
-    assert!(seen.times[1] - seen.times[0] >= Duration::from_secs(1), "waited for retry-after");
+    assert!(
+        seen.times[1] - seen.times[0] >= Duration::from_secs(1),
+        "waited for retry-after"
+    );
     assert!(start.elapsed() >= Duration::from_secs(1));
 }
 
@@ -209,18 +251,26 @@ async fn rate_limit_error_is_typed_when_retries_run_out() {
         .map(|_| Reply::json(429, body.clone()).header("retry-after-ms", "20"))
         .collect();
     let server = Server::start(replies).await;
-    let err = run(&*client("anthropic/claude-test", &server)).await.1.unwrap_err();
+    let err = run(&*client("anthropic/claude-test", &server))
+        .await
+        .1
+        .unwrap_err();
     assert_eq!(
         err,
         ModelError::Http {
             status: 429,
             error_type: Some("rate_limit_error".into()),
-            message: "This request would exceed your account's rate limit. Please try again later.".into(),
+            message: "This request would exceed your account's rate limit. Please try again later."
+                .into(),
             retryable: true,
             retry_after: Some(Duration::from_millis(20)),
         }
     );
-    assert_eq!(server.seen.lock().unwrap().times.len(), 3, "one try and two retries");
+    assert_eq!(
+        server.seen.lock().unwrap().times.len(),
+        3,
+        "one try and two retries"
+    );
 }
 
 #[tokio::test]
@@ -228,18 +278,26 @@ async fn server_errors_then_success_are_retried() {
     let ok = fixture("anthropic/a1_text_basic.sse");
     let server = Server::start(vec![
         Reply::json(500, fixture("errors/e3_anthropic_500_api_error.body.json")),
-        Reply::json(529, fixture("errors/e1_anthropic_529_overloaded.body.json")).header("x-should-retry", "true"),
+        Reply::json(529, fixture("errors/e1_anthropic_529_overloaded.body.json"))
+            .header("x-should-retry", "true"),
         Reply::sse(split(&ok, SPLITS)),
     ])
     .await;
-    let summary = run(&*client("anthropic/claude-test", &server)).await.1.unwrap();
+    let summary = run(&*client("anthropic/claude-test", &server))
+        .await
+        .1
+        .unwrap();
     assert_eq!(summary.text, "Hello there!");
     assert_eq!(server.seen.lock().unwrap().times.len(), 3);
 
     let ok = fixture("openai_chat/c1_text_include_usage.sse");
     let server = Server::start(vec![
         Reply::json(500, fixture("errors/e7_openai_500_server_error.body.json")),
-        Reply::json(429, fixture("errors/e5_openai_429_rate_limit_tokens.body.json")).header("retry-after-ms", "6"),
+        Reply::json(
+            429,
+            fixture("errors/e5_openai_429_rate_limit_tokens.body.json"),
+        )
+        .header("retry-after-ms", "6"),
         Reply::sse(split(&ok, SPLITS)),
     ])
     .await;
@@ -255,7 +313,10 @@ async fn insufficient_quota_429_is_not_retried() {
         fixture("errors/e6_openai_429_insufficient_quota.body.json"),
     )])
     .await;
-    let err = run(&*client("openai/gpt-test", &server)).await.1.unwrap_err();
+    let err = run(&*client("openai/gpt-test", &server))
+        .await
+        .1
+        .unwrap_err();
     match &err {
         ModelError::Http {
             status: 429,
@@ -350,7 +411,11 @@ async fn connection_refused_is_a_retryable_connection_error() {
     config.api_key = Some(ApiKey::new("k"));
     config.base_url = Some(format!("http://{addr}/v1"));
     config.http = fast_http();
-    let err = weft_models::build_model(&config).unwrap().complete(&request()).await.unwrap_err();
+    let err = weft_models::build_model(&config)
+        .unwrap()
+        .complete(&request())
+        .await
+        .unwrap_err();
     assert!(matches!(err, ModelError::Connection { .. }), "{err:?}");
     assert!(err.is_retryable());
 }
@@ -358,7 +423,9 @@ async fn connection_refused_is_a_retryable_connection_error() {
 #[test]
 fn keys_never_show_in_debug_output_or_errors() {
     let key = ApiKey::new("sk-very-secret");
-    let client = weft_models::anthropic::AnthropicClient::new("m", &key, "http://127.0.0.1:1", fast_http()).unwrap();
+    let client =
+        weft_models::anthropic::AnthropicClient::new("m", &key, "http://127.0.0.1:1", fast_http())
+            .unwrap();
     let debug = format!("{client:?} {key:?} {key}");
     assert!(!debug.contains("sk-very-secret"), "{debug}");
     let config = ModelConfig {
@@ -371,7 +438,11 @@ fn keys_never_show_in_debug_output_or_errors() {
 #[test]
 fn missing_key_names_the_variable() {
     let none = |_: &str| None;
-    for (id, var) in [("anthropic/m", "ANTHROPIC_API_KEY"), ("openai/m", "OPENAI_API_KEY"), ("openai-responses/m", "OPENAI_API_KEY")] {
+    for (id, var) in [
+        ("anthropic/m", "ANTHROPIC_API_KEY"),
+        ("openai/m", "OPENAI_API_KEY"),
+        ("openai-responses/m", "OPENAI_API_KEY"),
+    ] {
         match build_model_with_env(&ModelConfig::new(id), &none) {
             Err(ModelError::Config { message }) => assert!(message.contains(var), "{message}"),
             Err(other) => panic!("{other:?}"),

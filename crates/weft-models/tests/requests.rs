@@ -54,12 +54,16 @@ fn conversation() -> ModelRequest {
                         text: "Two tools.".into(),
                         signature: Some("sig-abc==".into()),
                     }),
-                    Part::Thinking(Thinking::Redacted { data: "opaque-blob".into() }),
+                    Part::Thinking(Thinking::Redacted {
+                        data: "opaque-blob".into(),
+                    }),
                     Part::Thinking(Thinking::Text {
                         text: "unsigned, cut off".into(),
                         signature: None,
                     }),
-                    Part::Text { text: "Checking.".into() },
+                    Part::Text {
+                        text: "Checking.".into(),
+                    },
                     Part::ToolUse {
                         id: "call_1".into(),
                         name: "weather__current".into(),
@@ -77,7 +81,9 @@ fn conversation() -> ModelRequest {
                 parts: vec![
                     Part::ToolResult {
                         tool_use_id: "call_1".into(),
-                        content: vec![Part::Text { text: "18 C, sunny".into() }],
+                        content: vec![Part::Text {
+                            text: "18 C, sunny".into(),
+                        }],
                         is_error: false,
                     },
                     Part::ToolResult {
@@ -101,12 +107,18 @@ fn conversation() -> ModelRequest {
 
 #[test]
 fn anthropic_request_snapshot() {
-    insta::assert_json_snapshot!("anthropic_stream", anthropic::build_request("claude-sonnet-4-5", &conversation(), true));
+    insta::assert_json_snapshot!(
+        "anthropic_stream",
+        anthropic::build_request("claude-sonnet-4-5", &conversation(), true)
+    );
     let mut finalize = conversation();
     finalize.tool_choice = ToolChoice::None;
     finalize.thinking_budget = Some(2000);
     finalize.max_tokens = None;
-    insta::assert_json_snapshot!("anthropic_finalize_with_thinking", anthropic::build_request("claude-sonnet-4-5", &finalize, false));
+    insta::assert_json_snapshot!(
+        "anthropic_finalize_with_thinking",
+        anthropic::build_request("claude-sonnet-4-5", &finalize, false)
+    );
 }
 
 #[test]
@@ -126,7 +138,10 @@ fn chat_request_snapshots() {
 #[test]
 fn responses_request_snapshot() {
     let body = openai_responses::build_request("gpt-4o-mini", &conversation(), true);
-    insta::assert_json_snapshot!("openai_responses_stream", serde_json::to_value(&body).unwrap());
+    insta::assert_json_snapshot!(
+        "openai_responses_stream",
+        serde_json::to_value(&body).unwrap()
+    );
 }
 
 /// Decodes a stream fixture into the assistant message weft would store.
@@ -169,7 +184,9 @@ fn anthropic_thinking_round_trip_matches_the_recorded_next_request() {
                 role: Role::Tool,
                 parts: vec![Part::ToolResult {
                     tool_use_id: "toolu_01Js4AMfx5qpTLhwTusnvT68".into(),
-                    content: vec![Part::Text { text: "40 C".into() }],
+                    content: vec![Part::Text {
+                        text: "40 C".into(),
+                    }],
                     is_error: false,
                 }],
             },
@@ -184,12 +201,17 @@ fn anthropic_thinking_round_trip_matches_the_recorded_next_request() {
         ..ModelRequest::default()
     };
     let ours = anthropic::build_request("claude-sonnet-4-20250514", &req, true);
-    let recorded: Value =
-        serde_json::from_slice(&fixture("anthropic/a4_thinking_tool_use_captured.next_request.json")).unwrap();
+    let recorded: Value = serde_json::from_slice(&fixture(
+        "anthropic/a4_thinking_tool_use_captured.next_request.json",
+    ))
+    .unwrap();
     assert_eq!(ours["messages"], recorded["messages"]);
     assert_eq!(ours["thinking"], recorded["thinking"]);
     assert_eq!(ours["max_tokens"], recorded["max_tokens"]);
-    assert_eq!(ours["tools"][0]["input_schema"], recorded["tools"][0]["input_schema"]);
+    assert_eq!(
+        ours["tools"][0]["input_schema"],
+        recorded["tools"][0]["input_schema"]
+    );
 }
 
 #[test]
@@ -209,7 +231,9 @@ fn responses_reasoning_item_is_sent_back_verbatim_before_its_call() {
                 role: Role::Tool,
                 parts: vec![Part::ToolResult {
                     tool_use_id: "call_zgUaIBRPTwxxOusyyKw5NVMH".into(),
-                    content: vec![Part::Text { text: "40 C".into() }],
+                    content: vec![Part::Text {
+                        text: "40 C".into(),
+                    }],
                     is_error: false,
                 }],
             },
@@ -218,7 +242,10 @@ fn responses_reasoning_item_is_sent_back_verbatim_before_its_call() {
     };
     let body = openai_responses::build_request("gpt-5", &req, true);
     let text = serde_json::to_string(&body).unwrap();
-    assert!(text.contains(&item), "the reasoning item is sent byte for byte");
+    assert!(
+        text.contains(&item),
+        "the reasoning item is sent byte for byte"
+    );
     let v: Value = serde_json::from_str(&text).unwrap();
     let want = expected("openai_responses/r3_reasoning_summary_function_call.expected.json");
     let sent = &v["input"];

@@ -22,6 +22,8 @@ pub struct AnthropicDecoder {
     done: bool,
     /// Block indices of open tool_use blocks.
     open_tools: Vec<u32>,
+    /// Running totals, so every usage chunk is complete.
+    usage: Usage,
 }
 
 #[derive(Deserialize)]
@@ -87,11 +89,20 @@ enum Block {
 
 #[derive(Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[allow(clippy::enum_variant_names)] // The names are the wire's.
 enum Delta {
-    TextDelta { text: String },
-    InputJsonDelta { partial_json: String },
-    ThinkingDelta { thinking: String },
-    SignatureDelta { signature: String },
+    TextDelta {
+        text: String,
+    },
+    InputJsonDelta {
+        partial_json: String,
+    },
+    ThinkingDelta {
+        thinking: String,
+    },
+    SignatureDelta {
+        signature: String,
+    },
     #[serde(other)]
     Unknown,
 }
@@ -116,6 +127,23 @@ pub(crate) struct WireUsage {
 }
 
 impl WireUsage {
+    /// Overrides the fields this object reports.
+    fn apply(&self, into: &mut Usage) {
+        for (dst, src) in [
+            (&mut into.input_tokens, self.input_tokens),
+            (&mut into.output_tokens, self.output_tokens),
+            (&mut into.cache_read_tokens, self.cache_read_input_tokens),
+            (
+                &mut into.cache_creation_tokens,
+                self.cache_creation_input_tokens,
+            ),
+        ] {
+            if let Some(v) = src {
+                *dst = v;
+            }
+        }
+    }
+
     fn to_usage(&self) -> Usage {
         Usage {
             input_tokens: self.input_tokens.unwrap_or(0),
@@ -137,7 +165,10 @@ pub(crate) struct WireError {
 
 /// Whether an Anthropic error type is worth retrying.
 pub(crate) fn retryable_error_type(kind: &str) -> bool {
-    matches!(kind, "overloaded_error" | "api_error" | "rate_limit_error" | "timeout_error")
+    matches!(
+        kind,
+        "overloaded_error" | "api_error" | "rate_limit_error" | "timeout_error"
+    )
 }
 
 /// Maps Anthropic's stop reason.
@@ -157,16 +188,23 @@ impl EventDecoder for AnthropicDecoder {
         match parse_data::<Event>(event.data)? {
             Event::MessageStart { message } => {
                 if let Some(u) = message.usage {
-                    out.push(StreamChunk::Usage { usage: u.to_usage() });
+                    u.apply(&mut self.usage);
+                    out.push(StreamChunk::Usage { usage: self.usage });
                 }
             }
-            Event::ContentBlockStart { index, content_block } => match content_block {
+            Event::ContentBlockStart {
+                index,
+                content_block,
+            } => match content_block {
                 Block::Text { text } => {
                     if !text.is_empty() {
                         out.push(StreamChunk::TextDelta { text });
                     }
                 }
-                Block::Thinking { thinking, signature } => {
+                Block::Thinking {
+                    thinking,
+                    signature,
+                } => {
                     // Always open the block so a signature has something to close.
                     out.push(StreamChunk::ThinkingDelta { text: thinking });
                     if !signature.is_empty() {
@@ -196,8 +234,12 @@ impl EventDecoder for AnthropicDecoder {
                         });
                     }
                 }
-                Delta::ThinkingDelta { thinking } => out.push(StreamChunk::ThinkingDelta { text: thinking }),
-                Delta::SignatureDelta { signature } => out.push(StreamChunk::ThinkingSignature { signature }),
+                Delta::ThinkingDelta { thinking } => {
+                    out.push(StreamChunk::ThinkingDelta { text: thinking })
+                }
+                Delta::SignatureDelta { signature } => {
+                    out.push(StreamChunk::ThinkingSignature { signature })
+                }
                 Delta::Unknown => {}
             },
             Event::ContentBlockStop { index } => {
@@ -208,7 +250,8 @@ impl EventDecoder for AnthropicDecoder {
             }
             Event::MessageDelta { delta, usage } => {
                 if let Some(u) = usage {
-                    out.push(StreamChunk::Usage { usage: u.to_usage() });
+                    u.apply(&mut self.usage);
+                    out.push(StreamChunk::Usage { usage: self.usage });
                 }
                 if let Some(reason) = delta.stop_reason {
                     out.push(StreamChunk::Stop {
@@ -303,10 +346,14 @@ pub fn decode_body(body: &str) -> Result<Vec<StreamChunk>, ModelError> {
         }
     }
     if let Some(u) = body.usage {
-        out.push(StreamChunk::Usage { usage: u.to_usage() });
+        out.push(StreamChunk::Usage {
+            usage: u.to_usage(),
+        });
     }
     if let Some(r) = body.stop_reason {
-        out.push(StreamChunk::Stop { reason: stop_reason(&r) });
+        out.push(StreamChunk::Stop {
+            reason: stop_reason(&r),
+        });
     }
     Ok(out)
 }

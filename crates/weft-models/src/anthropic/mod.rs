@@ -31,7 +31,12 @@ pub struct AnthropicClient {
 
 impl AnthropicClient {
     /// A client for `model` at `base_url` (e.g. [`DEFAULT_BASE_URL`]).
-    pub fn new(model: &str, api_key: &ApiKey, base_url: &str, http: HttpConfig) -> Result<Self, ModelError> {
+    pub fn new(
+        model: &str,
+        api_key: &ApiKey,
+        base_url: &str,
+        http: HttpConfig,
+    ) -> Result<Self, ModelError> {
         let mut headers = HeaderMap::new();
         headers.insert("x-api-key", secret_header(api_key.expose())?);
         headers.insert("anthropic-version", HeaderValue::from_static(API_VERSION));

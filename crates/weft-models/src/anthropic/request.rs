@@ -17,9 +17,10 @@ pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 pub fn build(model: &str, req: &ModelRequest, stream: bool) -> Value {
     let mut body = Map::new();
     body.insert("model".into(), json!(model));
-    let max_tokens = req
-        .max_tokens
-        .unwrap_or_else(|| req.thinking_budget.map_or(DEFAULT_MAX_TOKENS, |b| b + DEFAULT_MAX_TOKENS));
+    let max_tokens = req.max_tokens.unwrap_or_else(|| {
+        req.thinking_budget
+            .map_or(DEFAULT_MAX_TOKENS, |b| b + DEFAULT_MAX_TOKENS)
+    });
     body.insert("max_tokens".into(), json!(max_tokens));
     let mut system: Vec<String> = req.system.iter().cloned().collect();
     system.extend(
@@ -54,7 +55,10 @@ pub fn build(model: &str, req: &ModelRequest, stream: bool) -> Value {
         body.insert("tool_choice".into(), choice);
     }
     if let Some(budget) = req.thinking_budget {
-        body.insert("thinking".into(), json!({"type": "enabled", "budget_tokens": budget}));
+        body.insert(
+            "thinking".into(),
+            json!({"type": "enabled", "budget_tokens": budget}),
+        );
     }
     if let Some(t) = req.temperature {
         body.insert("temperature".into(), json!(t));
@@ -87,7 +91,8 @@ fn messages(input: &[Message]) -> Vec<Value> {
             Some((r, prev)) if *r == role => {
                 // Tool results must open a user message: put them before text.
                 if role == "user" && blocks.iter().any(is_tool_result) {
-                    let (mut results, rest): (Vec<Value>, Vec<Value>) = prev.drain(..).partition(is_tool_result);
+                    let (mut results, rest): (Vec<Value>, Vec<Value>) =
+                        prev.drain(..).partition(is_tool_result);
                     results.append(&mut blocks);
                     results.extend(rest);
                     *prev = results;
@@ -115,7 +120,9 @@ fn block(part: &Part) -> Option<Value> {
             text,
             signature: Some(signature),
         }) => json!({"type": "thinking", "thinking": text, "signature": signature}),
-        Part::Thinking(Thinking::Redacted { data }) => json!({"type": "redacted_thinking", "data": data}),
+        Part::Thinking(Thinking::Redacted { data }) => {
+            json!({"type": "redacted_thinking", "data": data})
+        }
         Part::Thinking(_) => return None,
         Part::ToolUse { id, name, input } => {
             json!({"type": "tool_use", "id": id.as_str(), "name": name, "input": input})
@@ -139,7 +146,9 @@ fn block(part: &Part) -> Option<Value> {
 
 fn source(media: &Media) -> Value {
     match &media.source {
-        MediaSource::Base64(data) => json!({"type": "base64", "media_type": media.media_type, "data": data}),
+        MediaSource::Base64(data) => {
+            json!({"type": "base64", "media_type": media.media_type, "data": data})
+        }
         MediaSource::Url(url) => json!({"type": "url", "url": url}),
     }
 }

@@ -142,7 +142,10 @@ impl EventDecoder for ChatDecoder {
                 .or_else(|| e.code.and_then(|c| c.as_str().map(str::to_owned)))
                 .unwrap_or_else(|| "error".to_owned());
             return Err(ModelError::Stream {
-                retryable: matches!(kind.as_str(), "server_error" | "rate_limit_exceeded" | "overloaded_error"),
+                retryable: matches!(
+                    kind.as_str(),
+                    "server_error" | "rate_limit_exceeded" | "overloaded_error"
+                ),
                 error_type: kind,
                 message: e.message,
             });
@@ -155,7 +158,9 @@ impl EventDecoder for ChatDecoder {
                 }
                 for (pos, call) in delta.tool_calls.into_iter().flatten().enumerate() {
                     let index = call.index.unwrap_or(u32::try_from(pos).unwrap_or(u32::MAX));
-                    let (name, args) = call.function.map_or((None, None), |f| (f.name, f.arguments));
+                    let (name, args) = call
+                        .function
+                        .map_or((None, None), |f| (f.name, f.arguments));
                     if !self.started.contains(&index) {
                         self.started.push(index);
                         out.push(StreamChunk::ToolCallStart {
@@ -180,7 +185,9 @@ impl EventDecoder for ChatDecoder {
             }
         }
         if let Some(u) = chunk.usage {
-            out.push(StreamChunk::Usage { usage: u.to_usage() });
+            out.push(StreamChunk::Usage {
+                usage: u.to_usage(),
+            });
         }
         Ok(())
     }
@@ -262,7 +269,9 @@ pub fn decode_body(body: &str) -> Result<Vec<StreamChunk>, ModelError> {
         }
     }
     if let Some(u) = body.usage {
-        out.push(StreamChunk::Usage { usage: u.to_usage() });
+        out.push(StreamChunk::Usage {
+            usage: u.to_usage(),
+        });
     }
     Ok(out)
 }

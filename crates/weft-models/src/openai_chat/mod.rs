@@ -68,7 +68,10 @@ pub(crate) fn bearer_headers(api_key: Option<&ApiKey>) -> Result<HeaderMap, Mode
     let mut headers = HeaderMap::new();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     if let Some(key) = api_key {
-        headers.insert(AUTHORIZATION, secret_header(&format!("Bearer {}", key.expose()))?);
+        headers.insert(
+            AUTHORIZATION,
+            secret_header(&format!("Bearer {}", key.expose()))?,
+        );
     }
     Ok(headers)
 }

@@ -135,7 +135,10 @@ fn item(raw: Option<&RawValue>) -> Result<(Item, &str), ModelError> {
 fn stream_error(code: Option<String>, message: String) -> ModelError {
     let code = code.unwrap_or_else(|| "error".to_owned());
     ModelError::Stream {
-        retryable: matches!(code.as_str(), "server_error" | "rate_limit_exceeded" | "overloaded"),
+        retryable: matches!(
+            code.as_str(),
+            "server_error" | "rate_limit_exceeded" | "overloaded"
+        ),
         error_type: code,
         message,
     }
@@ -149,7 +152,9 @@ impl ResponsesDecoder {
             .map(|(_, a)| a)
             .ok_or_else(|| ModelError::Malformed {
                 line: String::new(),
-                message: format!("arguments for output item {index}, which is not a started function call"),
+                message: format!(
+                    "arguments for output item {index}, which is not a started function call"
+                ),
             })
     }
 
@@ -157,9 +162,14 @@ impl ResponsesDecoder {
         self.done = true;
         let Some(resp) = resp else { return };
         if let Some(u) = resp.usage {
-            out.push(StreamChunk::Usage { usage: u.to_usage() });
+            out.push(StreamChunk::Usage {
+                usage: u.to_usage(),
+            });
         }
-        let reason = match (resp.status.as_deref(), resp.incomplete_details.and_then(|d| d.reason)) {
+        let reason = match (
+            resp.status.as_deref(),
+            resp.incomplete_details.and_then(|d| d.reason),
+        ) {
             (Some("incomplete"), Some(r)) if r == "max_output_tokens" => StopReason::MaxTokens,
             (Some("incomplete"), Some(r)) if r == "content_filter" => StopReason::ContentFilter,
             (Some("incomplete"), Some(r)) => StopReason::Other(r),
@@ -218,7 +228,8 @@ impl EventDecoder for ResponsesDecoder {
                     None => {
                         return Err(ModelError::Malformed {
                             line: shorten(event.data),
-                            message: "function call arguments differ from their streamed deltas".into(),
+                            message: "function call arguments differ from their streamed deltas"
+                                .into(),
                         });
                     }
                 }
@@ -243,7 +254,9 @@ impl EventDecoder for ResponsesDecoder {
                         out.push(StreamChunk::ToolCallEnd { index });
                     }
                     "reasoning" => out.push(StreamChunk::ThinkingBlock {
-                        thinking: Thinking::OpenAiReasoning { item: raw.to_owned() },
+                        thinking: Thinking::OpenAiReasoning {
+                            item: raw.to_owned(),
+                        },
                     }),
                     _ => {}
                 }
@@ -251,7 +264,9 @@ impl EventDecoder for ResponsesDecoder {
             "response.completed" | "response.incomplete" => self.finish_response(ev.response, out),
             "response.failed" => {
                 let err = ev.response.and_then(|r| r.error);
-                let (code, message) = err.map_or((None, "the response failed".to_owned()), |e| (e.code, e.message));
+                let (code, message) = err.map_or((None, "the response failed".to_owned()), |e| {
+                    (e.code, e.message)
+                });
                 return Err(stream_error(code, message));
             }
             "error" => return Err(stream_error(ev.code, ev.message.unwrap_or_default())),

@@ -28,7 +28,12 @@ pub struct ResponsesClient {
 
 impl ResponsesClient {
     /// A client for `model` at `base_url` (ending in `/v1`).
-    pub fn new(model: &str, api_key: Option<&ApiKey>, base_url: &str, http: HttpConfig) -> Result<Self, ModelError> {
+    pub fn new(
+        model: &str,
+        api_key: Option<&ApiKey>,
+        base_url: &str,
+        http: HttpConfig,
+    ) -> Result<Self, ModelError> {
         Ok(Self {
             id: format!("openai-responses/{model}"),
             model: model.to_owned(),

@@ -38,7 +38,8 @@ pub enum InputItem {
 /// `reasoning` and `include: ["reasoning.encrypted_content"]`.
 pub fn is_reasoning_model(model: &str) -> bool {
     let m = model.as_bytes();
-    model.starts_with("gpt-5") || (m.first() == Some(&b'o') && m.get(1).is_some_and(u8::is_ascii_digit))
+    model.starts_with("gpt-5")
+        || (m.first() == Some(&b'o') && m.get(1).is_some_and(u8::is_ascii_digit))
 }
 
 /// The body for `model`, streaming or not.
@@ -66,7 +67,10 @@ pub fn build(model: &str, req: &ModelRequest, stream: bool) -> ResponsesBody {
     }
     if is_reasoning_model(model) || req.thinking_budget.is_some() {
         let effort = req.thinking_budget.map_or("medium", effort);
-        f.insert("reasoning".into(), json!({"effort": effort, "summary": "auto"}));
+        f.insert(
+            "reasoning".into(),
+            json!({"effort": effort, "summary": "auto"}),
+        );
         f.insert("include".into(), json!(["reasoning.encrypted_content"]));
     }
     if let Some(n) = req.max_tokens {
@@ -90,7 +94,9 @@ pub fn build(model: &str, req: &ModelRequest, stream: bool) -> ResponsesBody {
 
 fn push_items(m: &Message, out: &mut Vec<InputItem>) {
     match m.role {
-        Role::System => out.push(InputItem::Json(json!({"role": "system", "content": m.joined_text()}))),
+        Role::System => out.push(InputItem::Json(
+            json!({"role": "system", "content": m.joined_text()}),
+        )),
         Role::Assistant => {
             for p in &m.parts {
                 match p {
@@ -115,14 +121,20 @@ fn push_items(m: &Message, out: &mut Vec<InputItem>) {
             for p in &m.parts {
                 match p {
                     Part::ToolResult {
-                        tool_use_id, content: c, ..
+                        tool_use_id,
+                        content: c,
+                        ..
                     } => out.push(InputItem::Json(json!({
                         "type": "function_call_output", "call_id": tool_use_id.as_str(),
                         "output": Message { role: Role::Tool, parts: c.clone() }.joined_text()}))),
-                    Part::Text { text } => content.push(json!({"type": "input_text", "text": text})),
+                    Part::Text { text } => {
+                        content.push(json!({"type": "input_text", "text": text}))
+                    }
                     Part::Image(media) => {
                         let url = match &media.source {
-                            MediaSource::Base64(data) => format!("data:{};base64,{data}", media.media_type),
+                            MediaSource::Base64(data) => {
+                                format!("data:{};base64,{data}", media.media_type)
+                            }
                             MediaSource::Url(url) => url.clone(),
                         };
                         content.push(json!({"type": "input_image", "image_url": url}));

@@ -19,7 +19,10 @@ use weft_core::message::Thinking;
 use weft_core::model::{ModelSummary, StopReason};
 
 /// The fixtures directory, outside the repository.
-pub const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/fixtures/providers");
+pub const FIXTURES: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../../shared/fixtures/providers"
+);
 
 /// A fixture file's bytes.
 pub fn fixture(path: &str) -> Vec<u8> {
@@ -113,12 +116,18 @@ impl Server {
             async move {
                 {
                     let mut s = s.lock().unwrap();
-                    s.raw_bodies.push(String::from_utf8_lossy(&body).into_owned());
-                    s.bodies.push(serde_json::from_slice(&body).unwrap_or(Value::Null));
+                    s.raw_bodies
+                        .push(String::from_utf8_lossy(&body).into_owned());
+                    s.bodies
+                        .push(serde_json::from_slice(&body).unwrap_or(Value::Null));
                     s.headers.push(headers);
                     s.times.push(std::time::Instant::now());
                 }
-                let reply = q.lock().unwrap().pop_front().expect("no scripted reply left");
+                let reply = q
+                    .lock()
+                    .unwrap()
+                    .pop_front()
+                    .expect("no scripted reply left");
                 respond(reply)
             }
         };
@@ -155,20 +164,23 @@ fn async_stream(
     stall: Option<Duration>,
 ) -> impl futures_util::Stream<Item = Result<Bytes, std::io::Error>> + Send + 'static {
     let n = chunks.len();
-    futures_util::stream::unfold((chunks.into_iter(), 0usize), move |(mut it, i)| async move {
-        if let (Some(d), true) = (stall, i + 1 == n) {
-            tokio::time::sleep(d).await;
-        }
-        if i > 0 {
-            // Let each chunk go out on its own so the client sees the split.
-            tokio::time::sleep(Duration::from_micros(200)).await;
-        }
-        match it.next() {
-            Some(c) => Some((Ok(c), (it, i + 1))),
-            None if reset && i == n => Some((Err(std::io::Error::other("reset")), (it, i + 1))),
-            None => None,
-        }
-    })
+    futures_util::stream::unfold(
+        (chunks.into_iter(), 0usize),
+        move |(mut it, i)| async move {
+            if let (Some(d), true) = (stall, i + 1 == n) {
+                tokio::time::sleep(d).await;
+            }
+            if i > 0 {
+                // Let each chunk go out on its own so the client sees the split.
+                tokio::time::sleep(Duration::from_micros(200)).await;
+            }
+            match it.next() {
+                Some(c) => Some((Ok(c), (it, i + 1))),
+                None if reset && i == n => Some((Err(std::io::Error::other("reset")), (it, i + 1))),
+                None => None,
+            }
+        },
+    )
 }
 
 /// The provider family of a fixture, for mapping its stop field.
@@ -182,7 +194,11 @@ pub enum Api {
 /// Asserts `summary` matches `expected` exactly on text, tool calls
 /// (id, name, raw arguments), stop reason, usage and, for Anthropic, thinking.
 pub fn check_summary(api: Api, summary: &ModelSummary, expected: &Value) {
-    assert_eq!(summary.text, expected["text"].as_str().unwrap_or(""), "text");
+    assert_eq!(
+        summary.text,
+        expected["text"].as_str().unwrap_or(""),
+        "text"
+    );
     let calls: Vec<(String, String, String)> = summary
         .tool_calls
         .iter()
@@ -193,7 +209,12 @@ pub fn check_summary(api: Api, summary: &ModelSummary, expected: &Value) {
         .unwrap()
         .iter()
         .map(|c| {
-            let id = c.get("call_id").unwrap_or(&c["id"]).as_str().unwrap().to_owned();
+            let id = c
+                .get("call_id")
+                .unwrap_or(&c["id"])
+                .as_str()
+                .unwrap()
+                .to_owned();
             let raw = match c.get("arguments_raw") {
                 Some(Value::String(s)) => s.clone(),
                 _ => c["arguments"].to_string(),
@@ -222,16 +243,32 @@ pub fn check_summary(api: Api, summary: &ModelSummary, expected: &Value) {
         }),
         Api::Responses => expected["status"].as_str().map(|s| {
             assert_eq!(s, "completed");
-            if summary.tool_calls.is_empty() { "end_turn" } else { "tool_use" }.to_owned()
+            if summary.tool_calls.is_empty() {
+                "end_turn"
+            } else {
+                "tool_use"
+            }
+            .to_owned()
         }),
     };
-    let got_stop = summary
-        .stop_reason
-        .as_ref()
-        .map(|r| serde_json::to_value(r).unwrap().as_str().unwrap().to_owned());
+    let got_stop = summary.stop_reason.as_ref().map(|r| {
+        serde_json::to_value(r)
+            .unwrap()
+            .as_str()
+            .unwrap()
+            .to_owned()
+    });
     assert_eq!(got_stop, stop, "stop reason");
-    assert_eq!(summary.usage.input_tokens, expected["usage"]["input_tokens"].as_u64().unwrap_or(0), "input tokens");
-    assert_eq!(summary.usage.output_tokens, expected["usage"]["output_tokens"].as_u64().unwrap_or(0), "output tokens");
+    assert_eq!(
+        summary.usage.input_tokens,
+        expected["usage"]["input_tokens"].as_u64().unwrap_or(0),
+        "input tokens"
+    );
+    assert_eq!(
+        summary.usage.output_tokens,
+        expected["usage"]["output_tokens"].as_u64().unwrap_or(0),
+        "output tokens"
+    );
     if api == Api::Anthropic {
         let want: Vec<Thinking> = expected["content"]
             .as_array()
