@@ -318,10 +318,11 @@ impl RunTask {
                 continue;
             }
             let mut payload = call.payload.clone();
-            let description = if self.agent.describe_calls {
-                weft_tools::strip_description(&mut payload)
-            } else {
-                None
+            let description = match self.tools.spec(&call.name) {
+                Some(spec) if self.agent.describe_calls => {
+                    weft_tools::strip_description_for(spec, &mut payload)
+                }
+                _ => None,
             };
             self.emit(EventKind::ToolStarted {
                 tool_call_id: call.id.clone(),

@@ -50,12 +50,14 @@ impl AgentTools {
         })
     }
 
+    /// The spec of `tool`.
+    pub(crate) fn spec(&self, tool: &ToolIdent) -> Option<&ToolSpec> {
+        self.specs.iter().find(|s| &s.name == tool)
+    }
+
     /// Whether `tool` may be re-executed after an interruption.
     pub(crate) fn is_idempotent(&self, tool: &ToolIdent) -> bool {
-        self.specs
-            .iter()
-            .find(|s| &s.name == tool)
-            .is_some_and(|s| s.annotations.idempotent)
+        self.spec(tool).is_some_and(|s| s.annotations.idempotent)
     }
 
     /// Executes one call, never failing: every problem becomes an error output.

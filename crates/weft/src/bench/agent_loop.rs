@@ -1,0 +1,167 @@
+//! Workload W(k): a scripted planner that on turns 1..=k calls the in-process
+//! tool `calc.add` with `{"a": turn, "b": 1}` and on turn k+1 answers "done".
+//! A step is one planner turn plus its tool call.
+//!
+//! Two measurements, printed as JSON lines:
+//! - sequential: runs one after another for at least `seconds`; µs per step
+//!   and runs per second;
+//! - concurrent: `concurrent` runs started at once; wall time and resident
+//!   memory per run (peak RSS minus the RSS before the runs, divided by the
+//!   number of runs). Runs, their event logs and snapshots stay in the
+//!   in-memory store, so this counts everything a run leaves behind.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+use weft_core::planner::{
+    PlanInput, PlanResult, PlanResumeInput, Planner, PlannerError, ToolCallRequest,
+};
+use weft_runtime::{Agent, Runtime, RuntimeError, StartRequest};
+
+use super::rss;
+use crate::builtin;
+
+/// The W(k) planner.
+#[derive(Debug, Clone, Copy)]
+pub struct LoopPlanner {
+    /// Number of tool-calling turns.
+    pub k: u32,
+}
+
+impl LoopPlanner {
+    fn turn(&self, turn: u32) -> PlanResult {
+        if turn <= self.k {
+            PlanResult::tool_calls(vec![ToolCallRequest::new(
+                "calc.add",
+                json!({"a": turn, "b": 1}),
+            )])
+        } else {
+            PlanResult::final_text("done")
+        }
+    }
+}
+
+#[async_trait]
+impl Planner for LoopPlanner {
+    async fn plan_start(&self, _input: PlanInput<'_>) -> Result<PlanResult, PlannerError> {
+        Ok(self.turn(1))
+    }
+
+    async fn plan_resume(&self, input: PlanResumeInput<'_>) -> Result<PlanResult, PlannerError> {
+        let done = u32::try_from(input.tool_outputs.len()).unwrap_or(u32::MAX);
+        Ok(self.turn(done.saturating_add(1)))
+    }
+}
+
+/// Settings of the agent-loop benchmark.
+#[derive(Debug, Clone, Copy)]
+pub struct Settings {
+    /// Tool-calling turns per run.
+    pub k: u32,
+    /// Minimum duration of the sequential part.
+    pub seconds: f64,
+    /// Runs started at once in the concurrent part.
+    pub concurrent: usize,
+}
+
+fn runtime(k: u32) -> Runtime {
+    let agent = Agent::builder("w", Arc::new(LoopPlanner { k }))
+        .toolset(builtin::calc())
+        .build();
+    Runtime::builder().agent(agent).build()
+}
+
+async fn one_run(rt: &Runtime) -> Result<(), RuntimeError> {
+    let handle = rt.start("w", StartRequest::user("go")).await?;
+    let outcome = handle.outcome().await?;
+    if !outcome.is_success() {
+        return Err(RuntimeError::Interrupted(handle.run_id().clone()));
+    }
+    Ok(())
+}
+
+/// The sequential measurement, on a single-threaded runtime.
+pub fn sequential(s: Settings) -> Result<Value, RuntimeError> {
+    let tokio = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| RuntimeError::Catalog {
+            agent: "w".into(),
+            message: e.to_string(),
+        })?;
+    tokio.block_on(async {
+        let rt = runtime(s.k);
+        for _ in 0..100 {
+            one_run(&rt).await?;
+        }
+        let rt = runtime(s.k);
+        let started = Instant::now();
+        let mut runs = 0u64;
+        while started.elapsed() < Duration::from_secs_f64(s.seconds) {
+            one_run(&rt).await?;
+            runs += 1;
+        }
+        let secs = started.elapsed().as_secs_f64();
+        let steps = runs * u64::from(s.k);
+        Ok(json!({
+            "bench": "agent-loop",
+            "mode": "sequential",
+            "k": s.k,
+            "runs": runs,
+            "seconds": round(secs, 3),
+            "us_per_step": round(secs * 1e6 / steps as f64, 3),
+            "runs_per_s": round(runs as f64 / secs, 1),
+        }))
+    })
+}
+
+/// The concurrent measurement, on a multi-threaded runtime.
+pub fn concurrent(s: Settings) -> Result<Value, RuntimeError> {
+    let tokio = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| RuntimeError::Catalog {
+            agent: "w".into(),
+            message: e.to_string(),
+        })?;
+    tokio.block_on(async {
+        let rt = runtime(s.k);
+        // Warm up: list tools, fill allocator caches.
+        for _ in 0..10 {
+            one_run(&rt).await?;
+        }
+        let peak_reset = rss::reset_peak();
+        let baseline = rss::current_kib().unwrap_or(0);
+        let started = Instant::now();
+        let mut handles = Vec::with_capacity(s.concurrent);
+        for _ in 0..s.concurrent {
+            handles.push(rt.start("w", StartRequest::user("go")).await?);
+        }
+        for h in &handles {
+            if !h.outcome().await?.is_success() {
+                return Err(RuntimeError::Interrupted(h.run_id().clone()));
+            }
+        }
+        let wall = started.elapsed();
+        let peak = rss::peak_kib().unwrap_or(0);
+        let per_run = peak.saturating_sub(baseline) as f64 / s.concurrent as f64;
+        Ok(json!({
+            "bench": "agent-loop",
+            "mode": "concurrent",
+            "k": s.k,
+            "runs": s.concurrent,
+            "wall_ms": round(wall.as_secs_f64() * 1e3, 2),
+            "rss_baseline_kib": baseline,
+            "rss_peak_kib": peak,
+            "peak_reset": peak_reset,
+            "kib_per_run": round(per_run, 2),
+        }))
+    })
+}
+
+fn round(v: f64, digits: i32) -> f64 {
+    let f = 10f64.powi(digits);
+    (v * f).round() / f
+}

@@ -1,0 +1,4 @@
+//! Benchmarks behind `weft bench`: each prints JSON lines that anyone can rerun.
+
+pub mod agent_loop;
+pub mod rss;

@@ -1,0 +1,213 @@
+//! How `weft run` shows a run: readable text as it happens, or one JSON line
+//! per event for scripts.
+
+use std::io::Write;
+use std::time::Instant;
+
+use serde_json::{Value, json};
+use weft_core::event::{EventKind, RunEvent};
+use weft_core::model::Usage;
+use weft_core::run::{RunFailure, RunOutcome};
+use weft_core::tool::{ToolOutput, ToolResultBody};
+
+/// Output format of `weft run`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFormat {
+    /// Readable text: assistant text as it arrives, compact tool lines, a summary.
+    Text,
+    /// Every run event as one JSON line, then the outcome.
+    Jsonl,
+}
+
+/// Writes a run's events to `out` in a format, keeping the summary figures.
+pub struct Renderer<W: Write> {
+    out: W,
+    format: OutputFormat,
+    started: Instant,
+    turns: u32,
+    tool_calls: u32,
+    usage: Usage,
+    mid_line: bool,
+}
+
+impl<W: Write> Renderer<W> {
+    /// A renderer writing to `out`.
+    pub fn new(out: W, format: OutputFormat) -> Self {
+        Self {
+            out,
+            format,
+            started: Instant::now(),
+            turns: 0,
+            tool_calls: 0,
+            usage: Usage::default(),
+            mid_line: false,
+        }
+    }
+
+    /// Shows one event.
+    pub fn event(&mut self, e: &RunEvent) -> std::io::Result<()> {
+        self.count(&e.kind);
+        match self.format {
+            OutputFormat::Jsonl => {
+                serde_json::to_writer(&mut self.out, e)?;
+                writeln!(self.out)?;
+            }
+            OutputFormat::Text => self.text(&e.kind)?,
+        }
+        self.out.flush()
+    }
+
+    /// Shows the outcome (and, for text, the summary).
+    pub fn outcome(&mut self, outcome: &RunOutcome) -> std::io::Result<()> {
+        match self.format {
+            OutputFormat::Jsonl => {
+                serde_json::to_writer(&mut self.out, &json!({ "outcome": outcome }))?;
+                writeln!(self.out)?;
+            }
+            OutputFormat::Text => {
+                self.end_line()?;
+                let status = match outcome {
+                    RunOutcome::Response {
+                        termination: None, ..
+                    }
+                    | RunOutcome::ToolResult {
+                        termination: None, ..
+                    } => "done".to_owned(),
+                    RunOutcome::Response {
+                        termination: Some(t),
+                        ..
+                    }
+                    | RunOutcome::ToolResult {
+                        termination: Some(t),
+                        ..
+                    } => {
+                        format!("done (finalized: {})", t.message)
+                    }
+                    RunOutcome::Failed { failure } => {
+                        format!("failed: {}", describe_failure(failure))
+                    }
+                    RunOutcome::Cancelled { reason } => format!("cancelled: {reason}"),
+                };
+                writeln!(
+                    self.out,
+                    "── {status} · {} turns · {} tool calls · {} tokens in / {} out · {:.2} s",
+                    self.turns,
+                    self.tool_calls,
+                    self.usage.input_tokens,
+                    self.usage.output_tokens,
+                    self.started.elapsed().as_secs_f64()
+                )?;
+            }
+        }
+        self.out.flush()
+    }
+
+    fn count(&mut self, kind: &EventKind) {
+        match kind {
+            EventKind::ToolStarted { .. } => self.tool_calls += 1,
+            EventKind::Usage { usage } => self.usage.add(usage),
+            _ => {}
+        }
+        if let EventKind::RunFinished { .. } = kind {
+            self.turns = self.turns.max(1);
+        }
+    }
+
+    /// Records the number of planner turns (read from the stored run).
+    pub fn set_turns(&mut self, turns: u32) {
+        self.turns = turns;
+    }
+
+    fn end_line(&mut self) -> std::io::Result<()> {
+        if self.mid_line {
+            writeln!(self.out)?;
+            self.mid_line = false;
+        }
+        Ok(())
+    }
+
+    fn text(&mut self, kind: &EventKind) -> std::io::Result<()> {
+        match kind {
+            EventKind::AssistantChunk { text } => {
+                write!(self.out, "{text}")?;
+                self.mid_line = !text.ends_with('\n');
+            }
+            EventKind::ToolStarted {
+                tool,
+                payload,
+                description,
+                ..
+            } => {
+                self.end_line()?;
+                let desc = description
+                    .as_deref()
+                    .map(|d| format!("  # {d}"))
+                    .unwrap_or_default();
+                writeln!(self.out, "→ {tool} {}{desc}", compact(payload, 160))?;
+            }
+            EventKind::ToolFinished { output } => {
+                self.end_line()?;
+                writeln!(self.out, "{}", tool_line(output))?;
+            }
+            EventKind::Thinking { .. } => {
+                self.end_line()?;
+                writeln!(self.out, "· thinking…")?;
+            }
+            EventKind::AwaitRequested { items } => {
+                self.end_line()?;
+                writeln!(self.out, "‖ paused: waiting for {} answer(s)", items.len())?;
+            }
+            EventKind::Termination { termination } => {
+                self.end_line()?;
+                writeln!(self.out, "! {}", termination.message)?;
+            }
+            EventKind::PlannerThought { text, .. } => {
+                self.end_line()?;
+                writeln!(self.out, "· {text}")?;
+            }
+            EventKind::RunStarted { .. }
+            | EventKind::RunPaused { .. }
+            | EventKind::RunResumed
+            | EventKind::RunFinished { .. }
+            | EventKind::ToolCallArgsDelta { .. }
+            | EventKind::ToolOutputDelta { .. }
+            | EventKind::AwaitSatisfied { .. }
+            | EventKind::Usage { .. } => {}
+        }
+        Ok(())
+    }
+}
+
+fn tool_line(o: &ToolOutput) -> String {
+    let ms = o.telemetry.as_ref().map_or(0, |t| t.duration_ms);
+    match &o.result {
+        ToolResultBody::Json(v) => format!("← {} {} ({ms} ms)", o.name, compact(v, 160)),
+        ToolResultBody::Content(c) => format!("← {} {} part(s) ({ms} ms)", o.name, c.parts.len()),
+        ToolResultBody::Omitted(om) => format!("← {} {} ({ms} ms)", o.name, om.marker()),
+        ToolResultBody::Error(e) => format!("✗ {} {}: {} ({ms} ms)", o.name, e.code, e.message),
+    }
+}
+
+fn compact(v: &Value, max: usize) -> String {
+    let s = v.to_string();
+    if s.chars().count() <= max {
+        return s;
+    }
+    let cut: String = s.chars().take(max).collect();
+    format!("{cut}…")
+}
+
+fn describe_failure(f: &RunFailure) -> String {
+    match f {
+        RunFailure::InvalidToolCall {
+            tool_name, reason, ..
+        } => reason.describe(tool_name),
+        RunFailure::Planner { message } | RunFailure::Other { message } => message.clone(),
+        RunFailure::FinalizerTimeout { termination } => {
+            format!(
+                "no final answer within the grace period after: {}",
+                termination.message
+            )
+        }
+    }
+}
