@@ -9,12 +9,14 @@
 //! - [`config`]: model ids, keys, base URLs and the [`ModelRegistry`].
 //! - [`planner`]: the [`ModelPlanner`], weft's default planner over any model.
 //! - [`names`]: reversible tool-name mapping (`toolset.tool` ⇄ provider names).
+//! - [`bench`]: the SSE decode benchmark behind `weft bench sse-decode`.
 //! - [`scripted`]: the [`ScriptedModel`] for tests, examples and benchmarks.
 //!
 //! Every client implements [`weft_core::model::ModelClient`]; this crate
 //! depends on `weft-core` alone among weft crates.
 
 pub mod anthropic;
+pub mod bench;
 pub mod config;
 pub mod decode;
 pub mod http;
