@@ -4,8 +4,14 @@
 //! Run: `cargo run --release -p weft-models --example bench_sse [MB]` (default 50).
 
 fn main() {
-    let mb: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(50);
-    match weft_models::bench::bench_sse_decode(&weft_models::bench::default_fixtures_dir(), mb * 1_000_000) {
+    let mb: usize = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(50);
+    match weft_models::bench::bench_sse_decode(
+        &weft_models::bench::default_fixtures_dir(),
+        mb * 1_000_000,
+    ) {
         Ok(records) => {
             for r in records {
                 println!("{r}");

@@ -59,7 +59,10 @@ const STREAMS: &[(&str, &[&str])] = &[
     ),
     (
         "openai_chat",
-        &["openai_chat/c1_text_include_usage.sse", "openai_chat/c2_parallel_tool_calls.sse"],
+        &[
+            "openai_chat/c1_text_include_usage.sse",
+            "openai_chat/c2_parallel_tool_calls.sse",
+        ],
     ),
     (
         "openai_responses",
@@ -82,7 +85,8 @@ pub fn bench_sse_decode(fixtures: &Path, target_bytes: usize) -> Result<Vec<Valu
         let mut streams = Vec::new();
         for f in *files {
             let path = fixtures.join(f);
-            let mut bytes = std::fs::read(&path).map_err(|source| BenchError::Io { path, source })?;
+            let mut bytes =
+                std::fs::read(&path).map_err(|source| BenchError::Io { path, source })?;
             // SDK fixtures lack the final blank line; terminate them so that
             // repeated copies stay separate streams.
             while !bytes.ends_with(b"\n\n") {
@@ -172,7 +176,10 @@ mod tests {
     #[test]
     fn bench_runs_on_a_small_target_and_reports_every_provider() {
         let records = bench_sse_decode(&default_fixtures_dir(), 100_000).unwrap();
-        let providers: Vec<&str> = records.iter().map(|r| r["provider"].as_str().unwrap()).collect();
+        let providers: Vec<&str> = records
+            .iter()
+            .map(|r| r["provider"].as_str().unwrap())
+            .collect();
         assert_eq!(providers, ["anthropic", "openai_chat", "openai_responses"]);
         for r in &records {
             assert_eq!(r["bench"], "sse-decode");

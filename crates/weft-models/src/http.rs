@@ -363,3 +363,79 @@ pub(crate) fn secret_header(value: &str) -> Result<HeaderValue, ModelError> {
     v.set_sensitive(true);
     Ok(v)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.insert(*k, HeaderValue::from_static(v));
+        }
+        h
+    }
+
+    #[test]
+    fn overloaded_529_is_retryable_without_retry_after() {
+        let body = r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
+        assert_eq!(
+            http_error(529, &headers(&[("x-should-retry", "true")]), body),
+            ModelError::Http {
+                status: 529,
+                error_type: Some("overloaded_error".into()),
+                message: "Overloaded".into(),
+                retryable: true,
+                retry_after: None,
+            }
+        );
+    }
+
+    #[test]
+    fn quota_and_spend_limit_429s_are_not_retryable() {
+        let quota = r#"{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}"#;
+        assert!(!http_error(429, &HeaderMap::new(), quota).is_retryable());
+        let spend = r#"{"type":"error","error":{"type":"rate_limit_error","message":"spend limit","details":{"error_code":"enforced_spend_limit_reached"}}}"#;
+        assert!(!http_error(429, &headers(&[("x-should-retry", "true")]), spend).is_retryable());
+    }
+
+    #[test]
+    fn retry_after_ms_wins_over_seconds_and_server_hint_overrides_status() {
+        let e = http_error(
+            429,
+            &headers(&[("retry-after", "7"), ("retry-after-ms", "1500")]),
+            "{}",
+        );
+        assert!(
+            matches!(e, ModelError::Http { retry_after: Some(d), retryable: true, .. } if d == Duration::from_millis(1500))
+        );
+        let e = http_error(503, &headers(&[("x-should-retry", "false")]), "oops");
+        assert_eq!(
+            e,
+            ModelError::Http {
+                status: 503,
+                error_type: None,
+                message: "oops".into(),
+                retryable: false,
+                retry_after: None,
+            }
+        );
+        assert!(!http_error(400, &HeaderMap::new(), "{}").is_retryable());
+    }
+
+    #[test]
+    fn backoff_grows_with_jitter_and_stays_under_the_ceiling() {
+        let p = RetryPolicy::default();
+        for attempt in 0..10 {
+            let base = p
+                .initial_backoff
+                .saturating_mul(1 << attempt.min(20))
+                .min(p.max_backoff);
+            let d = p.backoff(attempt);
+            assert!(
+                d >= base / 2 && d <= base,
+                "attempt {attempt}: {d:?} vs {base:?}"
+            );
+        }
+    }
+}

@@ -26,35 +26,24 @@ pub struct AnthropicDecoder {
     usage: Usage,
 }
 
+/// One event, flat: a tagged enum would make serde buffer every event
+/// before decoding it, which halves throughput.
 #[derive(Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-enum Event {
-    MessageStart {
-        message: MessageStart,
-    },
-    ContentBlockStart {
-        index: u32,
-        content_block: Block,
-    },
-    ContentBlockDelta {
-        index: u32,
-        delta: Delta,
-    },
-    ContentBlockStop {
-        index: u32,
-    },
-    MessageDelta {
-        delta: MessageDeltaBody,
-        #[serde(default)]
-        usage: Option<WireUsage>,
-    },
-    MessageStop,
-    Ping,
-    Error {
-        error: WireError,
-    },
-    #[serde(other)]
-    Unknown,
+struct Event<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: std::borrow::Cow<'a, str>,
+    #[serde(default)]
+    index: u32,
+    #[serde(default)]
+    message: Option<MessageStart>,
+    #[serde(default)]
+    content_block: Option<Block>,
+    #[serde(default)]
+    delta: Option<Delta>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+    #[serde(default)]
+    error: Option<WireError>,
 }
 
 #[derive(Deserialize)]
@@ -63,52 +52,38 @@ struct MessageStart {
     usage: Option<WireUsage>,
 }
 
+/// A `content_block_start` block (text, thinking, redacted thinking, tool use).
 #[derive(Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-enum Block {
-    Text {
-        #[serde(default)]
-        text: String,
-    },
-    Thinking {
-        #[serde(default)]
-        thinking: String,
-        #[serde(default)]
-        signature: String,
-    },
-    RedactedThinking {
-        data: String,
-    },
-    ToolUse {
-        id: String,
-        name: String,
-    },
-    #[serde(other)]
-    Unknown,
+struct Block {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    text: String,
+    #[serde(default)]
+    thinking: String,
+    #[serde(default)]
+    signature: String,
+    #[serde(default)]
+    data: String,
+    #[serde(default)]
+    id: String,
+    #[serde(default)]
+    name: String,
 }
 
+/// A `content_block_delta` delta, or a `message_delta` delta (stop reason).
 #[derive(Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-#[allow(clippy::enum_variant_names)] // The names are the wire's.
-enum Delta {
-    TextDelta {
-        text: String,
-    },
-    InputJsonDelta {
-        partial_json: String,
-    },
-    ThinkingDelta {
-        thinking: String,
-    },
-    SignatureDelta {
-        signature: String,
-    },
-    #[serde(other)]
-    Unknown,
-}
-
-#[derive(Deserialize)]
-struct MessageDeltaBody {
+struct Delta {
+    #[serde(default, rename = "type")]
+    kind: Option<String>,
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    partial_json: Option<String>,
+    #[serde(default)]
+    thinking: Option<String>,
+    #[serde(default)]
+    signature: Option<String>,
     #[serde(default)]
     stop_reason: Option<String>,
 }
@@ -163,6 +138,13 @@ pub(crate) struct WireError {
     pub(crate) message: String,
 }
 
+fn missing(data: &str, field: &str) -> ModelError {
+    ModelError::Malformed {
+        line: crate::util::shorten(data),
+        message: format!("missing `{field}`"),
+    }
+}
+
 /// Whether an Anthropic error type is worth retrying.
 pub(crate) fn retryable_error_type(kind: &str) -> bool {
     matches!(
@@ -185,89 +167,101 @@ pub(crate) fn stop_reason(reason: &str) -> StopReason {
 
 impl EventDecoder for AnthropicDecoder {
     fn event(&mut self, event: SseEvent<'_>, out: &mut Vec<StreamChunk>) -> Result<(), ModelError> {
-        match parse_data::<Event>(event.data)? {
-            Event::MessageStart { message } => {
-                if let Some(u) = message.usage {
+        let ev: Event<'_> = parse_data(event.data)?;
+        let index = ev.index;
+        match &*ev.kind {
+            "message_start" => {
+                if let Some(u) = ev.message.and_then(|m| m.usage) {
                     u.apply(&mut self.usage);
                     out.push(StreamChunk::Usage { usage: self.usage });
                 }
             }
-            Event::ContentBlockStart {
-                index,
-                content_block,
-            } => match content_block {
-                Block::Text { text } => {
-                    if !text.is_empty() {
-                        out.push(StreamChunk::TextDelta { text });
+            "content_block_start" => {
+                let Some(block) = ev.content_block else {
+                    return Err(missing(event.data, "content_block"));
+                };
+                match block.kind.as_str() {
+                    "text" if !block.text.is_empty() => {
+                        out.push(StreamChunk::TextDelta { text: block.text })
                     }
-                }
-                Block::Thinking {
-                    thinking,
-                    signature,
-                } => {
-                    // Always open the block so a signature has something to close.
-                    out.push(StreamChunk::ThinkingDelta { text: thinking });
-                    if !signature.is_empty() {
-                        out.push(StreamChunk::ThinkingSignature { signature });
+                    "thinking" => {
+                        // Always open the block so a signature has something to close.
+                        out.push(StreamChunk::ThinkingDelta {
+                            text: block.thinking,
+                        });
+                        if !block.signature.is_empty() {
+                            out.push(StreamChunk::ThinkingSignature {
+                                signature: block.signature,
+                            });
+                        }
                     }
-                }
-                Block::RedactedThinking { data } => out.push(StreamChunk::ThinkingBlock {
-                    thinking: Thinking::Redacted { data },
-                }),
-                Block::ToolUse { id, name } => {
-                    self.open_tools.push(index);
-                    out.push(StreamChunk::ToolCallStart {
-                        index,
-                        id: id.into(),
-                        name,
-                    });
-                }
-                Block::Unknown => {}
-            },
-            Event::ContentBlockDelta { index, delta } => match delta {
-                Delta::TextDelta { text } => out.push(StreamChunk::TextDelta { text }),
-                Delta::InputJsonDelta { partial_json } => {
-                    if !partial_json.is_empty() {
-                        out.push(StreamChunk::ToolCallArgsDelta {
+                    "redacted_thinking" => out.push(StreamChunk::ThinkingBlock {
+                        thinking: Thinking::Redacted { data: block.data },
+                    }),
+                    "tool_use" => {
+                        self.open_tools.push(index);
+                        out.push(StreamChunk::ToolCallStart {
                             index,
-                            delta: partial_json,
+                            id: block.id.into(),
+                            name: block.name,
                         });
                     }
+                    _ => {}
                 }
-                Delta::ThinkingDelta { thinking } => {
-                    out.push(StreamChunk::ThinkingDelta { text: thinking })
+            }
+            "content_block_delta" => {
+                let Some(delta) = ev.delta else {
+                    return Err(missing(event.data, "delta"));
+                };
+                match delta.kind.as_deref() {
+                    Some("text_delta") => out.push(StreamChunk::TextDelta {
+                        text: delta.text.unwrap_or_default(),
+                    }),
+                    Some("input_json_delta") => {
+                        if let Some(partial) = delta.partial_json.filter(|p| !p.is_empty()) {
+                            out.push(StreamChunk::ToolCallArgsDelta {
+                                index,
+                                delta: partial,
+                            });
+                        }
+                    }
+                    Some("thinking_delta") => out.push(StreamChunk::ThinkingDelta {
+                        text: delta.thinking.unwrap_or_default(),
+                    }),
+                    Some("signature_delta") => out.push(StreamChunk::ThinkingSignature {
+                        signature: delta.signature.unwrap_or_default(),
+                    }),
+                    _ => {}
                 }
-                Delta::SignatureDelta { signature } => {
-                    out.push(StreamChunk::ThinkingSignature { signature })
-                }
-                Delta::Unknown => {}
-            },
-            Event::ContentBlockStop { index } => {
+            }
+            "content_block_stop" => {
                 if let Some(pos) = self.open_tools.iter().position(|i| *i == index) {
                     self.open_tools.swap_remove(pos);
                     out.push(StreamChunk::ToolCallEnd { index });
                 }
             }
-            Event::MessageDelta { delta, usage } => {
-                if let Some(u) = usage {
+            "message_delta" => {
+                if let Some(u) = ev.usage {
                     u.apply(&mut self.usage);
                     out.push(StreamChunk::Usage { usage: self.usage });
                 }
-                if let Some(reason) = delta.stop_reason {
+                if let Some(reason) = ev.delta.and_then(|d| d.stop_reason) {
                     out.push(StreamChunk::Stop {
                         reason: stop_reason(&reason),
                     });
                 }
             }
-            Event::MessageStop => self.done = true,
-            Event::Ping | Event::Unknown => {}
-            Event::Error { error } => {
+            "message_stop" => self.done = true,
+            "error" => {
+                let error = ev.error.ok_or_else(|| missing(event.data, "error"))?;
                 return Err(ModelError::Stream {
                     retryable: retryable_error_type(&error.kind),
                     error_type: error.kind,
                     message: error.message,
                 });
             }
+            // `ping` and event types added after this client was written.
+            _ => {}
         }
         Ok(())
     }
