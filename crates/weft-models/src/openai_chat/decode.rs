@@ -165,7 +165,13 @@ impl EventDecoder for ChatDecoder {
                         self.started.push(index);
                         out.push(StreamChunk::ToolCallStart {
                             index,
-                            id: call.id.unwrap_or_else(|| format!("call_{index}")).into(),
+                            // Some compatible servers send no id; one must be unique across turns.
+                            id: call
+                                .id
+                                .unwrap_or_else(|| {
+                                    format!("call_{index}_{:016x}", fastrand::u64(..))
+                                })
+                                .into(),
                             name: name.unwrap_or_default(),
                         });
                     }

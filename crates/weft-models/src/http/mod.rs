@@ -9,8 +9,11 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures_util::StreamExt;
 use reqwest::header::{HeaderMap, HeaderValue};
-use serde::Deserialize;
 use weft_core::model::{ChunkStream, ModelError, StreamChunk};
+
+mod errors;
+
+pub use errors::http_error;
 
 use crate::decode::{EventDecoder, StreamDecoder};
 use crate::util::shorten;
@@ -278,83 +281,6 @@ impl<D: EventDecoder> SseState<D> {
     }
 }
 
-#[derive(Deserialize)]
-struct ErrorEnvelope {
-    error: ErrorBody,
-}
-
-#[derive(Deserialize)]
-struct ErrorBody {
-    #[serde(default, rename = "type")]
-    kind: Option<String>,
-    #[serde(default)]
-    message: Option<String>,
-    #[serde(default)]
-    code: Option<serde_json::Value>,
-}
-
-/// Error codes that share a retryable status but must not be retried.
-const NOT_RETRYABLE_CODES: &[&str] = &[
-    "insufficient_quota",
-    "credit_balance_exhausted",
-    "enforced_spend_limit_reached",
-    "billing_hard_limit_reached",
-];
-
-/// Maps an HTTP error response (Anthropic or OpenAI shape) to a [`ModelError`].
-pub fn http_error(status: u16, headers: &HeaderMap, body: &str) -> ModelError {
-    let parsed = serde_json::from_str::<ErrorEnvelope>(body)
-        .ok()
-        .map(|e| e.error);
-    let kind = parsed.as_ref().and_then(|e| e.kind.clone());
-    let code = parsed
-        .as_ref()
-        .and_then(|e| e.code.as_ref())
-        .and_then(|c| c.as_str().map(str::to_owned));
-    let details_code = serde_json::from_str::<serde_json::Value>(body)
-        .ok()
-        .and_then(|v| {
-            v.pointer("/error/details/error_code")
-                .and_then(|c| c.as_str())
-                .map(str::to_owned)
-        });
-    let message = parsed
-        .and_then(|e| e.message)
-        .unwrap_or_else(|| shorten(body.trim()));
-    let quota = [kind.as_deref(), code.as_deref(), details_code.as_deref()]
-        .into_iter()
-        .flatten()
-        .any(|c| NOT_RETRYABLE_CODES.contains(&c));
-    let by_status = matches!(status, 408 | 409 | 429 | 500 | 502 | 503 | 504 | 529);
-    let hint = headers
-        .get("x-should-retry")
-        .and_then(|v| v.to_str().ok())
-        .map(|v| v == "true");
-    let retryable = !quota && hint.unwrap_or(by_status);
-    ModelError::Http {
-        status,
-        error_type: kind.or(code),
-        message,
-        retryable,
-        retry_after: retry_after(headers),
-    }
-}
-
-/// The wait a response asks for, from `retry-after-ms` or `retry-after` (seconds).
-fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let get = |name: &str| {
-        headers
-            .get(name)
-            .and_then(|v: &HeaderValue| v.to_str().ok())
-    };
-    if let Some(ms) = get("retry-after-ms").and_then(|v| v.trim().parse::<f64>().ok()) {
-        return Duration::try_from_secs_f64(ms / 1000.0).ok();
-    }
-    get("retry-after")
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .and_then(|s| Duration::try_from_secs_f64(s).ok())
-}
-
 /// A header value holding a secret: hidden from `Debug` output.
 pub(crate) fn secret_header(value: &str) -> Result<HeaderValue, ModelError> {
     let mut v = HeaderValue::from_str(value).map_err(|_| ModelError::Config {
@@ -362,80 +288,4 @@ pub(crate) fn secret_header(value: &str) -> Result<HeaderValue, ModelError> {
     })?;
     v.set_sensitive(true);
     Ok(v)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        for (k, v) in pairs {
-            h.insert(*k, HeaderValue::from_static(v));
-        }
-        h
-    }
-
-    #[test]
-    fn overloaded_529_is_retryable_without_retry_after() {
-        let body = r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
-        assert_eq!(
-            http_error(529, &headers(&[("x-should-retry", "true")]), body),
-            ModelError::Http {
-                status: 529,
-                error_type: Some("overloaded_error".into()),
-                message: "Overloaded".into(),
-                retryable: true,
-                retry_after: None,
-            }
-        );
-    }
-
-    #[test]
-    fn quota_and_spend_limit_429s_are_not_retryable() {
-        let quota = r#"{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}"#;
-        assert!(!http_error(429, &HeaderMap::new(), quota).is_retryable());
-        let spend = r#"{"type":"error","error":{"type":"rate_limit_error","message":"spend limit","details":{"error_code":"enforced_spend_limit_reached"}}}"#;
-        assert!(!http_error(429, &headers(&[("x-should-retry", "true")]), spend).is_retryable());
-    }
-
-    #[test]
-    fn retry_after_ms_wins_over_seconds_and_server_hint_overrides_status() {
-        let e = http_error(
-            429,
-            &headers(&[("retry-after", "7"), ("retry-after-ms", "1500")]),
-            "{}",
-        );
-        assert!(
-            matches!(e, ModelError::Http { retry_after: Some(d), retryable: true, .. } if d == Duration::from_millis(1500))
-        );
-        let e = http_error(503, &headers(&[("x-should-retry", "false")]), "oops");
-        assert_eq!(
-            e,
-            ModelError::Http {
-                status: 503,
-                error_type: None,
-                message: "oops".into(),
-                retryable: false,
-                retry_after: None,
-            }
-        );
-        assert!(!http_error(400, &HeaderMap::new(), "{}").is_retryable());
-    }
-
-    #[test]
-    fn backoff_grows_with_jitter_and_stays_under_the_ceiling() {
-        let p = RetryPolicy::default();
-        for attempt in 0..10 {
-            let base = p
-                .initial_backoff
-                .saturating_mul(1 << attempt.min(20))
-                .min(p.max_backoff);
-            let d = p.backoff(attempt);
-            assert!(
-                d >= base / 2 && d <= base,
-                "attempt {attempt}: {d:?} vs {base:?}"
-            );
-        }
-    }
 }
