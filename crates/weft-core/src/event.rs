@@ -1,5 +1,7 @@
 //! Run events: the append-only, sequence-numbered record of what happened in a run.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -83,7 +85,7 @@ pub enum EventKind {
         /// The tool.
         tool: ToolIdent,
         /// Its arguments.
-        payload: Value,
+        payload: Arc<Value>,
         /// What the call is doing, when the planner said.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         description: Option<String>,
@@ -97,8 +99,8 @@ pub enum EventKind {
     },
     /// A tool call ended.
     ToolFinished {
-        /// Its output.
-        output: Box<ToolOutput>,
+        /// Its output, shared with the run's record of it.
+        output: Arc<ToolOutput>,
     },
     /// The run is waiting for these items.
     AwaitRequested {

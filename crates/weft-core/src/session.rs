@@ -174,7 +174,8 @@ pub enum SessionError {
 /// Stores sessions and starts runs on them.
 #[async_trait]
 pub trait SessionStore: Send + Sync {
-    /// Creates a session; [`SessionError::Exists`] if the id is taken.
+    /// Creates a session; [`SessionError::Exists`] if the id is taken. Its
+    /// `transcript_seq` is ignored: a new session's transcript is empty.
     async fn create_session(&self, session: &SessionRecord) -> Result<(), SessionError>;
 
     /// A session by id.

@@ -140,8 +140,8 @@ pub struct ToolOutput {
     pub tool_call_id: ToolCallId,
     /// The tool that was called.
     pub name: ToolIdent,
-    /// The arguments the tool was called with.
-    pub payload: Value,
+    /// The arguments the tool was called with (shared with the call and its events).
+    pub payload: Arc<Value>,
     /// The result, or why there is none.
     pub result: ToolResultBody,
     /// Data for UIs and persistence that never reaches a model.
@@ -163,7 +163,12 @@ pub struct ToolOutput {
 
 impl ToolOutput {
     /// A successful output carrying a JSON result.
-    pub fn ok(tool_call_id: ToolCallId, name: ToolIdent, payload: Value, result: Value) -> Self {
+    pub fn ok(
+        tool_call_id: ToolCallId,
+        name: ToolIdent,
+        payload: impl Into<Arc<Value>>,
+        result: Value,
+    ) -> Self {
         Self::with_body(tool_call_id, name, payload, ToolResultBody::Json(result))
     }
 
@@ -171,7 +176,7 @@ impl ToolOutput {
     pub fn error(
         tool_call_id: ToolCallId,
         name: ToolIdent,
-        payload: Value,
+        payload: impl Into<Arc<Value>>,
         error: ToolError,
     ) -> Self {
         Self::with_body(tool_call_id, name, payload, ToolResultBody::Error(error))
@@ -187,13 +192,13 @@ impl ToolOutput {
     pub fn with_body(
         tool_call_id: ToolCallId,
         name: ToolIdent,
-        payload: Value,
+        payload: impl Into<Arc<Value>>,
         result: ToolResultBody,
     ) -> Self {
         Self {
             tool_call_id,
             name,
-            payload,
+            payload: payload.into(),
             result,
             server_data: None,
             result_bytes: 0,

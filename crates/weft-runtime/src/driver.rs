@@ -317,17 +317,23 @@ impl RunTask {
                 interrupted.push(interrupted_output(call));
                 continue;
             }
-            let mut payload = call.payload.clone();
+            // The tool gets its own copy of the arguments; the events and the
+            // output share the call's.
+            let mut payload = (*call.payload).clone();
             let description = match self.tools.spec(&call.name) {
                 Some(spec) if self.agent.describe_calls => {
                     weft_tools::strip_description_for(spec, &mut payload)
                 }
                 _ => None,
             };
+            let shown = match description {
+                Some(_) => Arc::new(payload.clone()),
+                None => call.payload.clone(),
+            };
             self.emit(EventKind::ToolStarted {
                 tool_call_id: call.id.clone(),
                 tool: call.name.clone(),
-                payload: payload.clone(),
+                payload: shown,
                 description,
             });
             let request = ToolRequest {
@@ -371,8 +377,9 @@ impl RunTask {
 
     fn finish_call(&mut self, out: ToolOutput) {
         let now = self.now();
+        let out = Arc::new(out);
         self.emit(EventKind::ToolFinished {
-            output: Box::new(out.clone()),
+            output: out.clone(),
         });
         if let Err(e) = self.machine.tool_result(out, now) {
             // The call was abandoned (time budget, cancel) before it finished.

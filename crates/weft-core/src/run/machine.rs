@@ -555,17 +555,22 @@ impl RunMachine {
     }
 
     /// Feeds one tool result; the batch completes when every call has one.
-    pub fn tool_result(&mut self, output: ToolOutput, _now: Timestamp) -> Result<(), RunError> {
+    pub fn tool_result(
+        &mut self,
+        output: impl Into<Arc<ToolOutput>>,
+        _now: Timestamp,
+    ) -> Result<(), RunError> {
+        let output: Arc<ToolOutput> = output.into();
         let Phase::Executing(batch) = &mut self.phase else {
             return Err(self.wrong_phase("tool_result"));
         };
         let Some(i) = batch.calls.iter().position(|c| c.id == output.tool_call_id) else {
-            return Err(RunError::UnknownToolCall(output.tool_call_id));
+            return Err(RunError::UnknownToolCall(output.tool_call_id.clone()));
         };
         if batch.results[i].is_some() {
-            return Err(RunError::DuplicateToolResult(output.tool_call_id));
+            return Err(RunError::DuplicateToolResult(output.tool_call_id.clone()));
         }
-        batch.results[i] = Some(Arc::new(output));
+        batch.results[i] = Some(output);
         if batch.results.iter().all(Option::is_some) {
             let phase = std::mem::replace(
                 &mut self.phase,
@@ -852,7 +857,7 @@ impl RunMachine {
             calls.push(ToolCall {
                 id: c.id,
                 name,
-                payload,
+                payload: Arc::new(payload),
                 parent_tool_call_id: c.parent,
             });
         }
@@ -891,7 +896,7 @@ impl RunMachine {
                         id: AwaitItemId::new(format!("confirm_{}", call.id)),
                         tool_name: call.name.clone(),
                         tool_call_id: call.id.clone(),
-                        payload: call.payload.clone(),
+                        payload: (*call.payload).clone(),
                     }));
                 }
                 None

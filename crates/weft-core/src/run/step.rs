@@ -94,8 +94,8 @@ pub struct ToolCall {
     pub id: ToolCallId,
     /// The tool.
     pub name: ToolIdent,
-    /// Its validated arguments.
-    pub payload: Value,
+    /// Its validated arguments, shared with the events and output of the call.
+    pub payload: Arc<Value>,
     /// The parent call, for nested runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_tool_call_id: Option<ToolCallId>,

@@ -1015,7 +1015,7 @@ fn arguments_given_as_raw_text_are_parsed() {
     )
     .unwrap();
     let call = m.pending_call(&ToolCallId::new("r1")).unwrap();
-    assert_eq!(call.payload, json!({"a": 1, "b": 2}));
+    assert_eq!(*call.payload, json!({"a": 1, "b": 2}));
 }
 
 #[test]
