@@ -31,7 +31,12 @@ async fn run(store: &dyn RunStore, steps: usize) -> Result<Value, StoreError> {
     let run_id = RunId::new(format!("bench-{started_ms}"));
     let now = Timestamp::from_millis(started_ms / 1000);
     let messages = (0..10)
-        .map(|i| Message::user(format!("message {i}: {}", "lorem ipsum dolor sit amet ".repeat(8))))
+        .map(|i| {
+            Message::user(format!(
+                "message {i}: {}",
+                "lorem ipsum dolor sit amet ".repeat(8)
+            ))
+        })
         .collect();
     let machine = RunMachine::new(
         RunConfig {

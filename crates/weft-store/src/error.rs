@@ -8,7 +8,9 @@ use weft_core::store::StoreError;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum OpenError {
     /// The URL names no backend this build knows.
-    #[error("unsupported database URL `{url}`: expected `sqlite:PATH`, a file path, or `postgres://...`")]
+    #[error(
+        "unsupported database URL `{url}`: expected `sqlite:PATH`, a file path, or `postgres://...`"
+    )]
     UnsupportedUrl {
         /// The URL, without its password.
         url: String,
@@ -102,12 +104,16 @@ impl Failure {
 
 /// A driver error as a [`StoreError::Backend`].
 pub(crate) fn backend(e: &sqlx::Error) -> StoreError {
-    StoreError::Backend { message: e.to_string() }
+    StoreError::Backend {
+        message: e.to_string(),
+    }
 }
 
 /// A corrupt-data error.
 pub(crate) fn corrupt(message: impl Into<String>) -> StoreError {
-    StoreError::Corrupt { message: message.into() }
+    StoreError::Corrupt {
+        message: message.into(),
+    }
 }
 
 /// Whether a driver error means the connection was lost or refused.
@@ -139,7 +145,11 @@ pub(crate) fn redact(url: &str) -> String {
     };
     let user = userinfo.split_once(':').map_or(userinfo, |(u, _)| u);
     let slash = if rest.contains('/') { "/" } else { "" };
-    let masked = if userinfo.contains(':') { format!("{user}:***") } else { user.to_owned() };
+    let masked = if userinfo.contains(':') {
+        format!("{user}:***")
+    } else {
+        user.to_owned()
+    };
     format!("{scheme}://{masked}@{host}{slash}{tail}")
 }
 
@@ -149,7 +159,10 @@ mod tests {
 
     #[test]
     fn redact_hides_passwords_only() {
-        assert_eq!(redact("postgres://u:secret@h:5432/db"), "postgres://u:***@h:5432/db");
+        assert_eq!(
+            redact("postgres://u:secret@h:5432/db"),
+            "postgres://u:***@h:5432/db"
+        );
         assert_eq!(redact("postgres://u@h/db"), "postgres://u@h/db");
         assert_eq!(redact("/tmp/weft.db"), "/tmp/weft.db");
     }

@@ -15,6 +15,16 @@
 //! - `codec`, `rows`: how values map to columns; the log's no-gap rule.
 //! - `retry`: retrying safe operations after a lost connection.
 //!
+//! Sessions: a run on a session that does not exist yet creates it. A run on
+//! an ended session is refused: by `SessionStore::start_run` as the typed
+//! `SessionError::Ended`, and by `RunStore::create_run` as a
+//! `StoreError::Backend` whose message says the session has ended
+//! (`StoreError` has no variant for it).
+//!
+//! Connections: operations that are safe to repeat (reads, commits, creating
+//! a run, idempotent writes) are retried with backoff after a lost
+//! connection; see `retry`.
+//!
 //! Stored data: events, snapshots and messages are serde JSON stored as text;
 //! a snapshot in a format version this build does not read is reported as
 //! [`StoreError::Corrupt`](weft_core::store::StoreError::Corrupt) naming both

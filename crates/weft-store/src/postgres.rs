@@ -75,8 +75,15 @@ impl PostgresOptions {
                 None => !pair.is_empty(),
             })
             .collect();
-        let url = if rest.is_empty() { base.to_owned() } else { format!("{base}?{}", rest.join("&")) };
-        Self { schema, ..Self::new(url) }
+        let url = if rest.is_empty() {
+            base.to_owned()
+        } else {
+            format!("{base}?{}", rest.join("&"))
+        };
+        Self {
+            schema,
+            ..Self::new(url)
+        }
     }
 
     /// These options with weft's tables in `schema`.
@@ -114,7 +121,9 @@ impl PostgresStore {
             if !is_identifier(name) {
                 return Err(OpenError::Connect {
                     target: target.clone(),
-                    message: format!("schema name `{name}` must be letters, digits and `_`, not starting with a digit"),
+                    message: format!(
+                        "schema name `{name}` must be letters, digits and `_`, not starting with a digit"
+                    ),
                 });
             }
             let mut conn = PgConnection::connect_with(&base).await.map_err(connect)?;
@@ -168,14 +177,18 @@ impl PostgresStore {
 /// Whether `name` is a plain SQL identifier, safe to quote into DDL.
 fn is_identifier(name: &str) -> bool {
     let mut chars = name.chars();
-    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
         && name.len() <= 63
 }
 
 /// Refuses a newer schema, then applies this build's migrations.
 async fn migrate(pool: &PgPool) -> Result<(), OpenError> {
-    let fail = |e: sqlx::Error| OpenError::Migrate { message: e.to_string() };
+    let fail = |e: sqlx::Error| OpenError::Migrate {
+        message: e.to_string(),
+    };
     let (exists,): (bool,) = sqlx::query_as("SELECT to_regclass('_sqlx_migrations') IS NOT NULL")
         .fetch_one(pool)
         .await
@@ -194,7 +207,12 @@ async fn migrate(pool: &PgPool) -> Result<(), OpenError> {
         .map_err(|e| schema::migrate_error(&schema::POSTGRES, e))
 }
 
-impl_run_store!(PostgresStore, sqlx::Postgres, lock = " FOR UPDATE", share = " FOR SHARE");
+impl_run_store!(
+    PostgresStore,
+    sqlx::Postgres,
+    lock = " FOR UPDATE",
+    share = " FOR SHARE"
+);
 impl_session_store!(PostgresStore, lock = " FOR UPDATE");
 
 #[cfg(test)]
@@ -207,7 +225,10 @@ mod tests {
         assert_eq!(o.schema.as_deref(), Some("w"));
         assert_eq!(o.url, "postgres://h/db?sslmode=disable");
         let o = PostgresOptions::from_url("postgres://h/db?schema=w");
-        assert_eq!((o.schema.as_deref(), o.url.as_str()), (Some("w"), "postgres://h/db"));
+        assert_eq!(
+            (o.schema.as_deref(), o.url.as_str()),
+            (Some("w"), "postgres://h/db")
+        );
         assert_eq!(PostgresOptions::from_url("postgres://h/db").schema, None);
     }
 

@@ -11,7 +11,8 @@ use crate::codec;
 pub(crate) type RunRow = (String, String, String, String, String, i64, i64);
 
 /// The columns selected for a [`RunRow`].
-pub(crate) const RUN_COLUMNS: &str = "run_id, agent_id, session_id, status, labels, created_at, updated_at";
+pub(crate) const RUN_COLUMNS: &str =
+    "run_id, agent_id, session_id, status, labels, created_at, updated_at";
 
 /// `sessions` columns: session_id, labels, created_at, ended_at, transcript_seq.
 pub(crate) type SessionRow = (String, String, i64, Option<i64>, i64);
@@ -78,7 +79,11 @@ pub(crate) fn prompt_override(row: PromptRow) -> Result<PromptOverride, StoreErr
 
 /// The scope columns of an override: '' stands for every session.
 pub(crate) fn scope_columns(scope: &PromptScope) -> Result<(String, String), StoreError> {
-    let session = scope.session_id.as_ref().map_or("", SessionId::as_str).to_owned();
+    let session = scope
+        .session_id
+        .as_ref()
+        .map_or("", SessionId::as_str)
+        .to_owned();
     Ok((session, codec::labels_json(&scope.labels)?))
 }
 
@@ -95,7 +100,11 @@ pub(crate) struct Gap {
 /// `last`, and the new last one. Already-stored items are skipped (a retried
 /// append is a no-op); an item that is not the next one is a [`Gap`], and then
 /// nothing is stored.
-pub(crate) fn fresh<T>(items: &[T], seq_of: impl Fn(&T) -> u64, mut last: u64) -> Result<(Vec<&T>, u64), Gap> {
+pub(crate) fn fresh<T>(
+    items: &[T],
+    seq_of: impl Fn(&T) -> u64,
+    mut last: u64,
+) -> Result<(Vec<&T>, u64), Gap> {
     let mut out = Vec::with_capacity(items.len());
     for item in items {
         let seq = seq_of(item);

@@ -55,7 +55,13 @@ mod tests {
         assert!(check_applied(&SQLITE, &[known]).is_ok());
         assert!(check_applied(&SQLITE, &[]).is_ok());
         let err = check_applied(&SQLITE, &[known, known + 1]).unwrap_err();
-        assert_eq!(err, OpenError::SchemaTooNew { found: known + 1, known });
+        assert_eq!(
+            err,
+            OpenError::SchemaTooNew {
+                found: known + 1,
+                known
+            }
+        );
         assert!(err.to_string().contains("upgrade weft"));
     }
 }

@@ -17,12 +17,15 @@ use weft_core::store::StoreError;
 
 use crate::codec;
 
+/// An event ready to insert: its sequence number and its JSON body.
+pub(crate) type EncodedEvent = (i64, String);
+
 /// Most events one `INSERT` carries.
 pub(crate) const EVENTS_PER_INSERT: usize = 100;
 
 /// Events as (sequence number, JSON body) pairs, encoded before any
 /// transaction opens so no lock is held while serializing.
-pub(crate) fn encode_events(events: &[RunEvent]) -> Result<Vec<(i64, String)>, StoreError> {
+pub(crate) fn encode_events(events: &[RunEvent]) -> Result<Vec<EncodedEvent>, StoreError> {
     events
         .iter()
         .map(|e| Ok((codec::int(e.seq, "event seq")?, codec::to_json(e, "event")?)))
@@ -32,15 +35,27 @@ pub(crate) fn encode_events(events: &[RunEvent]) -> Result<Vec<(i64, String)>, S
 /// The events to insert after `last`, and the new last sequence number.
 pub(crate) fn fresh_events<'a>(
     run_id: &RunId,
-    events: &'a [(i64, String)],
+    events: &'a [EncodedEvent],
     last: u64,
-) -> Result<(Vec<&'a (i64, String)>, u64), StoreError> {
+) -> Result<(Vec<&'a EncodedEvent>, u64), StoreError> {
     // A negative sequence number cannot come out of `encode_events`.
-    crate::rows::fresh(events, |e| e.0.unsigned_abs(), last).map_err(|Gap { last, seq }| StoreError::SequenceGap {
-        run_id: run_id.clone(),
-        last,
-        seq,
+    crate::rows::fresh(events, |e| e.0.unsigned_abs(), last).map_err(|Gap { last, seq }| {
+        StoreError::SequenceGap {
+            run_id: run_id.clone(),
+            last,
+            seq,
+        }
     })
+}
+
+/// Whether a failure is [`StoreError::RunExists`].
+pub(crate) fn is_run_exists(failure: &crate::error::Failure) -> bool {
+    matches!(
+        failure,
+        crate::error::Failure::Session(weft_core::session::SessionError::Store(
+            StoreError::RunExists { .. }
+        ))
+    )
 }
 
 /// `INSERT` text for `n` events of one run: `$1` is the run id.
@@ -88,9 +103,36 @@ macro_rules! impl_run_store {
                 let events = $crate::sql_runs::encode_events(events)?;
                 let snapshot = $crate::codec::to_json(snapshot, "snapshot")?;
                 let labels = $crate::codec::labels_json(&record.labels)?;
-                // Not retried: a retry after a create that landed would
-                // report `RunExists` for the caller's own run.
-                self.create_run_once(record, &events, &snapshot, &labels).await
+                let mut attempts = 0u32;
+                $crate::retry::retrying(self.retry_label(), || {
+                    attempts += 1;
+                    let retry = attempts > 1;
+                    let (events, snapshot, labels) = (&events, &snapshot, &labels);
+                    async move {
+                        match self.create_run_once(record, events, snapshot, labels).await {
+                            // The attempt whose connection died may have
+                            // landed: then the run is the caller's own.
+                            Err(e) if retry && $crate::sql_runs::is_run_exists(&e) => {
+                                if self.is_same_run(record).await? { Ok(()) } else { Err(e) }
+                            }
+                            other => other,
+                        }
+                    }
+                })
+                .await
+            }
+
+            /// Whether the stored run `record.run_id` is the one `record` describes.
+            async fn is_same_run(&self, record: &weft_core::store::RunRecord) -> Result<bool, $crate::error::Failure> {
+                let row: Option<(String, String, i64)> =
+                    sqlx::query_as("SELECT agent_id, session_id, created_at FROM runs WHERE run_id = $1")
+                        .bind(record.run_id.as_str())
+                        .fetch_optional(self.write_pool())
+                        .await?;
+                let created = $crate::codec::int(record.created_at.as_millis(), "created_at")?;
+                Ok(row.is_some_and(|(agent, session, at)| {
+                    agent == record.agent_id.as_str() && session == record.session_id.as_str() && at == created
+                }))
             }
 
             async fn create_run_once(

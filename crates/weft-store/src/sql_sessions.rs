@@ -71,16 +71,14 @@ macro_rules! impl_session_store {
                     .ended_at
                     .map(|t| $crate::codec::int(t.as_millis(), "ended_at"))
                     .transpose()?;
-                let seq = $crate::codec::int(session.transcript_seq, "transcript_seq")?;
                 let result = sqlx::query(
                     "INSERT INTO sessions (session_id, labels, created_at, ended_at, transcript_seq) \
-                     VALUES ($1, $2, $3, $4, $5) ON CONFLICT (session_id) DO NOTHING",
+                     VALUES ($1, $2, $3, $4, 0) ON CONFLICT (session_id) DO NOTHING",
                 )
                 .bind(session.session_id.as_str())
                 .bind(labels)
                 .bind(created)
                 .bind(ended)
-                .bind(seq)
                 .execute(self.write_pool())
                 .await
                 .map_err(|e| Failure::from(e).into_session())?;

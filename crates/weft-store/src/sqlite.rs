@@ -17,7 +17,9 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
 
 use crate::error::{OpenError, redact};
 use crate::schema;
@@ -68,19 +70,25 @@ impl SqliteOptions {
         let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
         if path.is_empty() || path.contains(":memory:") {
             return Err(OpenError::UnsupportedUrl {
-                url: format!("{url} (the SQLite store needs a file; use the runtime's in-memory store instead)"),
+                url: format!(
+                    "{url} (the SQLite store needs a file; use the runtime's in-memory store instead)"
+                ),
             });
         }
         let mut options = Self::new(path);
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             match pair.split_once('=') {
-                Some(("synchronous", v)) if v.eq_ignore_ascii_case("full") => options.synchronous = Synchronous::Full,
+                Some(("synchronous", v)) if v.eq_ignore_ascii_case("full") => {
+                    options.synchronous = Synchronous::Full
+                }
                 Some(("synchronous", v)) if v.eq_ignore_ascii_case("normal") => {
                     options.synchronous = Synchronous::Normal;
                 }
                 _ => {
                     return Err(OpenError::UnsupportedUrl {
-                        url: format!("{url} (unknown option `{pair}`; the SQLite store knows synchronous=full|normal)"),
+                        url: format!(
+                            "{url} (unknown option `{pair}`; the SQLite store knows synchronous=full|normal)"
+                        ),
                     });
                 }
             }
@@ -171,12 +179,15 @@ impl SqliteStore {
 
 /// Refuses a newer schema, then applies this build's migrations.
 async fn migrate(pool: &SqlitePool) -> Result<(), OpenError> {
-    let fail = |e: sqlx::Error| OpenError::Migrate { message: e.to_string() };
-    let (tables,): (i64,) =
-        sqlx::query_as("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'")
-            .fetch_one(pool)
-            .await
-            .map_err(fail)?;
+    let fail = |e: sqlx::Error| OpenError::Migrate {
+        message: e.to_string(),
+    };
+    let (tables,): (i64,) = sqlx::query_as(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'",
+    )
+    .fetch_one(pool)
+    .await
+    .map_err(fail)?;
     if tables > 0 {
         let applied: Vec<(i64,)> = sqlx::query_as("SELECT version FROM _sqlx_migrations")
             .fetch_all(pool)

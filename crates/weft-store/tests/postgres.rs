@@ -47,7 +47,10 @@ impl TestDb {
     async fn new() -> Self {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         raw().await.close().await.unwrap();
-        let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().subsec_nanos();
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos();
         let schema = format!(
             "weft_test_{}_{}_{nanos}",
             std::process::id(),
@@ -78,10 +81,13 @@ impl TestDb {
 
     async fn drop_schema(self) {
         let mut conn = raw().await;
-        sqlx::query(&format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", self.schema))
-            .execute(&mut conn)
-            .await
-            .unwrap();
+        sqlx::query(&format!(
+            "DROP SCHEMA IF EXISTS \"{}\" CASCADE",
+            self.schema
+        ))
+        .execute(&mut conn)
+        .await
+        .unwrap();
     }
 }
 
@@ -129,7 +135,10 @@ async fn commits_land_when_connections_are_terminated_under_load() {
     let snapshot = suite::driven_machine();
     for r in 0..RUNS {
         let rec = suite::record(&format!("run-{r}"), "s1", r);
-        store.create_run(&rec, &suite::events(1, 1), &snapshot).await.unwrap();
+        store
+            .create_run(&rec, &suite::events(1, 1), &snapshot)
+            .await
+            .unwrap();
     }
 
     let writers: Vec<_> = (0..RUNS)
@@ -191,11 +200,18 @@ async fn commits_land_when_connections_are_terminated_under_load() {
         if let Some(e) = failure {
             std::panic::resume_unwind(e.into_panic());
         }
-        assert!(terminated > 0, "no backend was terminated: the test proved nothing");
+        assert!(
+            terminated > 0,
+            "no backend was terminated: the test proved nothing"
+        );
         for r in 0..RUNS {
             let run_id = RunId::new(format!("run-{r}"));
             let got = store.read_events(&run_id, 0, None).await.unwrap();
-            assert_eq!(suite::seqs(&got), (1..=1 + STEPS).collect::<Vec<_>>(), "log of {run_id}");
+            assert_eq!(
+                suite::seqs(&got),
+                (1..=1 + STEPS).collect::<Vec<_>>(),
+                "log of {run_id}"
+            );
             let loaded = store.load_run(&run_id).await.unwrap().unwrap();
             assert_eq!(loaded.record.updated_at, Timestamp::from_millis(STEPS - 1));
         }
@@ -225,7 +241,16 @@ async fn a_newer_schema_is_refused() {
     .unwrap();
     let err = PostgresStore::open_with(db.options()).await.unwrap_err();
     db.drop_schema().await;
-    assert!(matches!(err, OpenError::SchemaTooNew { found: 99991231000000, .. }), "{err:?}");
+    assert!(
+        matches!(
+            err,
+            OpenError::SchemaTooNew {
+                found: 99991231000000,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
     assert!(err.to_string().contains("upgrade weft"), "{err}");
 }
 
@@ -257,9 +282,36 @@ async fn connect_opens_postgres_from_a_url() {
     let sep = if url().contains('?') { '&' } else { '?' };
     let store = weft_store::connect(&format!("{}{sep}schema={}", url(), db.schema)).await;
     let outcome = match store {
-        Ok(store) => store.get_session(&SessionId::new("nope")).await.map_err(|e| e.to_string()),
+        Ok(store) => store
+            .get_session(&SessionId::new("nope"))
+            .await
+            .map_err(|e| e.to_string()),
         Err(e) => Err(e.to_string()),
     };
     db.drop_schema().await;
     assert_eq!(outcome, Ok(None));
+}
+
+#[tokio::test]
+async fn a_commit_refused_by_the_database_is_rolled_back() {
+    let db = TestDb::new().await;
+    let store = Arc::new(db.open().await);
+    let mut raw = db.raw().await;
+    for sql in [
+        "CREATE FUNCTION refuse_failed() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+         IF NEW.status = 'failed' THEN RAISE EXCEPTION 'refused by test'; END IF; RETURN NEW; END $$",
+        "CREATE TRIGGER refuse_failed BEFORE UPDATE ON runs FOR EACH ROW EXECUTE FUNCTION refuse_failed()",
+    ] {
+        sqlx::query(sql).execute(&mut raw).await.unwrap();
+    }
+    let s = store.clone();
+    let outcome = tokio::spawn(async move {
+        suite::runs::a_commit_refused_by_the_database_is_rolled_back(&*s).await
+    })
+    .await;
+    store.close().await;
+    db.drop_schema().await;
+    if let Err(e) = outcome {
+        std::panic::resume_unwind(e.into_panic());
+    }
 }

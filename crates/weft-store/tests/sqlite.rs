@@ -56,7 +56,11 @@ async fn data_survives_reopening() {
     let db = TestDb::new();
     let store = db.open().await;
     store
-        .create_run(&suite::record("r1", "s1", 1), &suite::events(1, 3), &suite::driven_machine())
+        .create_run(
+            &suite::record("r1", "s1", 1),
+            &suite::events(1, 3),
+            &suite::driven_machine(),
+        )
         .await
         .unwrap();
     store.close().await;
@@ -64,7 +68,10 @@ async fn data_survives_reopening() {
     let store = db.open().await;
     let loaded = store.load_run(&RunId::new("r1")).await.unwrap().unwrap();
     assert_eq!(loaded.snapshot, suite::driven_machine());
-    assert_eq!(store.read_events(&RunId::new("r1"), 0, None).await.unwrap(), suite::events(1, 3));
+    assert_eq!(
+        store.read_events(&RunId::new("r1"), 0, None).await.unwrap(),
+        suite::events(1, 3)
+    );
 }
 
 #[tokio::test]
@@ -81,7 +88,16 @@ async fn a_newer_schema_is_refused() {
     .unwrap();
     raw.close().await;
     let err = SqliteStore::open(&db.url()).await.unwrap_err();
-    assert!(matches!(err, OpenError::SchemaTooNew { found: 99991231000000, .. }), "{err:?}");
+    assert!(
+        matches!(
+            err,
+            OpenError::SchemaTooNew {
+                found: 99991231000000,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
     assert!(err.to_string().contains("upgrade weft"), "{err}");
 }
 
@@ -125,4 +141,19 @@ async fn connect_opens_sqlite_from_a_url_or_a_path() {
         weft_store::connect("sqlite::memory:").await,
         Err(OpenError::UnsupportedUrl { .. })
     ));
+}
+
+#[tokio::test]
+async fn a_commit_refused_by_the_database_is_rolled_back() {
+    let db = TestDb::new();
+    let store = db.open().await;
+    let raw = db.raw().await;
+    sqlx::query(
+        "CREATE TRIGGER refuse_failed BEFORE UPDATE ON runs WHEN NEW.status = 'failed' \
+         BEGIN SELECT RAISE(ABORT, 'refused by test'); END",
+    )
+    .execute(&raw)
+    .await
+    .unwrap();
+    suite::runs::a_commit_refused_by_the_database_is_rolled_back(&store).await;
 }

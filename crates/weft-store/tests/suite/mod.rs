@@ -77,11 +77,22 @@ pub fn driven_machine() -> RunMachine {
     let mut m = RunMachine::new(RunConfig::default(), now);
     assert!(matches!(m.next_step(now), Step::Plan { .. }));
     let call = ToolCallRequest::new("demo.echo", json!({"text": "hi"})).with_id("call-1");
-    let outcome = m.plan_result(PlanResult::tool_calls(vec![call]), now, &Catalog::new()).unwrap();
+    let outcome = m
+        .plan_result(PlanResult::tool_calls(vec![call]), now, &Catalog::new())
+        .unwrap();
     assert!(matches!(outcome, PlanOutcome::Continue { .. }));
-    assert!(matches!(m.next_step(Timestamp::from_millis(5)), Step::ExecuteTools { .. }));
-    let out = ToolOutput::ok("call-1".into(), ToolIdent::new("demo.echo"), json!({"text": "hi"}), json!("hi"));
-    m.tool_results(vec![out], Timestamp::from_millis(10)).unwrap();
+    assert!(matches!(
+        m.next_step(Timestamp::from_millis(5)),
+        Step::ExecuteTools { .. }
+    ));
+    let out = ToolOutput::ok(
+        "call-1".into(),
+        ToolIdent::new("demo.echo"),
+        json!({"text": "hi"}),
+        json!("hi"),
+    );
+    m.tool_results(vec![out], Timestamp::from_millis(10))
+        .unwrap();
     m.set_state("k".into(), json!({"nested": [1, 2, 3]}));
     m.set_event_seq(4);
     m
@@ -111,7 +122,9 @@ pub fn events(from: u64, to: u64) -> Vec<RunEvent> {
         .map(|seq| RunEvent {
             seq,
             at: Timestamp::from_millis(seq),
-            kind: EventKind::AssistantChunk { text: format!("chunk {seq}") },
+            kind: EventKind::AssistantChunk {
+                text: format!("chunk {seq}"),
+            },
         })
         .collect()
 }

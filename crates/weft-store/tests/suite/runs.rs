@@ -7,7 +7,12 @@ use weft_core::{RunId, SessionId, Timestamp};
 
 use super::{driven_machine, events, machine, record, seqs};
 
-fn commit<'a>(run_id: &'a RunId, events: &'a [weft_core::event::RunEvent], status: RunStatus, now: u64) -> Commit<'a> {
+fn commit<'a>(
+    run_id: &'a RunId,
+    events: &'a [weft_core::event::RunEvent],
+    status: RunStatus,
+    now: u64,
+) -> Commit<'a> {
     Commit {
         run_id,
         events,
@@ -19,7 +24,10 @@ fn commit<'a>(run_id: &'a RunId, events: &'a [weft_core::event::RunEvent], statu
 
 pub async fn snapshot_round_trip_of_a_driven_machine(store: &dyn FullStore) {
     let rec = record("r1", "s1", 100);
-    store.create_run(&rec, &events(1, 2), &machine()).await.unwrap();
+    store
+        .create_run(&rec, &events(1, 2), &machine())
+        .await
+        .unwrap();
     let driven = driven_machine();
     let mut c = commit(&rec.run_id, &[], RunStatus::Awaiting, 200);
     let evs = events(3, 4);
@@ -34,10 +42,16 @@ pub async fn snapshot_round_trip_of_a_driven_machine(store: &dyn FullStore) {
     assert_eq!(loaded.record.updated_at, Timestamp::from_millis(200));
     assert_eq!(loaded.record.created_at, Timestamp::from_millis(100));
     assert_eq!(loaded.record.labels, rec.labels);
-    assert_eq!(store.read_events(&rec.run_id, 0, None).await.unwrap(), events(1, 4));
+    assert_eq!(
+        store.read_events(&rec.run_id, 0, None).await.unwrap(),
+        events(1, 4)
+    );
 
     // A commit without a snapshot keeps the last one.
-    store.commit(commit(&rec.run_id, &events(5, 5), RunStatus::Running, 300)).await.unwrap();
+    store
+        .commit(commit(&rec.run_id, &events(5, 5), RunStatus::Running, 300))
+        .await
+        .unwrap();
     let loaded = store.load_run(&rec.run_id).await.unwrap().unwrap();
     assert_eq!(loaded.snapshot, driven);
     assert_eq!(loaded.record.status, RunStatus::Running);
@@ -46,23 +60,41 @@ pub async fn snapshot_round_trip_of_a_driven_machine(store: &dyn FullStore) {
 
 pub async fn appending_a_stored_seq_is_a_no_op(store: &dyn FullStore) {
     let rec = record("r1", "s1", 1);
-    store.create_run(&rec, &events(1, 3), &machine()).await.unwrap();
+    store
+        .create_run(&rec, &events(1, 3), &machine())
+        .await
+        .unwrap();
     // The same events again, as a retried commit would send them.
-    store.commit(commit(&rec.run_id, &events(1, 3), RunStatus::Running, 2)).await.unwrap();
+    store
+        .commit(commit(&rec.run_id, &events(1, 3), RunStatus::Running, 2))
+        .await
+        .unwrap();
     // An overlap: 2 and 3 are stored, 4 and 5 are new.
-    store.commit(commit(&rec.run_id, &events(2, 5), RunStatus::Running, 3)).await.unwrap();
+    store
+        .commit(commit(&rec.run_id, &events(2, 5), RunStatus::Running, 3))
+        .await
+        .unwrap();
     let stored = store.read_events(&rec.run_id, 0, None).await.unwrap();
     assert_eq!(stored, events(1, 5));
     // A stored seq with different content is still a no-op: the first write wins.
     let mut changed = events(5, 5);
     changed[0].kind = weft_core::event::EventKind::RunResumed;
-    store.commit(commit(&rec.run_id, &changed, RunStatus::Running, 4)).await.unwrap();
-    assert_eq!(store.read_events(&rec.run_id, 4, None).await.unwrap(), events(5, 5));
+    store
+        .commit(commit(&rec.run_id, &changed, RunStatus::Running, 4))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.read_events(&rec.run_id, 4, None).await.unwrap(),
+        events(5, 5)
+    );
 }
 
 pub async fn a_gap_is_rejected_and_nothing_is_written(store: &dyn FullStore) {
     let rec = record("r1", "s1", 1);
-    store.create_run(&rec, &events(1, 2), &machine()).await.unwrap();
+    store
+        .create_run(&rec, &events(1, 2), &machine())
+        .await
+        .unwrap();
     let err = store
         .commit(commit(&rec.run_id, &events(4, 5), RunStatus::Completed, 9))
         .await
@@ -75,7 +107,10 @@ pub async fn a_gap_is_rejected_and_nothing_is_written(store: &dyn FullStore) {
             seq: 4
         }
     );
-    assert_eq!(seqs(&store.read_events(&rec.run_id, 0, None).await.unwrap()), [1, 2]);
+    assert_eq!(
+        seqs(&store.read_events(&rec.run_id, 0, None).await.unwrap()),
+        [1, 2]
+    );
     let loaded = store.load_run(&rec.run_id).await.unwrap().unwrap();
     assert_eq!(loaded.record.status, RunStatus::Running);
     assert_eq!(loaded.record.updated_at, Timestamp::from_millis(1));
@@ -84,13 +119,26 @@ pub async fn a_gap_is_rejected_and_nothing_is_written(store: &dyn FullStore) {
         .create_run(&record("r2", "s1", 1), &events(2, 3), &machine())
         .await
         .unwrap_err();
-    assert!(matches!(err, StoreError::SequenceGap { last: 0, seq: 2, .. }), "{err:?}");
+    assert!(
+        matches!(
+            err,
+            StoreError::SequenceGap {
+                last: 0,
+                seq: 2,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
     assert!(store.load_run(&RunId::new("r2")).await.unwrap().is_none());
 }
 
 pub async fn a_failing_commit_leaves_nothing_half_written(store: &dyn FullStore) {
     let rec = record("r1", "s1", 1);
-    store.create_run(&rec, &events(1, 1), &machine()).await.unwrap();
+    store
+        .create_run(&rec, &events(1, 1), &machine())
+        .await
+        .unwrap();
     let driven = driven_machine();
     // 2 and 3 are fine, 5 is a gap: the whole commit must be refused,
     // including the events before the gap and the snapshot.
@@ -98,41 +146,98 @@ pub async fn a_failing_commit_leaves_nothing_half_written(store: &dyn FullStore)
     bad.extend(events(5, 5));
     let mut c = commit(&rec.run_id, &bad, RunStatus::Failed, 50);
     c.snapshot = Some(&driven);
-    assert!(matches!(store.commit(c).await, Err(StoreError::SequenceGap { last: 3, seq: 5, .. })));
-    assert_eq!(seqs(&store.read_events(&rec.run_id, 0, None).await.unwrap()), [1]);
+    assert!(matches!(
+        store.commit(c).await,
+        Err(StoreError::SequenceGap {
+            last: 3,
+            seq: 5,
+            ..
+        })
+    ));
+    assert_eq!(
+        seqs(&store.read_events(&rec.run_id, 0, None).await.unwrap()),
+        [1]
+    );
     let loaded = store.load_run(&rec.run_id).await.unwrap().unwrap();
     assert_eq!(loaded.snapshot, machine());
     assert_eq!(loaded.record.status, RunStatus::Running);
     // The run goes on from where it was.
-    store.commit(commit(&rec.run_id, &events(2, 3), RunStatus::Running, 60)).await.unwrap();
-    assert_eq!(seqs(&store.read_events(&rec.run_id, 0, None).await.unwrap()), [1, 2, 3]);
+    store
+        .commit(commit(&rec.run_id, &events(2, 3), RunStatus::Running, 60))
+        .await
+        .unwrap();
+    assert_eq!(
+        seqs(&store.read_events(&rec.run_id, 0, None).await.unwrap()),
+        [1, 2, 3]
+    );
 }
 
 pub async fn creating_twice_and_committing_to_nothing_fail(store: &dyn FullStore) {
     let rec = record("r1", "s1", 1);
-    store.create_run(&rec, &events(1, 1), &machine()).await.unwrap();
-    let err = store.create_run(&rec, &events(1, 1), &driven_machine()).await.unwrap_err();
-    assert_eq!(err, StoreError::RunExists { run_id: rec.run_id.clone() });
-    assert_eq!(store.load_run(&rec.run_id).await.unwrap().unwrap().snapshot, machine());
+    store
+        .create_run(&rec, &events(1, 1), &machine())
+        .await
+        .unwrap();
+    let err = store
+        .create_run(&rec, &events(1, 1), &driven_machine())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err,
+        StoreError::RunExists {
+            run_id: rec.run_id.clone()
+        }
+    );
+    assert_eq!(
+        store.load_run(&rec.run_id).await.unwrap().unwrap().snapshot,
+        machine()
+    );
     let ghost = RunId::new("ghost");
-    let err = store.commit(commit(&ghost, &events(1, 1), RunStatus::Running, 1)).await.unwrap_err();
+    let err = store
+        .commit(commit(&ghost, &events(1, 1), RunStatus::Running, 1))
+        .await
+        .unwrap_err();
     assert_eq!(err, StoreError::RunNotFound { run_id: ghost });
 }
 
 pub async fn read_events_pages_and_knows_unknown_runs(store: &dyn FullStore) {
     let rec = record("r1", "s1", 1);
-    store.create_run(&rec, &events(1, 10), &machine()).await.unwrap();
-    assert_eq!(seqs(&store.read_events(&rec.run_id, 3, Some(4)).await.unwrap()), [4, 5, 6, 7]);
-    assert_eq!(seqs(&store.read_events(&rec.run_id, 8, None).await.unwrap()), [9, 10]);
-    assert!(store.read_events(&rec.run_id, 10, None).await.unwrap().is_empty());
+    store
+        .create_run(&rec, &events(1, 10), &machine())
+        .await
+        .unwrap();
+    assert_eq!(
+        seqs(&store.read_events(&rec.run_id, 3, Some(4)).await.unwrap()),
+        [4, 5, 6, 7]
+    );
+    assert_eq!(
+        seqs(&store.read_events(&rec.run_id, 8, None).await.unwrap()),
+        [9, 10]
+    );
+    assert!(
+        store
+            .read_events(&rec.run_id, 10, None)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     let ghost = RunId::new("ghost");
     assert_eq!(
         store.read_events(&ghost, 0, None).await.unwrap_err(),
         StoreError::RunNotFound { run_id: ghost }
     );
     // A run created without events has an empty log.
-    store.create_run(&record("r2", "s1", 1), &[], &machine()).await.unwrap();
-    assert!(store.read_events(&RunId::new("r2"), 0, None).await.unwrap().is_empty());
+    store
+        .create_run(&record("r2", "s1", 1), &[], &machine())
+        .await
+        .unwrap();
+    assert!(
+        store
+            .read_events(&RunId::new("r2"), 0, None)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 pub async fn list_runs_filters_newest_first(store: &dyn FullStore) {
@@ -144,12 +249,25 @@ pub async fn list_runs_filters_newest_first(store: &dyn FullStore) {
         ("e", "s1", 5, RunStatus::Paused),
     ] {
         let rec = record(run, session, created);
-        store.create_run(&rec, &events(1, 1), &machine()).await.unwrap();
-        store.commit(commit(&rec.run_id, &[], status, created + 1)).await.unwrap();
+        store
+            .create_run(&rec, &events(1, 1), &machine())
+            .await
+            .unwrap();
+        store
+            .commit(commit(&rec.run_id, &[], status, created + 1))
+            .await
+            .unwrap();
     }
-    let ids = |v: Vec<weft_core::store::RunRecord>| v.into_iter().map(|r| r.run_id.to_string()).collect::<Vec<_>>();
+    let ids = |v: Vec<weft_core::store::RunRecord>| {
+        v.into_iter()
+            .map(|r| r.run_id.to_string())
+            .collect::<Vec<_>>()
+    };
     // Newest first; equal times by run id, descending.
-    assert_eq!(ids(store.list_runs(&RunFilter::default()).await.unwrap()), ["d", "b", "c", "a", "e"]);
+    assert_eq!(
+        ids(store.list_runs(&RunFilter::default()).await.unwrap()),
+        ["d", "b", "c", "a", "e"]
+    );
     let s1 = RunFilter {
         session_id: Some(SessionId::new("s1")),
         ..RunFilter::default()
@@ -159,7 +277,10 @@ pub async fn list_runs_filters_newest_first(store: &dyn FullStore) {
         statuses: vec![RunStatus::Running, RunStatus::Awaiting, RunStatus::Paused],
         ..RunFilter::default()
     };
-    assert_eq!(ids(store.list_runs(&unfinished).await.unwrap()), ["c", "a", "e"]);
+    assert_eq!(
+        ids(store.list_runs(&unfinished).await.unwrap()),
+        ["c", "a", "e"]
+    );
     let both = RunFilter {
         session_id: Some(SessionId::new("s2")),
         statuses: vec![RunStatus::Failed],
@@ -185,7 +306,10 @@ pub async fn concurrent_commits_keep_every_log_gap_free(store: &dyn FullStore) {
         let snapshot = &snapshot;
         async move {
             let rec = record(&format!("run-{r}"), &format!("s{}", r % 3), r);
-            store.create_run(&rec, &events(1, 1), snapshot).await.unwrap();
+            store
+                .create_run(&rec, &events(1, 1), snapshot)
+                .await
+                .unwrap();
             for step in 0..STEPS {
                 let evs = events(2 + step * 2, 3 + step * 2);
                 let mut c = commit(&rec.run_id, &evs, RunStatus::Running, step);
@@ -196,7 +320,10 @@ pub async fn concurrent_commits_keep_every_log_gap_free(store: &dyn FullStore) {
     }))
     .await;
     for r in 0..RUNS {
-        let got = store.read_events(&RunId::new(format!("run-{r}")), 0, None).await.unwrap();
+        let got = store
+            .read_events(&RunId::new(format!("run-{r}")), 0, None)
+            .await
+            .unwrap();
         assert_eq!(got, events(1, 1 + STEPS * 2));
     }
 }
@@ -205,4 +332,40 @@ pub async fn bench_commit_reports_timing(store: &dyn FullStore) {
     let report = weft_store::bench_commit(store, 5).await;
     assert_eq!(report["steps"], 5, "{report}");
     assert!(report["us_per_commit"].as_f64().is_some(), "{report}");
+}
+
+/// Called after the harness installed a trigger that makes the database
+/// refuse any update of a run to `failed`: the commit's events, inserted
+/// before the refused update, must be rolled back with it.
+pub async fn a_commit_refused_by_the_database_is_rolled_back(store: &dyn FullStore) {
+    let rec = record("r1", "s1", 1);
+    store
+        .create_run(&rec, &events(1, 1), &machine())
+        .await
+        .unwrap();
+    let driven = driven_machine();
+    let evs = events(2, 4);
+    let mut c = commit(&rec.run_id, &evs, RunStatus::Failed, 9);
+    c.snapshot = Some(&driven);
+    let err = store.commit(c).await.unwrap_err();
+    assert!(
+        matches!(&err, StoreError::Backend { message } if message.contains("refused by test")),
+        "{err:?}"
+    );
+    assert_eq!(
+        seqs(&store.read_events(&rec.run_id, 0, None).await.unwrap()),
+        [1]
+    );
+    let loaded = store.load_run(&rec.run_id).await.unwrap().unwrap();
+    assert_eq!(loaded.snapshot, machine());
+    assert_eq!(loaded.record.status, RunStatus::Running);
+    // The same events commit once the database accepts the status.
+    store
+        .commit(commit(&rec.run_id, &evs, RunStatus::Running, 10))
+        .await
+        .unwrap();
+    assert_eq!(
+        seqs(&store.read_events(&rec.run_id, 0, None).await.unwrap()),
+        [1, 2, 3, 4]
+    );
 }

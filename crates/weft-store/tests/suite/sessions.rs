@@ -3,7 +3,8 @@
 use serde_json::json;
 use weft_core::message::Message;
 use weft_core::session::{
-    FullStore, PromptOverride, PromptScope, SessionError, SessionFilter, SessionRecord, TranscriptEntry,
+    FullStore, PromptOverride, PromptScope, SessionError, SessionFilter, SessionRecord,
+    TranscriptEntry,
 };
 use weft_core::store::{RunStatus, StoreError};
 use weft_core::tool::Labels;
@@ -20,7 +21,10 @@ fn session(id: &str, created: u64) -> SessionRecord {
 }
 
 fn labels(pairs: &[(&str, &str)]) -> Labels {
-    pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
 }
 
 pub async fn session_lifecycle(store: &dyn FullStore) {
@@ -28,31 +32,63 @@ pub async fn session_lifecycle(store: &dyn FullStore) {
     store.create_session(&s1).await.unwrap();
     assert_eq!(
         store.create_session(&s1).await.unwrap_err(),
-        SessionError::Exists { session_id: s1.session_id.clone() }
+        SessionError::Exists {
+            session_id: s1.session_id.clone()
+        }
     );
     store.create_session(&session("s2", 20)).await.unwrap();
     store.create_session(&session("s3", 20)).await.unwrap();
-    assert_eq!(store.get_session(&s1.session_id).await.unwrap(), Some(s1.clone()));
-    assert_eq!(store.get_session(&SessionId::new("nope")).await.unwrap(), None);
+    assert_eq!(
+        store.get_session(&s1.session_id).await.unwrap(),
+        Some(s1.clone())
+    );
+    assert_eq!(
+        store.get_session(&SessionId::new("nope")).await.unwrap(),
+        None
+    );
 
-    let ended = store.end_session(&SessionId::new("s2"), Timestamp::from_millis(99)).await.unwrap();
+    let ended = store
+        .end_session(&SessionId::new("s2"), Timestamp::from_millis(99))
+        .await
+        .unwrap();
     assert_eq!(ended.ended_at, Some(Timestamp::from_millis(99)));
     assert!(ended.is_ended());
     // Ending again keeps the first time.
-    let again = store.end_session(&SessionId::new("s2"), Timestamp::from_millis(500)).await.unwrap();
+    let again = store
+        .end_session(&SessionId::new("s2"), Timestamp::from_millis(500))
+        .await
+        .unwrap();
     assert_eq!(again.ended_at, Some(Timestamp::from_millis(99)));
     assert_eq!(
-        store.end_session(&SessionId::new("nope"), Timestamp::from_millis(1)).await.unwrap_err(),
-        SessionError::NotFound { session_id: SessionId::new("nope") }
+        store
+            .end_session(&SessionId::new("nope"), Timestamp::from_millis(1))
+            .await
+            .unwrap_err(),
+        SessionError::NotFound {
+            session_id: SessionId::new("nope")
+        }
     );
 
-    let ids = |v: Vec<SessionRecord>| v.into_iter().map(|s| s.session_id.to_string()).collect::<Vec<_>>();
-    assert_eq!(ids(store.list_sessions(&SessionFilter::default()).await.unwrap()), ["s3", "s1"]);
+    let ids = |v: Vec<SessionRecord>| {
+        v.into_iter()
+            .map(|s| s.session_id.to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        ids(store
+            .list_sessions(&SessionFilter::default())
+            .await
+            .unwrap()),
+        ["s3", "s1"]
+    );
     let all = SessionFilter {
         include_ended: true,
         limit: None,
     };
-    assert_eq!(ids(store.list_sessions(&all).await.unwrap()), ["s3", "s2", "s1"]);
+    assert_eq!(
+        ids(store.list_sessions(&all).await.unwrap()),
+        ["s3", "s2", "s1"]
+    );
     let one = SessionFilter {
         include_ended: true,
         limit: Some(1),
@@ -60,29 +96,62 @@ pub async fn session_lifecycle(store: &dyn FullStore) {
     assert_eq!(ids(store.list_sessions(&one).await.unwrap()), ["s3"]);
 
     // A run on an unknown session creates it, open and without labels.
-    store.start_run(&record("r1", "implicit", 7), &events(1, 1), &machine()).await.unwrap();
-    let implicit = store.get_session(&SessionId::new("implicit")).await.unwrap().unwrap();
+    store
+        .start_run(&record("r1", "implicit", 7), &events(1, 1), &machine())
+        .await
+        .unwrap();
+    let implicit = store
+        .get_session(&SessionId::new("implicit"))
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(implicit.created_at, Timestamp::from_millis(7));
     assert!(implicit.labels.is_empty() && !implicit.is_ended());
     // A run on a known session leaves it as it was.
-    store.start_run(&record("r2", "s1", 50), &events(1, 1), &machine()).await.unwrap();
+    store
+        .start_run(&record("r2", "s1", 50), &events(1, 1), &machine())
+        .await
+        .unwrap();
     assert_eq!(store.get_session(&s1.session_id).await.unwrap(), Some(s1));
 }
 
 pub async fn ended_sessions_reject_new_runs(store: &dyn FullStore) {
     store.create_session(&session("s1", 1)).await.unwrap();
-    store.start_run(&record("before", "s1", 2), &events(1, 1), &machine()).await.unwrap();
-    store.end_session(&SessionId::new("s1"), Timestamp::from_millis(3)).await.unwrap();
+    store
+        .start_run(&record("before", "s1", 2), &events(1, 1), &machine())
+        .await
+        .unwrap();
+    store
+        .end_session(&SessionId::new("s1"), Timestamp::from_millis(3))
+        .await
+        .unwrap();
 
-    let err = store.start_run(&record("after", "s1", 4), &events(1, 1), &machine()).await.unwrap_err();
-    assert_eq!(err, SessionError::Ended { session_id: SessionId::new("s1") });
+    let err = store
+        .start_run(&record("after", "s1", 4), &events(1, 1), &machine())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err,
+        SessionError::Ended {
+            session_id: SessionId::new("s1")
+        }
+    );
     // Through the run store contract too, as a backend error that says why.
-    let err = store.create_run(&record("after", "s1", 4), &events(1, 1), &machine()).await.unwrap_err();
+    let err = store
+        .create_run(&record("after", "s1", 4), &events(1, 1), &machine())
+        .await
+        .unwrap_err();
     assert!(
         matches!(&err, StoreError::Backend { message } if message.contains("has ended")),
         "{err:?}"
     );
-    assert!(store.load_run(&RunId::new("after")).await.unwrap().is_none());
+    assert!(
+        store
+            .load_run(&RunId::new("after"))
+            .await
+            .unwrap()
+            .is_none()
+    );
     // Runs already there can still be committed (the runtime cancels them).
     store
         .commit(weft_core::store::Commit {
@@ -96,10 +165,18 @@ pub async fn ended_sessions_reject_new_runs(store: &dyn FullStore) {
         .unwrap();
     // Run errors keep their type through `start_run`.
     store.create_session(&session("s2", 1)).await.unwrap();
-    store.start_run(&record("dup", "s2", 1), &[], &machine()).await.unwrap();
+    store
+        .start_run(&record("dup", "s2", 1), &[], &machine())
+        .await
+        .unwrap();
     assert_eq!(
-        store.start_run(&record("dup", "s2", 1), &[], &machine()).await.unwrap_err(),
-        SessionError::Store(StoreError::RunExists { run_id: RunId::new("dup") })
+        store
+            .start_run(&record("dup", "s2", 1), &[], &machine())
+            .await
+            .unwrap_err(),
+        SessionError::Store(StoreError::RunExists {
+            run_id: RunId::new("dup")
+        })
     );
 }
 
@@ -117,22 +194,53 @@ fn entries(from: u64, to: u64) -> Vec<TranscriptEntry> {
 pub async fn transcript_appends_are_idempotent_and_gap_free(store: &dyn FullStore) {
     let id = SessionId::new("s1");
     assert_eq!(
-        store.append_transcript(&id, &entries(1, 1)).await.unwrap_err(),
-        SessionError::NotFound { session_id: id.clone() }
+        store
+            .append_transcript(&id, &entries(1, 1))
+            .await
+            .unwrap_err(),
+        SessionError::NotFound {
+            session_id: id.clone()
+        }
     );
     store.create_session(&session("s1", 1)).await.unwrap();
     store.append_transcript(&id, &entries(1, 3)).await.unwrap();
     store.append_transcript(&id, &entries(2, 5)).await.unwrap();
     assert_eq!(
-        store.append_transcript(&id, &entries(7, 7)).await.unwrap_err(),
-        SessionError::TranscriptGap { session_id: id.clone(), last: 5, seq: 7 }
+        store
+            .append_transcript(&id, &entries(7, 7))
+            .await
+            .unwrap_err(),
+        SessionError::TranscriptGap {
+            session_id: id.clone(),
+            last: 5,
+            seq: 7
+        }
     );
-    assert_eq!(store.read_transcript(&id, 0, None).await.unwrap(), entries(1, 5));
-    assert_eq!(store.read_transcript(&id, 1, Some(2)).await.unwrap(), entries(2, 3));
-    assert_eq!(store.get_session(&id).await.unwrap().unwrap().transcript_seq, 5);
     assert_eq!(
-        store.read_transcript(&SessionId::new("nope"), 0, None).await.unwrap_err(),
-        SessionError::NotFound { session_id: SessionId::new("nope") }
+        store.read_transcript(&id, 0, None).await.unwrap(),
+        entries(1, 5)
+    );
+    assert_eq!(
+        store.read_transcript(&id, 1, Some(2)).await.unwrap(),
+        entries(2, 3)
+    );
+    assert_eq!(
+        store
+            .get_session(&id)
+            .await
+            .unwrap()
+            .unwrap()
+            .transcript_seq,
+        5
+    );
+    assert_eq!(
+        store
+            .read_transcript(&SessionId::new("nope"), 0, None)
+            .await
+            .unwrap_err(),
+        SessionError::NotFound {
+            session_id: SessionId::new("nope")
+        }
     );
 }
 
@@ -140,18 +248,38 @@ pub async fn memory_set_get_delete(store: &dyn FullStore) {
     let id = SessionId::new("s1");
     let now = Timestamp::from_millis(1);
     assert_eq!(
-        store.memory_set(&id, "k", &json!(1), now).await.unwrap_err(),
-        SessionError::NotFound { session_id: id.clone() }
+        store
+            .memory_set(&id, "k", &json!(1), now)
+            .await
+            .unwrap_err(),
+        SessionError::NotFound {
+            session_id: id.clone()
+        }
     );
     store.create_session(&session("s1", 1)).await.unwrap();
-    store.memory_set(&id, "b", &json!({"x": [1, 2]}), now).await.unwrap();
-    store.memory_set(&id, "a", &json!("first"), now).await.unwrap();
-    store.memory_set(&id, "a", &json!("second"), now).await.unwrap();
-    assert_eq!(store.memory_get(&id, "a").await.unwrap(), Some(json!("second")));
+    store
+        .memory_set(&id, "b", &json!({"x": [1, 2]}), now)
+        .await
+        .unwrap();
+    store
+        .memory_set(&id, "a", &json!("first"), now)
+        .await
+        .unwrap();
+    store
+        .memory_set(&id, "a", &json!("second"), now)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.memory_get(&id, "a").await.unwrap(),
+        Some(json!("second"))
+    );
     assert_eq!(store.memory_get(&id, "zzz").await.unwrap(), None);
     assert_eq!(
         store.memory_all(&id).await.unwrap(),
-        vec![("a".to_owned(), json!("second")), ("b".to_owned(), json!({"x": [1, 2]}))]
+        vec![
+            ("a".to_owned(), json!("second")),
+            ("b".to_owned(), json!({"x": [1, 2]}))
+        ]
     );
     assert!(store.memory_delete(&id, "a").await.unwrap());
     assert!(!store.memory_delete(&id, "a").await.unwrap());
@@ -175,10 +303,22 @@ pub async fn prompt_overrides_resolve_by_scope(store: &dyn FullStore) {
         session_id: Some(s1.clone()),
         labels: Labels::new(),
     };
-    store.set_prompt_override(&set(global.clone(), "global", 1)).await.unwrap();
-    store.set_prompt_override(&set(prod.clone(), "prod v1", 2)).await.unwrap();
-    store.set_prompt_override(&set(prod.clone(), "prod v2", 3)).await.unwrap();
-    store.set_prompt_override(&set(session.clone(), "s1 only", 4)).await.unwrap();
+    store
+        .set_prompt_override(&set(global.clone(), "global", 1))
+        .await
+        .unwrap();
+    store
+        .set_prompt_override(&set(prod.clone(), "prod v1", 2))
+        .await
+        .unwrap();
+    store
+        .set_prompt_override(&set(prod.clone(), "prod v2", 3))
+        .await
+        .unwrap();
+    store
+        .set_prompt_override(&set(session.clone(), "s1 only", 4))
+        .await
+        .unwrap();
 
     let resolve = |session: &'static str, l: Labels| async move {
         store
@@ -187,14 +327,51 @@ pub async fn prompt_overrides_resolve_by_scope(store: &dyn FullStore) {
             .unwrap()
             .map(|o| o.template)
     };
-    assert_eq!(resolve("s2", Labels::new()).await.as_deref(), Some("global"));
-    assert_eq!(resolve("s2", labels(&[("env", "prod"), ("x", "y")])).await.as_deref(), Some("prod v2"));
-    assert_eq!(resolve("s1", labels(&[("env", "prod")])).await.as_deref(), Some("s1 only"));
-    assert_eq!(store.resolve_prompt("other", &s1, &Labels::new()).await.unwrap(), None);
+    assert_eq!(
+        resolve("s2", Labels::new()).await.as_deref(),
+        Some("global")
+    );
+    assert_eq!(
+        resolve("s2", labels(&[("env", "prod"), ("x", "y")]))
+            .await
+            .as_deref(),
+        Some("prod v2")
+    );
+    assert_eq!(
+        resolve("s1", labels(&[("env", "prod")])).await.as_deref(),
+        Some("s1 only")
+    );
+    assert_eq!(
+        store
+            .resolve_prompt("other", &s1, &Labels::new())
+            .await
+            .unwrap(),
+        None
+    );
 
-    assert_eq!(store.list_prompt_overrides(Some("system")).await.unwrap().len(), 3);
+    assert_eq!(
+        store
+            .list_prompt_overrides(Some("system"))
+            .await
+            .unwrap()
+            .len(),
+        3
+    );
     assert_eq!(store.list_prompt_overrides(None).await.unwrap().len(), 3);
-    assert!(store.delete_prompt_override("system", &session).await.unwrap());
-    assert!(!store.delete_prompt_override("system", &session).await.unwrap());
-    assert_eq!(resolve("s1", labels(&[("env", "prod")])).await.as_deref(), Some("prod v2"));
+    assert!(
+        store
+            .delete_prompt_override("system", &session)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .delete_prompt_override("system", &session)
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        resolve("s1", labels(&[("env", "prod")])).await.as_deref(),
+        Some("prod v2")
+    );
 }
