@@ -206,7 +206,42 @@ macro_rules! impl_run_store {
                 now: i64,
             ) -> Result<(), $crate::error::Failure> {
                 use weft_core::store::StoreError;
+                const UPDATE: &str = "UPDATE runs SET last_seq = $2, status = $3, updated_at = $4, \
+                                      snapshot = COALESCE($5, snapshot) WHERE run_id = $1";
                 let mut tx = self.write_tx().await?;
+                // Fast path, the common case: the events continue the log
+                // exactly. One conditional update checks that (and locks the
+                // row) instead of a locking read followed by an update.
+                let fast = match events.first() {
+                    Some(&(first, _)) if first >= 1 => {
+                        let expected = first.unsigned_abs() - 1;
+                        match $crate::sql_runs::fresh_events(run_id, events, expected) {
+                            Ok((fresh, new_last)) if fresh.len() == events.len() => Some((expected, fresh, new_last)),
+                            _ => None,
+                        }
+                    }
+                    _ => None,
+                };
+                if let Some((expected, fresh, new_last)) = fast {
+                    let updated = sqlx::query(concat!(
+                        "UPDATE runs SET last_seq = $2, status = $3, updated_at = $4, ",
+                        "snapshot = COALESCE($5, snapshot) WHERE run_id = $1 AND last_seq = $6"
+                    ))
+                    .bind(run_id.as_str())
+                    .bind($crate::codec::int(new_last, "event seq")?)
+                    .bind(status.as_str())
+                    .bind(now)
+                    .bind(snapshot)
+                    .bind($crate::codec::int(expected, "event seq")?)
+                    .execute(&mut *tx)
+                    .await?;
+                    if updated.rows_affected() == 1 {
+                        Self::insert_events(&mut tx, run_id, &fresh).await?;
+                        tx.commit().await?;
+                        return Ok(());
+                    }
+                }
+                // Slow path: duplicates, gaps, no events, or no such run.
                 let row: Option<(i64,)> =
                     sqlx::query_as(concat!("SELECT last_seq FROM runs WHERE run_id = $1", $lock))
                         .bind(run_id.as_str())
@@ -218,17 +253,14 @@ macro_rules! impl_run_store {
                 let last = $crate::codec::uint(last, "last_seq")?;
                 let (fresh, new_last) = $crate::sql_runs::fresh_events(run_id, events, last)?;
                 Self::insert_events(&mut tx, run_id, &fresh).await?;
-                sqlx::query(
-                    "UPDATE runs SET last_seq = $2, status = $3, updated_at = $4, \
-                     snapshot = COALESCE($5, snapshot) WHERE run_id = $1",
-                )
-                .bind(run_id.as_str())
-                .bind($crate::codec::int(new_last, "event seq")?)
-                .bind(status.as_str())
-                .bind(now)
-                .bind(snapshot)
-                .execute(&mut *tx)
-                .await?;
+                sqlx::query(UPDATE)
+                    .bind(run_id.as_str())
+                    .bind($crate::codec::int(new_last, "event seq")?)
+                    .bind(status.as_str())
+                    .bind(now)
+                    .bind(snapshot)
+                    .execute(&mut *tx)
+                    .await?;
                 tx.commit().await?;
                 Ok(())
             }

@@ -298,9 +298,9 @@ async fn a_commit_refused_by_the_database_is_rolled_back() {
     let store = Arc::new(db.open().await);
     let mut raw = db.raw().await;
     for sql in [
-        "CREATE FUNCTION refuse_failed() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
-         IF NEW.status = 'failed' THEN RAISE EXCEPTION 'refused by test'; END IF; RETURN NEW; END $$",
-        "CREATE TRIGGER refuse_failed BEFORE UPDATE ON runs FOR EACH ROW EXECUTE FUNCTION refuse_failed()",
+        "CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+         IF NEW.body LIKE '%poison%' THEN RAISE EXCEPTION 'refused by test'; END IF; RETURN NEW; END $$",
+        "CREATE TRIGGER refuse_poison BEFORE INSERT ON run_events FOR EACH ROW EXECUTE FUNCTION refuse_poison()",
     ] {
         sqlx::query(sql).execute(&mut raw).await.unwrap();
     }

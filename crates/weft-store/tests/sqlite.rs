@@ -149,7 +149,7 @@ async fn a_commit_refused_by_the_database_is_rolled_back() {
     let store = db.open().await;
     let raw = db.raw().await;
     sqlx::query(
-        "CREATE TRIGGER refuse_failed BEFORE UPDATE ON runs WHEN NEW.status = 'failed' \
+        "CREATE TRIGGER refuse_poison BEFORE INSERT ON run_events WHEN NEW.body LIKE '%poison%' \
          BEGIN SELECT RAISE(ABORT, 'refused by test'); END",
     )
     .execute(&raw)
