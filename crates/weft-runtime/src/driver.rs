@@ -312,6 +312,7 @@ impl RunTask {
         let recovering = std::mem::take(&mut self.recovering);
         let mut running = FuturesUnordered::new();
         let mut interrupted = Vec::new();
+        let turn_id = TurnId::new(format!("{}/{}", self.shared.run_id, self.machine.turn()));
         for call in &calls {
             if recovering && !self.tools.is_idempotent(&call.name) {
                 interrupted.push(interrupted_output(call));
@@ -341,7 +342,7 @@ impl RunTask {
                 payload,
                 run_id: self.shared.run_id.clone(),
                 session_id: self.session_id.clone(),
-                turn_id: TurnId::new(format!("{}/{}", self.shared.run_id, self.machine.turn())),
+                turn_id: turn_id.clone(),
                 tool_call_id: call.id.clone(),
                 parent_tool_call_id: call.parent_tool_call_id.clone(),
                 labels: (*self.labels).clone(),

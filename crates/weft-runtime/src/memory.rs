@@ -1,7 +1,7 @@
 //! The in-memory [`RunStore`]: for tests, benchmarks and embedded use where
 //! runs need not survive the process. Same semantics as the durable stores.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 
 use async_trait::async_trait;
@@ -11,9 +11,15 @@ use weft_core::run::RunMachine;
 use weft_core::store::{Commit, RunFilter, RunRecord, RunStore, StoreError, StoredRun};
 
 /// Keeps runs, events and snapshots in process memory.
+///
+/// By default every run is kept for the life of the store. With
+/// [`MemoryStore::keep_finished`] only the most recently finished runs are
+/// kept, for long-lived processes that need no history.
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     runs: Mutex<HashMap<RunId, Entry>>,
+    finished: Mutex<VecDeque<RunId>>,
+    keep_finished: Option<usize>,
 }
 
 #[derive(Debug)]
@@ -24,9 +30,30 @@ struct Entry {
 }
 
 impl MemoryStore {
-    /// An empty store.
+    /// An empty store keeping every run.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty store that forgets finished runs beyond the `n` most recent.
+    pub fn keep_finished(n: usize) -> Self {
+        Self {
+            keep_finished: Some(n),
+            ..Self::default()
+        }
+    }
+
+    fn note_finished(&self, run_id: &RunId) {
+        let Some(keep) = self.keep_finished else {
+            return;
+        };
+        let mut finished = self.finished.lock().unwrap_or_else(|e| e.into_inner());
+        finished.push_back(run_id.clone());
+        while finished.len() > keep {
+            if let Some(old) = finished.pop_front() {
+                self.lock().remove(&old);
+            }
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<RunId, Entry>> {
@@ -94,8 +121,13 @@ impl RunStore for MemoryStore {
         if let Some(s) = commit.snapshot {
             entry.snapshot = s.clone();
         }
+        let newly_finished = commit.status.is_finished() && !entry.record.status.is_finished();
         entry.record.status = commit.status;
         entry.record.updated_at = commit.now;
+        drop(runs);
+        if newly_finished {
+            self.note_finished(commit.run_id);
+        }
         Ok(())
     }
 
@@ -146,5 +178,123 @@ impl RunStore for MemoryStore {
             out.truncate(l as usize);
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use weft_core::event::EventKind;
+    use weft_core::run::RunConfig;
+    use weft_core::store::RunStatus;
+    use weft_core::{AgentId, SessionId, Timestamp};
+
+    use super::*;
+
+    fn record(id: &str) -> RunRecord {
+        RunRecord {
+            run_id: RunId::new(id),
+            agent_id: AgentId::new("a"),
+            session_id: SessionId::new("s"),
+            status: RunStatus::Running,
+            labels: Default::default(),
+            created_at: Timestamp::from_millis(1),
+            updated_at: Timestamp::from_millis(1),
+        }
+    }
+
+    fn event(seq: u64) -> RunEvent {
+        RunEvent {
+            seq,
+            at: Timestamp::from_millis(seq),
+            kind: EventKind::RunResumed,
+        }
+    }
+
+    fn machine() -> RunMachine {
+        RunMachine::new(RunConfig::default(), Timestamp::from_millis(0))
+    }
+
+    fn commit<'a>(run_id: &'a RunId, events: &'a [RunEvent], status: RunStatus) -> Commit<'a> {
+        Commit {
+            run_id,
+            events,
+            snapshot: None,
+            status,
+            now: Timestamp::from_millis(9),
+        }
+    }
+
+    #[tokio::test]
+    async fn appends_are_idempotent_and_gaps_rejected() {
+        let store = MemoryStore::new();
+        let id = RunId::new("r");
+        store
+            .create_run(&record("r"), &[event(1)], &machine())
+            .await
+            .unwrap();
+        store
+            .commit(commit(&id, &[event(1), event(2)], RunStatus::Running))
+            .await
+            .unwrap();
+        let err = store
+            .commit(commit(&id, &[event(4)], RunStatus::Running))
+            .await;
+        assert_eq!(
+            err,
+            Err(StoreError::SequenceGap {
+                run_id: id.clone(),
+                last: 2,
+                seq: 4
+            })
+        );
+        let seqs: Vec<u64> = store
+            .read_events(&id, 0, None)
+            .await
+            .unwrap()
+            .iter()
+            .map(|e| e.seq)
+            .collect();
+        assert_eq!(seqs, vec![1, 2]);
+        assert_eq!(store.read_events(&id, 1, Some(1)).await.unwrap().len(), 1);
+        assert!(
+            store
+                .create_run(&record("r"), &[], &machine())
+                .await
+                .is_err()
+        );
+    }
+
+    #[tokio::test]
+    async fn keep_finished_forgets_the_oldest_finished_runs() {
+        let store = MemoryStore::keep_finished(2);
+        for i in 0..4 {
+            let id = format!("r{i}");
+            store
+                .create_run(&record(&id), &[event(1)], &machine())
+                .await
+                .unwrap();
+            store
+                .commit(commit(
+                    &RunId::new(id.as_str()),
+                    &[event(2)],
+                    RunStatus::Completed,
+                ))
+                .await
+                .unwrap();
+        }
+        store
+            .create_run(&record("live"), &[event(1)], &machine())
+            .await
+            .unwrap();
+        let kept: Vec<String> = store
+            .list_runs(&RunFilter::default())
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|r| r.run_id.to_string())
+            .collect();
+        assert_eq!(kept.len(), 3);
+        assert!(kept.contains(&"r2".to_owned()) && kept.contains(&"r3".to_owned()));
+        assert!(kept.contains(&"live".to_owned()));
     }
 }

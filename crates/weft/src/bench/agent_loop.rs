@@ -4,7 +4,7 @@
 //!
 //! Two measurements, printed as JSON lines:
 //! - sequential: runs one after another for at least `seconds`; µs per step
-//!   and runs per second;
+//!   and runs per second (the store keeps the last 1000 finished runs);
 //! - concurrent: `concurrent` runs started at once; wall time and resident
 //!   memory per run (peak RSS minus the RSS before the runs, divided by the
 //!   number of runs). Runs, their event logs and snapshots stay in the
@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use weft_core::planner::{
     PlanInput, PlanResult, PlanResumeInput, Planner, PlannerError, ToolCallRequest,
 };
-use weft_runtime::{Agent, Runtime, RuntimeError, StartRequest};
+use weft_runtime::{Agent, MemoryStore, Runtime, RuntimeError, StartRequest};
 
 use super::rss;
 use crate::builtin;
@@ -66,11 +66,14 @@ pub struct Settings {
     pub concurrent: usize,
 }
 
-fn runtime(k: u32) -> Runtime {
+fn runtime(k: u32, store: MemoryStore) -> Runtime {
     let agent = Agent::builder("w", Arc::new(LoopPlanner { k }))
         .toolset(builtin::calc())
         .build();
-    Runtime::builder().agent(agent).build()
+    Runtime::builder()
+        .agent(agent)
+        .store(Arc::new(store))
+        .build()
 }
 
 async fn one_run(rt: &Runtime) -> Result<(), RuntimeError> {
@@ -92,11 +95,12 @@ pub fn sequential(s: Settings) -> Result<Value, RuntimeError> {
             message: e.to_string(),
         })?;
     tokio.block_on(async {
-        let rt = runtime(s.k);
+        // Finished runs beyond the last 1000 are dropped, so the figure is the
+        // runtime's cost per step, not the cost of a store growing for ever.
+        let rt = runtime(s.k, MemoryStore::keep_finished(1000));
         for _ in 0..100 {
             one_run(&rt).await?;
         }
-        let rt = runtime(s.k);
         let started = Instant::now();
         let mut runs = 0u64;
         while started.elapsed() < Duration::from_secs_f64(s.seconds) {
@@ -127,7 +131,7 @@ pub fn concurrent(s: Settings) -> Result<Value, RuntimeError> {
             message: e.to_string(),
         })?;
     tokio.block_on(async {
-        let rt = runtime(s.k);
+        let rt = runtime(s.k, MemoryStore::new());
         // Warm up: list tools, fill allocator caches.
         for _ in 0..10 {
             one_run(&rt).await?;
