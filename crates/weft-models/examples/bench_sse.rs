@@ -3,6 +3,8 @@
 //!
 //! Run: `cargo run --release -p weft-models --example bench_sse [MB]` (default 50).
 
+use std::io::Write;
+
 fn main() {
     let mb: usize = std::env::args()
         .nth(1)
@@ -13,8 +15,12 @@ fn main() {
         mb * 1_000_000,
     ) {
         Ok(records) => {
+            let mut out = std::io::stdout().lock();
             for r in records {
-                println!("{r}");
+                // A closed pipe (e.g. `| head`) just ends the output.
+                if writeln!(out, "{r}").is_err() {
+                    return;
+                }
             }
         }
         Err(e) => {

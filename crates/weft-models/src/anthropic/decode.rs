@@ -38,8 +38,8 @@ struct Event<'a> {
     message: Option<MessageStart>,
     #[serde(default)]
     content_block: Option<Block>,
-    #[serde(default)]
-    delta: Option<Delta>,
+    #[serde(default, borrow)]
+    delta: Option<Delta<'a>>,
     #[serde(default)]
     usage: Option<WireUsage>,
     #[serde(default)]
@@ -73,9 +73,9 @@ struct Block {
 
 /// A `content_block_delta` delta, or a `message_delta` delta (stop reason).
 #[derive(Deserialize)]
-struct Delta {
-    #[serde(default, rename = "type")]
-    kind: Option<String>,
+struct Delta<'a> {
+    #[serde(default, rename = "type", borrow)]
+    kind: Option<std::borrow::Cow<'a, str>>,
     #[serde(default)]
     text: Option<String>,
     #[serde(default)]
