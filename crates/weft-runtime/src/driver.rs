@@ -8,6 +8,7 @@
 
 use std::borrow::Cow;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use futures_util::stream::{FuturesUnordered, StreamExt};
@@ -71,6 +72,18 @@ impl RunTask {
         let mut termination_reported = self.machine.termination().is_some();
         loop {
             let now = self.inner.clock.now();
+            if self.shared.pause_requested.swap(false, Ordering::AcqRel)
+                && self.machine.outcome().is_none()
+                && self.machine.pause(now).is_ok()
+            {
+                self.emit(EventKind::RunPaused {
+                    reason: "paused by request".to_owned(),
+                });
+                return match self.commit().await {
+                    Ok(()) => DriveEnd::Paused,
+                    Err(e) => DriveEnd::StoreFailed(e),
+                };
+            }
             match self.machine.next_step(now) {
                 Step::Plan { kind, finalize } => {
                     let finalize = finalize.cloned();
@@ -426,6 +439,7 @@ pub(crate) fn status_of(machine: &RunMachine) -> RunStatus {
         Some(RunOutcome::Response { .. } | RunOutcome::ToolResult { .. }) => RunStatus::Completed,
         Some(RunOutcome::Failed { .. }) => RunStatus::Failed,
         Some(RunOutcome::Cancelled { .. }) => RunStatus::Cancelled,
+        None if machine.is_paused() => RunStatus::Paused,
         None if machine.phase_name() == PhaseName::Awaiting => RunStatus::Awaiting,
         None => RunStatus::Running,
     }

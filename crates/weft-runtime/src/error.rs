@@ -22,6 +22,9 @@ pub enum RuntimeError {
         /// Its status.
         status: &'static str,
     },
+    /// The run is not paused.
+    #[error("run `{0}` is not paused")]
+    NotPaused(RunId),
     /// The run has already finished.
     #[error("run `{0}` has already finished")]
     Finished(RunId),

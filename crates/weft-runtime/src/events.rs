@@ -35,6 +35,8 @@ pub(crate) struct RunShared {
     pub(crate) cancel: tokio_util::sync::CancellationToken,
     /// Whether a driver task owns the run now.
     pub(crate) driving: AtomicBool,
+    /// Set by `Runtime::pause`; the driver pauses at its next step.
+    pub(crate) pause_requested: AtomicBool,
     /// Set once when the run ends (or its driver fails).
     pub(crate) finished: OnceLock<Result<RunOutcome, RuntimeError>>,
     /// Wakes outcome waiters when `finished` is set.
@@ -59,6 +61,7 @@ impl RunShared {
             }),
             cancel: tokio_util::sync::CancellationToken::new(),
             driving: AtomicBool::new(false),
+            pause_requested: AtomicBool::new(false),
             finished: OnceLock::new(),
             done: Notify::new(),
         }

@@ -221,18 +221,15 @@ impl Runtime {
             self.inner.forget(&run_id);
             return Err(e.into());
         }
-        let task = RunTask {
-            inner: self.inner.clone(),
+        self.inner.spawn(
             agent,
             tools,
             shared,
             session_id,
-            labels: Arc::new(request.labels),
+            request.labels,
             machine,
-            recovering: false,
-        };
-        task.shared.driving.store(true, Ordering::Release);
-        tokio::spawn(task.drive());
+            false,
+        );
         Ok(RunHandle {
             run_id,
             runtime: self.clone(),
@@ -307,42 +304,136 @@ impl Runtime {
         answer: AwaitAnswer,
     ) -> Result<AwaitProgress, RuntimeError> {
         let _guard = self.inner.control.lock().await;
+        let mut progress = AwaitProgress::Satisfied;
+        let (record, machine, shared) = self
+            .update_stored(run_id, |machine, now| {
+                if machine.is_paused()
+                    || machine.phase_name() != weft_core::run::PhaseName::Awaiting
+                {
+                    return Err(RuntimeError::NotAwaiting {
+                        run_id: run_id.clone(),
+                        status: status_of(machine).as_str(),
+                    });
+                }
+                progress = machine.provide(item, answer.clone(), now)?;
+                let mut events = vec![EventKind::AwaitSatisfied {
+                    item_id: item.clone(),
+                    answer,
+                }];
+                if progress == AwaitProgress::Satisfied {
+                    events.push(EventKind::RunResumed);
+                }
+                Ok(events)
+            })
+            .await?;
+        let agent = self.inner.agent(record.agent_id.as_str())?;
+        if progress == AwaitProgress::Satisfied {
+            let tools = self.inner.tools(&agent).await?;
+            self.inner.spawn(
+                agent,
+                tools,
+                shared,
+                record.session_id,
+                record.labels,
+                machine,
+                false,
+            );
+        }
+        Ok(progress)
+    }
+
+    /// Pauses a run. A driven run pauses at its next step (a running planner
+    /// call or tool batch completes first); a run awaiting answers pauses at
+    /// once. Paused time does not count against the time budget.
+    pub async fn pause(&self, run_id: &RunId) -> Result<(), RuntimeError> {
+        let _guard = self.inner.control.lock().await;
+        if let Some(shared) = self.inner.live_get(run_id)
+            && shared.driving.load(Ordering::Acquire)
+        {
+            shared.pause_requested.store(true, Ordering::Release);
+            return Ok(());
+        }
+        self.update_stored(run_id, |machine, now| {
+            machine.pause(now)?;
+            Ok(vec![EventKind::RunPaused {
+                reason: "paused by request".to_owned(),
+            }])
+        })
+        .await
+        .map(|_| ())
+    }
+
+    /// Resumes a paused run.
+    pub async fn resume(&self, run_id: &RunId) -> Result<(), RuntimeError> {
+        let _guard = self.inner.control.lock().await;
+        if let Some(shared) = self.inner.live_get(run_id)
+            && shared.driving.load(Ordering::Acquire)
+        {
+            // Still driving: withdraw a pause that has not happened yet.
+            if shared.pause_requested.swap(false, Ordering::AcqRel) {
+                return Ok(());
+            }
+            return Err(RuntimeError::NotPaused(run_id.clone()));
+        }
+        let (record, machine, shared) = self
+            .update_stored(run_id, |machine, now| {
+                machine
+                    .unpause(now)
+                    .map_err(|_| RuntimeError::NotPaused(run_id.clone()))?;
+                Ok(vec![EventKind::RunResumed])
+            })
+            .await?;
+        if machine.phase_name() != weft_core::run::PhaseName::Awaiting {
+            let agent = self.inner.agent(record.agent_id.as_str())?;
+            let tools = self.inner.tools(&agent).await?;
+            self.inner.spawn(
+                agent,
+                tools,
+                shared,
+                record.session_id,
+                record.labels,
+                machine,
+                false,
+            );
+        }
+        Ok(())
+    }
+
+    /// Loads a run that no task drives, changes its machine, and commits the
+    /// change with the events `change` returns.
+    async fn update_stored(
+        &self,
+        run_id: &RunId,
+        change: impl FnOnce(
+            &mut RunMachine,
+            weft_core::Timestamp,
+        ) -> Result<Vec<EventKind>, RuntimeError>,
+    ) -> Result<(RunRecord, RunMachine, Arc<RunShared>), RuntimeError> {
         let stored = self
             .inner
             .store
             .load_run(run_id)
             .await?
             .ok_or_else(|| RuntimeError::RunNotFound(run_id.clone()))?;
-        if stored.record.status != RunStatus::Awaiting {
-            return Err(RuntimeError::NotAwaiting {
-                run_id: run_id.clone(),
-                status: stored.record.status.as_str(),
-            });
+        if stored.record.status.is_finished() {
+            return Err(RuntimeError::Finished(run_id.clone()));
         }
-        let agent = self.inner.agent(stored.record.agent_id.as_str())?;
         let mut machine = stored.snapshot;
         let now = self.inner.clock.now();
-        let progress = machine.provide(item, answer.clone(), now)?;
+        let events = change(&mut machine, now)?;
         let shared = self.inner.live_entry(run_id, machine.event_seq());
         shared.resume_at(machine.event_seq());
-        shared.emit(
-            &*self.inner.clock,
-            EventKind::AwaitSatisfied {
-                item_id: item.clone(),
-                answer,
-            },
-        );
-        if progress == AwaitProgress::Satisfied {
-            shared.emit(&*self.inner.clock, EventKind::RunResumed);
+        for kind in events {
+            shared.emit(&*self.inner.clock, kind);
         }
-        let events = shared.begin_commit();
+        let pending = shared.begin_commit();
         machine.set_event_seq(shared.seq());
         let result = self
             .inner
             .store
             .commit(Commit {
                 run_id,
-                events: &events,
+                events: &pending,
                 snapshot: Some(&machine),
                 status: status_of(&machine),
                 now,
@@ -350,22 +441,7 @@ impl Runtime {
             .await;
         shared.end_commit();
         result?;
-        if progress == AwaitProgress::Satisfied {
-            let tools = self.inner.tools(&agent).await?;
-            let task = RunTask {
-                inner: self.inner.clone(),
-                agent,
-                tools,
-                shared,
-                session_id: stored.record.session_id,
-                labels: Arc::new(stored.record.labels),
-                machine,
-                recovering: false,
-            };
-            task.shared.driving.store(true, Ordering::Release);
-            tokio::spawn(task.drive());
-        }
-        Ok(progress)
+        Ok((stored.record, machine, shared))
     }
 
     /// Cancels a run: a live run stops its tools and finishes; a paused run
@@ -378,53 +454,37 @@ impl Runtime {
             shared.cancel.cancel();
             return Ok(());
         }
-        let stored = self
+        let status = self
             .inner
             .store
             .load_run(run_id)
             .await?
-            .ok_or_else(|| RuntimeError::RunNotFound(run_id.clone()))?;
-        if stored.record.status.is_finished() {
-            return Err(RuntimeError::Finished(run_id.clone()));
-        }
-        if stored.record.status == RunStatus::Running {
-            // Driven by another process: it sees the cancel when it next commits.
+            .ok_or_else(|| RuntimeError::RunNotFound(run_id.clone()))?
+            .record
+            .status;
+        if status == RunStatus::Running {
+            // Driven by another process, or by none after a crash before
+            // `resume_unfinished`: only its driver may change it.
             return Err(RuntimeError::NotAwaiting {
                 run_id: run_id.clone(),
-                status: stored.record.status.as_str(),
+                status: status.as_str(),
             });
         }
-        let mut machine = stored.snapshot;
-        machine.cancel(reason.to_owned())?;
-        let shared = self.inner.live_entry(run_id, machine.event_seq());
-        shared.resume_at(machine.event_seq());
-        let outcome = machine.outcome().cloned();
-        if let Some(outcome) = &outcome {
-            shared.emit(
-                &*self.inner.clock,
-                EventKind::RunFinished {
-                    outcome: outcome.clone(),
-                },
-            );
-        }
-        let events = shared.begin_commit();
-        machine.set_event_seq(shared.seq());
-        let now = self.inner.clock.now();
-        let result = self
-            .inner
-            .store
-            .commit(Commit {
-                run_id,
-                events: &events,
-                snapshot: Some(&machine),
-                status: status_of(&machine),
-                now,
+        let (_, machine, shared) = self
+            .update_stored(run_id, |machine, _| {
+                machine.cancel(reason.to_owned())?;
+                Ok(machine
+                    .outcome()
+                    .map(|outcome| EventKind::RunFinished {
+                        outcome: outcome.clone(),
+                    })
+                    .into_iter()
+                    .collect())
             })
-            .await;
-        shared.end_commit();
-        result?;
-        if let Some(outcome) = outcome {
-            self.inner.run_ended(&shared, &DriveEnd::Finished(outcome));
+            .await?;
+        if let Some(outcome) = machine.outcome() {
+            self.inner
+                .run_ended(&shared, &DriveEnd::Finished(outcome.clone()));
         }
         Ok(())
     }
@@ -458,18 +518,15 @@ impl Runtime {
                 .inner
                 .live_entry(&record.run_id, stored.snapshot.event_seq());
             shared.resume_at(stored.snapshot.event_seq());
-            let task = RunTask {
-                inner: self.inner.clone(),
+            self.inner.spawn(
                 agent,
                 tools,
                 shared,
-                session_id: record.session_id,
-                labels: Arc::new(record.labels),
-                machine: stored.snapshot,
-                recovering: true,
-            };
-            task.shared.driving.store(true, Ordering::Release);
-            tokio::spawn(task.drive());
+                record.session_id,
+                record.labels,
+                stored.snapshot,
+                true,
+            );
             resumed += 1;
         }
         Ok(resumed)
@@ -501,6 +558,32 @@ impl Inner {
             })
             .await
             .cloned()
+    }
+
+    /// Starts a driver task for a run.
+    #[allow(clippy::too_many_arguments)] // Each is a distinct part of the task.
+    fn spawn(
+        self: &Arc<Self>,
+        agent: Arc<Agent>,
+        tools: Arc<AgentTools>,
+        shared: Arc<RunShared>,
+        session_id: SessionId,
+        labels: Labels,
+        machine: RunMachine,
+        recovering: bool,
+    ) {
+        shared.driving.store(true, Ordering::Release);
+        let task = RunTask {
+            inner: self.clone(),
+            agent,
+            tools,
+            shared,
+            session_id,
+            labels: Arc::new(labels),
+            machine,
+            recovering,
+        };
+        tokio::spawn(task.drive());
     }
 
     fn next_run_id(&self) -> RunId {

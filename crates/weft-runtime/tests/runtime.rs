@@ -442,3 +442,103 @@ async fn invalid_calls_are_retried_with_feedback_then_fail() {
     assert_eq!(feedback.len(), 2);
     assert!(feedback[0].contains("/a"), "{}", feedback[0]);
 }
+
+async fn wait_status(rt: &Runtime, run: &weft_core::RunId, status: RunStatus) {
+    for _ in 0..500 {
+        let r = rt.store().load_run(run).await.unwrap().unwrap();
+        if r.record.status == status {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    panic!("run never reached {status:?}");
+}
+
+#[tokio::test]
+async fn pause_stops_at_the_next_step_and_resume_continues() {
+    let (rt, executions) = runtime(
+        vec![
+            call("t.sleep", json!({"ms": 100})),
+            call("t.add", json!({"a": 1, "b": 1})),
+            PlanResult::final_text("done"),
+        ],
+        Policy {
+            time_budget: Some(Duration::from_millis(400)),
+            ..Policy::default()
+        },
+        Duration::from_secs(5),
+    );
+    let handle = rt.start("a", StartRequest::user("go")).await.unwrap();
+    let mut events = handle.events().await.unwrap();
+    loop {
+        if matches!(
+            events.next().await.unwrap().unwrap().kind,
+            EventKind::ToolStarted { .. }
+        ) {
+            break;
+        }
+    }
+    rt.pause(handle.run_id()).await.unwrap();
+    wait_status(&rt, handle.run_id(), RunStatus::Paused).await;
+    assert_eq!(
+        executions.load(Ordering::SeqCst),
+        0,
+        "the add call waits for resume"
+    );
+    // Paused time does not count: sleep past the budget, then resume.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(rt.resume(handle.run_id()).await.is_ok());
+    assert!(
+        rt.resume(handle.run_id()).await.is_err(),
+        "a running run is not paused"
+    );
+    let outcome = handle.outcome().await.unwrap();
+    let RunOutcome::Response {
+        termination: None, ..
+    } = outcome
+    else {
+        panic!("{outcome:?}")
+    };
+    assert_eq!(executions.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn cancel_a_paused_run_finishes_it() {
+    let ask = PlanResult::await_items(vec![AwaitItem::Clarification(Clarification {
+        id: AwaitItemId::new("q"),
+        question: "?".into(),
+        missing_fields: vec![],
+        restrict_to_tool: None,
+        example_input: None,
+        clarifying_prompt: None,
+    })]);
+    let (rt, _) = runtime(vec![ask], Policy::default(), Duration::from_secs(5));
+    let handle = rt.start("a", StartRequest::user("go")).await.unwrap();
+    wait_status(&rt, handle.run_id(), RunStatus::Awaiting).await;
+    rt.pause(handle.run_id()).await.unwrap();
+    wait_status(&rt, handle.run_id(), RunStatus::Paused).await;
+    let answer = rt
+        .provide(
+            handle.run_id(),
+            &AwaitItemId::new("q"),
+            AwaitAnswer::Clarification { text: "x".into() },
+        )
+        .await;
+    assert!(answer.is_err(), "a paused run takes no answers");
+    rt.resume(handle.run_id()).await.unwrap();
+    wait_status(&rt, handle.run_id(), RunStatus::Awaiting).await;
+    rt.cancel(handle.run_id(), "no longer needed")
+        .await
+        .unwrap();
+    let outcome = handle.outcome().await.unwrap();
+    assert_eq!(
+        outcome,
+        RunOutcome::Cancelled {
+            reason: "no longer needed".into()
+        }
+    );
+    assert!(rt.cancel(handle.run_id(), "again").await.is_err());
+    let events = collect(rt.subscribe(handle.run_id(), 0).await.unwrap()).await;
+    let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());
+}

@@ -73,6 +73,8 @@ pub struct RunMachine {
     reminders: Vec<Reminder>,
     #[serde(default)]
     event_seq: u64,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    paused: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -156,6 +158,7 @@ impl RunMachine {
             state: BTreeMap::new(),
             reminders: Vec::new(),
             event_seq: 0,
+            paused: false,
         }
     }
 
@@ -213,6 +216,11 @@ impl RunMachine {
     /// Active time used up to `now`, in milliseconds (awaits excluded).
     pub fn active_ms(&self, now: Timestamp) -> u64 {
         self.clock.active_ms(now)
+    }
+
+    /// Whether a human paused the run (see [`RunMachine::pause`]).
+    pub fn is_paused(&self) -> bool {
+        self.paused
     }
 
     /// Sequence number of the last event the driver recorded for this run.
@@ -657,10 +665,35 @@ impl RunMachine {
             },
         );
         if let Phase::Awaiting(a) = phase {
-            self.clock.resume(now);
+            if !self.paused {
+                self.clock.resume(now);
+            }
             self.apply_answers(*a);
         }
         Ok(AwaitProgress::Satisfied)
+    }
+
+    /// Pauses the run at `now`: the driver stops driving it and its time
+    /// stops counting against the budget until [`RunMachine::unpause`].
+    pub fn pause(&mut self, now: Timestamp) -> Result<(), RunError> {
+        if matches!(self.phase, Phase::Finished { .. }) || self.paused {
+            return Err(self.wrong_phase("pause"));
+        }
+        self.paused = true;
+        self.clock.suspend(now);
+        Ok(())
+    }
+
+    /// Ends a pause at `now`; the run's time counts again (unless it awaits answers).
+    pub fn unpause(&mut self, now: Timestamp) -> Result<(), RunError> {
+        if !self.paused {
+            return Err(self.wrong_phase("unpause"));
+        }
+        self.paused = false;
+        if !matches!(self.phase, Phase::Awaiting(_)) {
+            self.clock.resume(now);
+        }
+        Ok(())
     }
 
     /// Cancels the run.

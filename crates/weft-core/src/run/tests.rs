@@ -1042,3 +1042,35 @@ fn final_tool_result_ends_a_nested_run() {
     };
     assert_eq!(result, &json!({"sum": 3}));
 }
+
+#[test]
+fn time_spent_paused_does_not_count_and_pause_is_checked() {
+    let mut m = machine(Policy {
+        time_budget: Some(Duration::from_millis(100)),
+        ..Policy::default()
+    });
+    m.pause(t(50)).unwrap();
+    assert!(m.is_paused());
+    assert!(matches!(
+        m.pause(t(51)),
+        Err(RunError::WrongPhase { input: "pause", .. })
+    ));
+    assert_eq!(m.poll_timeout(), None);
+    assert_eq!(m.active_ms(t(5_000)), 50);
+    m.unpause(t(5_000)).unwrap();
+    assert!(m.unpause(t(5_001)).is_err());
+    assert_eq!(m.poll_timeout(), Some(t(5_050)));
+    assert!(matches!(
+        m.next_step(t(5_049)),
+        Step::Plan { finalize: None, .. }
+    ));
+    assert!(matches!(
+        m.next_step(t(5_050)),
+        Step::Plan {
+            finalize: Some(_),
+            ..
+        }
+    ));
+    let json = serde_json::to_value(&m).unwrap();
+    assert!(json.get("paused").is_none());
+}
