@@ -15,6 +15,8 @@
 //! Every client implements [`weft_core::model::ModelClient`]; this crate
 //! depends on `weft-core` alone among weft crates.
 
+#![warn(missing_docs)]
+
 pub mod anthropic;
 pub mod bench;
 pub mod config;

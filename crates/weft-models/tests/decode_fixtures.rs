@@ -297,3 +297,36 @@ fn responses_body_decodes_exactly() {
         &expected("openai_responses/r4_nonstream_function_call.expected.json"),
     );
 }
+
+#[test]
+fn responses_done_events_are_checked_against_the_deltas() {
+    let text = String::from_utf8(fixture("openai_responses/r1_text.sse")).unwrap();
+    // A server that skips the deltas: the text comes from `output_text.done`.
+    let no_deltas: String = text
+        .split("\n\n")
+        .filter(|e| !e.contains("response.output_text.delta"))
+        .map(|e| format!("{e}\n\n"))
+        .collect();
+    let (chunks, res) = decode(
+        ResponsesDecoder::default(),
+        &split(no_deltas.as_bytes(), &[19]),
+    );
+    res.unwrap();
+    assert_eq!(summary(chunks).text, "Hi in Portuguese is \"Oi!\"");
+    // A `.done` that contradicts the deltas is a typed error.
+    let tampered = text.replace(
+        "\"text\":\"Hi in Portuguese is \\\"Oi!\\\"\"",
+        "\"text\":\"Bye\"",
+    );
+    assert_ne!(tampered, text);
+    let (_, res) = decode(
+        ResponsesDecoder::default(),
+        &split(tampered.as_bytes(), &[19]),
+    );
+    match res {
+        Err(ModelError::Malformed { message, .. }) => {
+            assert_eq!(message, "output text differs from its streamed deltas")
+        }
+        other => panic!("expected Malformed, got {other:?}"),
+    }
+}

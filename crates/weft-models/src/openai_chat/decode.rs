@@ -35,7 +35,7 @@ impl ChatDecoder {
 #[derive(Deserialize)]
 struct Chunk {
     #[serde(default)]
-    choices: Vec<Choice>,
+    choices: First<Choice>,
     #[serde(default)]
     usage: Option<ChatUsage>,
     #[serde(default)]
@@ -118,6 +118,39 @@ struct StreamError {
     message: String,
 }
 
+/// The first element of a JSON array, the rest skipped without allocating.
+struct First<T>(Option<T>);
+
+impl<T> Default for First<T> {
+    fn default() -> Self {
+        Self(None)
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for First<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for V<T> {
+            type Value = First<T>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an array or null")
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(First(None))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Self::Value, A::Error> {
+                let first = seq.next_element()?;
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(First(first))
+            }
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
+    }
+}
+
 /// Maps a Chat finish reason.
 pub(crate) fn finish_reason(reason: &str) -> StopReason {
     match reason {
@@ -151,7 +184,7 @@ impl EventDecoder for ChatDecoder {
             });
         }
         // Only the first choice is read: weft never asks for n > 1.
-        if let Some(choice) = chunk.choices.into_iter().next() {
+        if let First(Some(choice)) = chunk.choices {
             if let Some(delta) = choice.delta {
                 if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
                     out.push(StreamChunk::TextDelta { text });

@@ -23,6 +23,8 @@ pub struct ResponsesDecoder {
     /// Started function calls: output index and arguments so far.
     calls: Vec<(u32, String)>,
     saw_call: bool,
+    /// Text of the current output text part, checked against its `.done` event.
+    text: String,
 }
 
 #[derive(Deserialize)]
@@ -35,6 +37,8 @@ struct Event<'a> {
     delta: Option<String>,
     #[serde(default)]
     arguments: Option<String>,
+    #[serde(default)]
+    text: Option<String>,
     #[serde(borrow, default)]
     item: Option<&'a RawValue>,
     #[serde(default)]
@@ -187,7 +191,24 @@ impl EventDecoder for ResponsesDecoder {
         match ev.kind {
             "response.output_text.delta" => {
                 if let Some(text) = ev.delta.filter(|t| !t.is_empty()) {
+                    self.text.push_str(&text);
                     out.push(StreamChunk::TextDelta { text });
+                }
+            }
+            "response.output_text.done" => {
+                let done = ev.text.unwrap_or_default();
+                let so_far = std::mem::take(&mut self.text);
+                match done.strip_prefix(so_far.as_str()) {
+                    Some("") => {}
+                    Some(rest) => out.push(StreamChunk::TextDelta {
+                        text: rest.to_owned(),
+                    }),
+                    None => {
+                        return Err(ModelError::Malformed {
+                            line: shorten(event.data),
+                            message: "output text differs from its streamed deltas".into(),
+                        });
+                    }
                 }
             }
             "response.output_item.added" => {
