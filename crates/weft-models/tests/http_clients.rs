@@ -458,3 +458,34 @@ fn missing_key_names_the_variable() {
         Err(ModelError::Config { .. })
     ));
 }
+
+#[tokio::test]
+async fn first_byte_timeout_is_typed_and_retried() {
+    let ok = fixture("anthropic/a1_text_basic.sse");
+    let mut slow = Reply::sse(split(&ok, SPLITS));
+    slow.delay = Some(Duration::from_millis(600));
+    let server = Server::start(vec![slow, Reply::sse(split(&ok, SPLITS))]).await;
+    let mut config = ModelConfig::new("anthropic/claude-test");
+    config.api_key = Some(ApiKey::new("k"));
+    config.base_url = Some(server.url());
+    config.http = fast_http();
+    config.http.timeouts.first_byte = Duration::from_millis(200);
+    let c = weft_models::build_model(&config).unwrap();
+    // The first attempt times out waiting for headers; the retry succeeds.
+    assert_eq!(run(&*c).await.1.unwrap().text, "Hello there!");
+    assert_eq!(server.seen.lock().unwrap().times.len(), 2);
+
+    let mut slow = Reply::sse(split(&ok, SPLITS));
+    slow.delay = Some(Duration::from_millis(600));
+    let server = Server::start(vec![slow]).await;
+    config.base_url = Some(server.url());
+    config.http.retry.max_retries = 0;
+    let c = weft_models::build_model(&config).unwrap();
+    assert_eq!(
+        run(&*c).await.1,
+        Err(ModelError::Timeout {
+            phase: "first byte".into(),
+            after: Duration::from_millis(200)
+        })
+    );
+}

@@ -59,6 +59,8 @@ pub struct Reply {
     pub reset: bool,
     /// Wait this long before the last chunk.
     pub stall: Option<Duration>,
+    /// Wait this long before sending the response headers.
+    pub delay: Option<Duration>,
 }
 
 impl Reply {
@@ -70,6 +72,7 @@ impl Reply {
             chunks,
             reset: false,
             stall: None,
+            delay: None,
         }
     }
 
@@ -81,6 +84,7 @@ impl Reply {
             chunks: vec![Bytes::from(body)],
             reset: false,
             stall: None,
+            delay: None,
         }
     }
 
@@ -128,6 +132,9 @@ impl Server {
                     .unwrap()
                     .pop_front()
                     .expect("no scripted reply left");
+                if let Some(d) = reply.delay {
+                    tokio::time::sleep(d).await;
+                }
                 respond(reply)
             }
         };
