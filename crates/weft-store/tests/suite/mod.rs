@@ -30,6 +30,7 @@ macro_rules! for_each_suite_test {
             runs::bench_commit_reports_timing,
             sessions::session_lifecycle,
             sessions::ended_sessions_reject_new_runs,
+            sessions::ending_races_cleanly_with_new_runs,
             sessions::transcript_appends_are_idempotent_and_gap_free,
             sessions::memory_set_get_delete,
             sessions::prompt_overrides_resolve_by_scope,

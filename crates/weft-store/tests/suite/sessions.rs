@@ -375,3 +375,38 @@ pub async fn prompt_overrides_resolve_by_scope(store: &dyn FullStore) {
         Some("prod v2")
     );
 }
+
+/// Runs started while the session is being ended either land or get
+/// `Ended`; nothing else, and nothing after.
+pub async fn ending_races_cleanly_with_new_runs(store: &dyn FullStore) {
+    store.create_session(&session("s1", 1)).await.unwrap();
+    let starts = (0..20).map(|i| async move {
+        let rec = record(&format!("r{i}"), "s1", i);
+        (
+            rec.run_id.clone(),
+            store.start_run(&rec, &events(1, 1), &machine()).await,
+        )
+    });
+    let end = async {
+        tokio::task::yield_now().await;
+        store
+            .end_session(&SessionId::new("s1"), Timestamp::from_millis(10))
+            .await
+            .unwrap()
+    };
+    let (results, ended) = tokio::join!(futures_util::future::join_all(starts), end);
+    assert!(ended.is_ended());
+    for (run_id, result) in results {
+        match result {
+            Ok(()) => assert!(store.load_run(&run_id).await.unwrap().is_some()),
+            Err(SessionError::Ended { .. }) => {
+                assert!(store.load_run(&run_id).await.unwrap().is_none())
+            }
+            Err(other) => panic!("unexpected error for {run_id}: {other:?}"),
+        }
+    }
+    let late = store
+        .start_run(&record("late", "s1", 99), &[], &machine())
+        .await;
+    assert!(matches!(late, Err(SessionError::Ended { .. })), "{late:?}");
+}
