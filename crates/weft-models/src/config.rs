@@ -1,5 +1,5 @@
 //! Model configuration: parsing model ids (`anthropic/<m>`, `openai/<m>`,
-//! `openai-responses/<m>`, `compat/<m>`), finding API keys and base URLs
+//! `openai-responses/<m>`, `compat/<m>`, `scripted/<script file>`), finding API keys and base URLs
 //! (explicit config first, then `ANTHROPIC_API_KEY` / `OPENAI_API_KEY` and
 //! `ANTHROPIC_BASE_URL` / `OPENAI_BASE_URL`), and a registry of built clients.
 //!
@@ -16,6 +16,7 @@ use crate::anthropic::{self, AnthropicClient};
 use crate::http::HttpConfig;
 use crate::openai_chat::{self, ChatClient, ChatFlavor};
 use crate::openai_responses::ResponsesClient;
+use crate::scripted::ScriptedModel;
 
 /// An API key; its `Debug` and `Display` print `***`.
 #[derive(Clone, PartialEq, Eq)]
@@ -56,6 +57,8 @@ pub enum Provider {
     OpenAiResponses,
     /// Any server speaking Chat Completions (`compat/`), at a given base URL.
     Compat,
+    /// A [`crate::ScriptedModel`] playing a JSON or YAML script file (`scripted/<path>`).
+    Scripted,
 }
 
 impl Provider {
@@ -64,7 +67,7 @@ impl Provider {
         match self {
             Provider::Anthropic => Some("ANTHROPIC_API_KEY"),
             Provider::OpenAi | Provider::OpenAiResponses => Some("OPENAI_API_KEY"),
-            Provider::Compat => None,
+            Provider::Compat | Provider::Scripted => None,
         }
     }
 
@@ -73,7 +76,7 @@ impl Provider {
         match self {
             Provider::Anthropic => Some("ANTHROPIC_BASE_URL"),
             Provider::OpenAi | Provider::OpenAiResponses => Some("OPENAI_BASE_URL"),
-            Provider::Compat => None,
+            Provider::Compat | Provider::Scripted => None,
         }
     }
 }
@@ -81,17 +84,18 @@ impl Provider {
 /// Splits a model id into its provider and model name.
 pub fn parse_model_id(id: &str) -> Result<(Provider, &str), ModelError> {
     let (prefix, model) = id.split_once('/').ok_or_else(|| ModelError::Config {
-        message: format!("model id `{id}` has no provider prefix (anthropic/, openai/, openai-responses/, compat/)"),
+        message: format!("model id `{id}` has no provider prefix (anthropic/, openai/, openai-responses/, compat/, scripted/)"),
     })?;
     let provider = match prefix {
         "anthropic" => Provider::Anthropic,
         "openai" => Provider::OpenAi,
         "openai-responses" => Provider::OpenAiResponses,
         "compat" => Provider::Compat,
+        "scripted" => Provider::Scripted,
         other => {
             return Err(ModelError::Config {
                 message: format!(
-                    "unknown model provider `{other}` in `{id}` (expected anthropic, openai, openai-responses or compat)"
+                    "unknown model provider `{other}` in `{id}` (expected anthropic, openai, openai-responses, compat or scripted)"
                 ),
             });
         }
@@ -192,6 +196,14 @@ pub fn build_model_with_env(
                 http,
             )?)
         }
+        Provider::Scripted => {
+            let script = ScriptedModel::from_path(std::path::Path::new(model)).map_err(|e| {
+                ModelError::Config {
+                    message: e.to_string(),
+                }
+            })?;
+            Arc::new(script)
+        }
     })
 }
 
@@ -244,5 +256,41 @@ impl ModelRegistry {
         let client = build_model(&config)?;
         map.insert(id.to_owned(), client.clone());
         Ok(client)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scripted_ids_load_script_files() {
+        let dir = std::env::temp_dir().join(format!("weft-models-script-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("s.yaml");
+        std::fs::write(&path, "- text: hi\n").unwrap();
+        let id = format!("scripted/{}", path.display());
+        let model = build_model_with_env(&ModelConfig::new(&id), &|_| None).unwrap();
+        assert_eq!(model.id(), id);
+        let missing = ModelConfig::new(format!("scripted/{}", dir.join("none.json").display()));
+        assert!(matches!(
+            build_model_with_env(&missing, &|_| None),
+            Err(ModelError::Config { .. })
+        ));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn model_ids_parse() {
+        assert_eq!(
+            parse_model_id("openai-responses/gpt-5").unwrap(),
+            (Provider::OpenAiResponses, "gpt-5")
+        );
+        assert_eq!(
+            parse_model_id("compat/qwen/qwen3:8b").unwrap(),
+            (Provider::Compat, "qwen/qwen3:8b")
+        );
+        assert!(parse_model_id("gpt-4o").is_err());
+        assert!(parse_model_id("anthropic/").is_err());
     }
 }

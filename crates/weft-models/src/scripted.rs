@@ -88,6 +88,14 @@ pub enum ScriptError {
     /// The YAML is not a script.
     #[error("invalid YAML script: {0}")]
     Yaml(#[from] serde_yaml::Error),
+    /// The script file could not be read.
+    #[error("cannot read script {path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The IO error.
+        source: std::io::Error,
+    },
 }
 
 /// The scripted model; see the module docs.
@@ -118,6 +126,20 @@ impl ScriptedModel {
     /// A model from a YAML script.
     pub fn from_yaml(name: &str, script: &str) -> Result<Self, ScriptError> {
         Ok(Self::new(name, turns(serde_yaml::from_str(script)?)))
+    }
+
+    /// A model from a script file: YAML for `.yaml`/`.yml`, JSON otherwise.
+    /// Its id is `scripted/<path>`.
+    pub fn from_path(path: &std::path::Path) -> Result<Self, ScriptError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ScriptError::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
+        let name = path.display().to_string();
+        match path.extension().and_then(|e| e.to_str()) {
+            Some("yaml" | "yml") => Self::from_yaml(&name, &text),
+            _ => Self::from_json(&name, &text),
+        }
     }
 
     /// Every request received so far.
