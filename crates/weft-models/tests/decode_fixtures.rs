@@ -330,3 +330,19 @@ fn responses_done_events_are_checked_against_the_deltas() {
         other => panic!("expected Malformed, got {other:?}"),
     }
 }
+
+#[test]
+fn chat_refusal_streams_as_text_with_a_refusal_stop() {
+    let body = concat!(
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":null,\"refusal\":\"\"}}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"refusal\":\"I'm sorry, I can't \"}}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"refusal\":\"help with that.\"}}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n",
+        "data: [DONE]\n\n"
+    );
+    let (chunks, res) = decode(ChatDecoder::new(false), &split(body.as_bytes(), &[7]));
+    res.unwrap();
+    let s = summary(chunks);
+    assert_eq!(s.text, "I'm sorry, I can't help with that.");
+    assert_eq!(s.stop_reason, Some(weft_core::model::StopReason::Refusal));
+}

@@ -19,6 +19,8 @@ pub struct ChatDecoder {
     lenient_end: bool,
     finished: bool,
     started: Vec<u32>,
+    /// The model refused: its refusal text streams as text, the stop reason says so.
+    refused: bool,
 }
 
 impl ChatDecoder {
@@ -54,6 +56,8 @@ struct Choice {
 struct Delta {
     #[serde(default)]
     content: Option<String>,
+    #[serde(default)]
+    refusal: Option<String>,
     #[serde(default)]
     tool_calls: Option<Vec<CallDelta>>,
 }
@@ -189,6 +193,10 @@ impl EventDecoder for ChatDecoder {
                 if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
                     out.push(StreamChunk::TextDelta { text });
                 }
+                if let Some(text) = delta.refusal.filter(|t| !t.is_empty()) {
+                    self.refused = true;
+                    out.push(StreamChunk::TextDelta { text });
+                }
                 for (pos, call) in delta.tool_calls.into_iter().flatten().enumerate() {
                     let index = call.index.unwrap_or(u32::try_from(pos).unwrap_or(u32::MAX));
                     let (name, args) = call
@@ -217,9 +225,12 @@ impl EventDecoder for ChatDecoder {
                 for index in self.started.drain(..) {
                     out.push(StreamChunk::ToolCallEnd { index });
                 }
-                out.push(StreamChunk::Stop {
-                    reason: finish_reason(&reason),
-                });
+                let reason = if self.refused {
+                    StopReason::Refusal
+                } else {
+                    finish_reason(&reason)
+                };
+                out.push(StreamChunk::Stop { reason });
                 self.finished = true;
             }
         }
@@ -264,6 +275,8 @@ struct BodyMessage {
     #[serde(default)]
     content: Option<String>,
     #[serde(default)]
+    refusal: Option<String>,
+    #[serde(default)]
     tool_calls: Option<Vec<BodyCall>>,
 }
 
@@ -288,6 +301,11 @@ pub fn decode_body(body: &str) -> Result<Vec<StreamChunk>, ModelError> {
         if let Some(text) = choice.message.content.filter(|t| !t.is_empty()) {
             out.push(StreamChunk::TextDelta { text });
         }
+        let refusal = choice.message.refusal.filter(|t| !t.is_empty());
+        let refused = refusal.is_some();
+        if let Some(text) = refusal {
+            out.push(StreamChunk::TextDelta { text });
+        }
         for (i, call) in choice.message.tool_calls.into_iter().flatten().enumerate() {
             let index = u32::try_from(i).unwrap_or(u32::MAX);
             out.push(StreamChunk::ToolCallStart {
@@ -302,9 +320,12 @@ pub fn decode_body(body: &str) -> Result<Vec<StreamChunk>, ModelError> {
             out.push(StreamChunk::ToolCallEnd { index });
         }
         if let Some(r) = choice.finish_reason {
-            out.push(StreamChunk::Stop {
-                reason: finish_reason(&r),
-            });
+            let reason = if refused {
+                StopReason::Refusal
+            } else {
+                finish_reason(&r)
+            };
+            out.push(StreamChunk::Stop { reason });
         }
     }
     if let Some(u) = body.usage {
