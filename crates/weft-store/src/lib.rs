@@ -13,6 +13,7 @@
 //! - `sql_runs`, `sql_sessions`: the SQL both backends share, as macros.
 //! - `schema`: the embedded migrations and the "newer schema" check.
 //! - `codec`, `rows`: how values map to columns; the log's no-gap rule.
+//! - `group`: SQLite's group commit.
 //! - `retry`: retrying safe operations after a lost connection.
 //!
 //! Sessions: a run on a session that does not exist yet creates it. A run on
@@ -34,6 +35,7 @@
 pub mod bench;
 mod codec;
 mod error;
+mod group;
 pub mod postgres;
 mod retry;
 mod rows;

@@ -161,6 +161,16 @@ impl PostgresStore {
         self.pool.begin().await
     }
 
+    async fn commit_job(
+        &self,
+        job: std::sync::Arc<crate::sql_runs::CommitJob>,
+    ) -> Result<(), crate::error::Failure> {
+        let mut tx = self.write_tx().await?;
+        Self::commit_in(&mut tx, &job).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
     fn write_pool(&self) -> &PgPool {
         &self.pool
     }

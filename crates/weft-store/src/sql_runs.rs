@@ -4,7 +4,9 @@
 //! only the row-locking suffix differs.
 //!
 //! A backend type provides `write_tx()` (a transaction that may write; SQLite
-//! takes the write lock up front), `read_pool()`, and `retry_label()`.
+//! takes the write lock up front), `write_pool()`, `read_pool()`,
+//! `retry_label()`, and `commit_job()`, which applies a [`CommitJob`] with
+//! the macro's `commit_in` in a transaction of its choosing.
 //!
 //! Each run row carries `last_seq`, the sequence number of its last stored
 //! event, so a commit checks for gaps and duplicates with one indexed read of
@@ -19,6 +21,21 @@ use crate::codec;
 
 /// An event ready to insert: its sequence number and its JSON body.
 pub(crate) type EncodedEvent = (i64, String);
+
+/// A commit, encoded and owned, ready to apply (or to queue for a group commit).
+#[derive(Debug)]
+pub(crate) struct CommitJob {
+    /// The run.
+    pub(crate) run_id: RunId,
+    /// Its new events.
+    pub(crate) events: Vec<EncodedEvent>,
+    /// The machine's JSON, when it changed.
+    pub(crate) snapshot: Option<String>,
+    /// The run's status after the commit.
+    pub(crate) status: weft_core::store::RunStatus,
+    /// When the commit happens, in milliseconds.
+    pub(crate) now: i64,
+}
 
 /// Most events one `INSERT` carries.
 pub(crate) const EVENTS_PER_INSERT: usize = 100;
@@ -77,8 +94,8 @@ pub(crate) fn insert_events_sql(n: usize) -> String {
 macro_rules! impl_run_store {
     ($store:ty, $db:ty, lock = $lock:literal, share = $share:literal) => {
         impl $store {
-            async fn insert_events(
-                tx: &mut sqlx::Transaction<'static, $db>,
+            async fn insert_events<'t>(
+                tx: &mut sqlx::Transaction<'t, $db>,
                 run_id: &weft_core::RunId,
                 events: &[&(i64, String)],
             ) -> Result<(), sqlx::Error> {
@@ -197,18 +214,16 @@ macro_rules! impl_run_store {
                 Ok(())
             }
 
-            async fn commit_once(
-                &self,
-                run_id: &weft_core::RunId,
-                events: &[(i64, String)],
-                snapshot: Option<&str>,
-                status: weft_core::store::RunStatus,
-                now: i64,
+            /// Applies a commit inside `tx`, which the caller opens and commits.
+            pub(crate) async fn commit_in<'t>(
+                tx: &mut sqlx::Transaction<'t, $db>,
+                job: &$crate::sql_runs::CommitJob,
             ) -> Result<(), $crate::error::Failure> {
                 use weft_core::store::StoreError;
+                let (run_id, events, snapshot, status, now) =
+                    (&job.run_id, &job.events, job.snapshot.as_deref(), job.status, job.now);
                 const UPDATE: &str = "UPDATE runs SET last_seq = $2, status = $3, updated_at = $4, \
                                       snapshot = COALESCE($5, snapshot) WHERE run_id = $1";
-                let mut tx = self.write_tx().await?;
                 // Fast path, the common case: the events continue the log
                 // exactly. One conditional update checks that (and locks the
                 // row) instead of a locking read followed by an update.
@@ -233,11 +248,10 @@ macro_rules! impl_run_store {
                     .bind(now)
                     .bind(snapshot)
                     .bind($crate::codec::int(expected, "event seq")?)
-                    .execute(&mut *tx)
+                    .execute(&mut **tx)
                     .await?;
                     if updated.rows_affected() == 1 {
-                        Self::insert_events(&mut tx, run_id, &fresh).await?;
-                        tx.commit().await?;
+                        Self::insert_events(tx, run_id, &fresh).await?;
                         return Ok(());
                     }
                 }
@@ -245,23 +259,22 @@ macro_rules! impl_run_store {
                 let row: Option<(i64,)> =
                     sqlx::query_as(concat!("SELECT last_seq FROM runs WHERE run_id = $1", $lock))
                         .bind(run_id.as_str())
-                        .fetch_optional(&mut *tx)
+                        .fetch_optional(&mut **tx)
                         .await?;
                 let Some((last,)) = row else {
                     return Err(StoreError::RunNotFound { run_id: run_id.clone() }.into());
                 };
                 let last = $crate::codec::uint(last, "last_seq")?;
                 let (fresh, new_last) = $crate::sql_runs::fresh_events(run_id, events, last)?;
-                Self::insert_events(&mut tx, run_id, &fresh).await?;
+                Self::insert_events(tx, run_id, &fresh).await?;
                 sqlx::query(UPDATE)
                     .bind(run_id.as_str())
                     .bind($crate::codec::int(new_last, "event seq")?)
                     .bind(status.as_str())
                     .bind(now)
                     .bind(snapshot)
-                    .execute(&mut *tx)
+                    .execute(&mut **tx)
                     .await?;
-                tx.commit().await?;
                 Ok(())
             }
         }
@@ -285,12 +298,16 @@ macro_rules! impl_run_store {
                     .snapshot
                     .map(|s| $crate::codec::to_json(s, "snapshot"))
                     .transpose()?;
-                let now = $crate::codec::int(commit.now.as_millis(), "commit time")?;
+                let job = std::sync::Arc::new($crate::sql_runs::CommitJob {
+                    run_id: commit.run_id.clone(),
+                    events,
+                    snapshot,
+                    status: commit.status,
+                    now: $crate::codec::int(commit.now.as_millis(), "commit time")?,
+                });
                 // Safe to retry after a lost connection: events already
                 // stored are skipped and the snapshot write is the same.
-                $crate::retry::retrying(self.retry_label(), || {
-                    self.commit_once(commit.run_id, &events, snapshot.as_deref(), commit.status, now)
-                })
+                $crate::retry::retrying(self.retry_label(), || self.commit_job(job.clone()))
                 .await
                 .map_err($crate::error::Failure::into_store)
             }

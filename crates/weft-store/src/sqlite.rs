@@ -3,7 +3,10 @@
 //! Writes go through a pool of one connection whose transactions begin with
 //! `BEGIN IMMEDIATE`, so writers in this process queue instead of failing
 //! with `SQLITE_BUSY`, and a writer never has to upgrade a read lock (which
-//! WAL mode refuses when another process wrote in between). Reads use a
+//! WAL mode refuses when another process wrote in between). Commits go
+//! through a group-commit task ([`crate::group`]) started on the tokio
+//! runtime that opens the store: concurrent commits share one transaction
+//! and one sync to disk. Reads use a
 //! separate pool of read-only connections, which WAL lets run alongside the
 //! writer. Other processes on the same file wait up to the busy timeout.
 //!
@@ -22,6 +25,7 @@ use sqlx::sqlite::{
 };
 
 use crate::error::{OpenError, redact};
+use crate::group::GroupCommitter;
 use crate::schema;
 use crate::sql_runs::impl_run_store;
 use crate::sql_sessions::impl_session_store;
@@ -101,6 +105,7 @@ impl SqliteOptions {
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
     writer: SqlitePool,
+    committer: GroupCommitter,
     reader: SqlitePool,
     path: PathBuf,
     label: String,
@@ -142,6 +147,7 @@ impl SqliteStore {
             .await
             .map_err(connect)?;
         Ok(Self {
+            committer: GroupCommitter::start(writer.clone()),
             writer,
             reader,
             path: options.path,
@@ -162,6 +168,13 @@ impl SqliteStore {
 
     async fn write_tx(&self) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, sqlx::Error> {
         self.writer.begin_with("BEGIN IMMEDIATE").await
+    }
+
+    async fn commit_job(
+        &self,
+        job: std::sync::Arc<crate::sql_runs::CommitJob>,
+    ) -> Result<(), crate::error::Failure> {
+        self.committer.commit(job).await
     }
 
     fn write_pool(&self) -> &SqlitePool {

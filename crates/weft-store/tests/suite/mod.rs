@@ -27,6 +27,7 @@ macro_rules! for_each_suite_test {
             runs::read_events_pages_and_knows_unknown_runs,
             runs::list_runs_filters_newest_first,
             runs::concurrent_commits_keep_every_log_gap_free,
+            runs::one_bad_commit_does_not_sink_concurrent_ones,
             runs::bench_commit_reports_timing,
             sessions::session_lifecycle,
             sessions::ended_sessions_reject_new_runs,

@@ -373,3 +373,57 @@ pub async fn a_commit_refused_by_the_database_is_rolled_back(store: &dyn FullSto
         events(1, 4)
     );
 }
+
+/// Commits of many runs at once, one of them with a gap: that one is
+/// refused, the others land (stores may write concurrent commits together).
+pub async fn one_bad_commit_does_not_sink_concurrent_ones(store: &dyn FullStore) {
+    for r in 0..10 {
+        store
+            .create_run(
+                &record(&format!("run-{r}"), "s1", r),
+                &events(1, 1),
+                &machine(),
+            )
+            .await
+            .unwrap();
+    }
+    let driven = driven_machine();
+    let results = join_all((0..10u64).map(|r| {
+        let driven = &driven;
+        async move {
+            let run_id = RunId::new(format!("run-{r}"));
+            let evs = if r == 3 { events(3, 4) } else { events(2, 3) };
+            let mut c = commit(&run_id, &evs, RunStatus::Completed, 7);
+            c.snapshot = Some(driven);
+            store.commit(c).await
+        }
+    }))
+    .await;
+    for (r, result) in results.into_iter().enumerate() {
+        let run_id = RunId::new(format!("run-{r}"));
+        let loaded = store.load_run(&run_id).await.unwrap().unwrap();
+        let log = seqs(&store.read_events(&run_id, 0, None).await.unwrap());
+        if r == 3 {
+            assert!(
+                matches!(
+                    result,
+                    Err(StoreError::SequenceGap {
+                        last: 1,
+                        seq: 3,
+                        ..
+                    })
+                ),
+                "{result:?}"
+            );
+            assert_eq!((log, loaded.record.status), (vec![1], RunStatus::Running));
+            assert_eq!(loaded.snapshot, machine());
+        } else {
+            assert_eq!(result, Ok(()));
+            assert_eq!(
+                (log, loaded.record.status),
+                (vec![1, 2, 3], RunStatus::Completed)
+            );
+            assert_eq!(loaded.snapshot, driven);
+        }
+    }
+}
