@@ -41,6 +41,8 @@ pub struct SseDecoder {
     has_data: bool,
     /// The previous chunk ended with CR: a leading LF in the next one belongs to it.
     after_cr: bool,
+    /// A first line was read (a byte-order mark may only open the stream).
+    past_first_line: bool,
 }
 
 impl SseDecoder {
@@ -110,12 +112,16 @@ impl SseDecoder {
 
     fn line<E>(
         &mut self,
-        line: &[u8],
+        mut line: &[u8],
         on_event: &mut dyn FnMut(SseEvent<'_>) -> Result<(), E>,
     ) -> Result<(), E>
     where
         E: From<SseError>,
     {
+        if !self.past_first_line {
+            self.past_first_line = true;
+            line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
+        }
         if line.is_empty() {
             return self.dispatch(on_event);
         }
@@ -213,6 +219,17 @@ mod tests {
                 decode_split(input, &[size]),
                 expected,
                 "split every {size} bytes"
+            );
+        }
+    }
+
+    #[test]
+    fn leading_byte_order_mark_is_skipped_even_when_split() {
+        let input = b"\xEF\xBB\xBFdata: a\n\n";
+        for n in 1..input.len() {
+            assert_eq!(
+                decode_split(input, &[n]),
+                vec![(String::new(), "a".to_owned())]
             );
         }
     }
