@@ -579,3 +579,34 @@ async fn openai_responses_agent_sends_the_reasoning_item_back() {
     assert_eq!(input[3]["type"], "function_call_output");
     assert_eq!(seen.bodies[1]["store"], false);
 }
+
+#[tokio::test]
+async fn a_call_cut_off_by_max_tokens_is_never_executed() {
+    let server = Server::start(vec![
+        Reply::sse(split(
+            &fixture("anthropic/a6_tool_use_truncated_max_tokens.sse"),
+            SPLITS,
+        )),
+        Reply::sse(split(&fixture("anthropic/a1_text_basic.sse"), SPLITS)),
+    ])
+    .await;
+    let log = Log::default();
+    let p = planner(http_model("anthropic/claude-3-7-sonnet", &server));
+    let (outcome, machine) = drive(&p, &["make_file"], "Write a tax guide", &log).await;
+    assert_eq!(final_text(&outcome), "Hello there!");
+    let entries = log.entries();
+    assert!(
+        entries.contains(&"invalid:make_file".to_owned()),
+        "{entries:?}"
+    );
+    assert!(
+        !entries.iter().any(|e| e.starts_with("tool_start")),
+        "{entries:?}"
+    );
+    assert!(machine.tool_outputs()[0].is_error());
+    // The retry tells the model why its call was not run.
+    let seen = server.seen.lock().unwrap();
+    let result = &seen.bodies[1]["messages"][2]["content"][0];
+    assert_eq!(result["type"], "tool_result");
+    assert_eq!(result["is_error"], true);
+}
