@@ -8,10 +8,13 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::Value;
+use weft_core::model::ModelError;
 use weft_core::planner::{PlanResult, Planner, ToolCallRequest};
 use weft_core::run::Policy;
 use weft_core::tool::ToolIdent;
+use weft_models::{ModelConfig, ModelPlanner, ModelPlannerConfig};
 use weft_runtime::{Agent, ScriptedPlanner};
+use weft_tools::ToolSet;
 
 use crate::builtin;
 
@@ -248,19 +251,96 @@ impl AgentFile {
         })
     }
 
+    /// The planner the file names; `model` overrides the file's model (and
+    /// turns a scripted agent into a model-driven one).
+    pub fn planner(&self, model: Option<&str>) -> Result<Arc<dyn Planner>, ModelError> {
+        let (id, base_url, max_tokens, temperature) = match (&self.planner, model) {
+            (PlannerSpec::Scripted { .. }, None) => {
+                if let Some(p) = self.scripted_planner() {
+                    return Ok(Arc::new(p));
+                }
+                return Err(ModelError::Config {
+                    message: "the agent has no planner".into(),
+                });
+            }
+            (PlannerSpec::Scripted { .. }, Some(m)) => (m.to_owned(), None, None, None),
+            (
+                PlannerSpec::Model {
+                    model: file_model,
+                    base_url,
+                    max_tokens,
+                    temperature,
+                },
+                m,
+            ) => (
+                m.unwrap_or(file_model).to_owned(),
+                base_url.clone(),
+                *max_tokens,
+                *temperature,
+            ),
+        };
+        model_planner(
+            &id,
+            base_url,
+            self.instructions.clone().unwrap_or_default(),
+            &self.toolsets(),
+            max_tokens,
+            temperature,
+        )
+    }
+
+    /// The file's built-in toolsets.
+    pub fn toolsets(&self) -> Vec<Arc<dyn ToolSet>> {
+        self.toolsets
+            .iter()
+            .filter_map(|n| builtin::by_name(n))
+            .collect()
+    }
+
     /// Builds the agent with `planner` and the file's toolsets and policy.
     pub fn agent(&self, planner: Arc<dyn Planner>) -> Agent {
         let mut builder = Agent::builder(self.id.as_str(), planner).policy(self.policy());
-        for name in &self.toolsets {
-            if let Some(ts) = builtin::by_name(name) {
-                builder = builder.toolset(ts);
-            }
+        for ts in self.toolsets() {
+            builder = builder.toolset(ts);
         }
         if let Some(ms) = self.policy.tool_timeout_ms {
             builder = builder.tool_timeout(Duration::from_millis(ms));
         }
         builder.build()
     }
+}
+
+/// A model planner for model `id`, prompted with `instruction` and the
+/// toolsets' own instructions.
+pub fn model_planner(
+    id: &str,
+    base_url: Option<String>,
+    instruction: String,
+    toolsets: &[Arc<dyn ToolSet>],
+    max_tokens: Option<u32>,
+    temperature: Option<f32>,
+) -> Result<Arc<dyn Planner>, ModelError> {
+    let config = ModelConfig {
+        base_url,
+        ..ModelConfig::new(id)
+    };
+    let model = weft_models::build_model(&config)?;
+    let toolset_instructions = toolsets
+        .iter()
+        .filter_map(|t| {
+            weft_tools::capability::find_instructions(&**t).map(|i| i.instructions_text())
+        })
+        .collect();
+    Ok(Arc::new(ModelPlanner::new(
+        model,
+        ModelPlannerConfig {
+            instruction,
+            toolset_instructions,
+            max_tokens,
+            temperature,
+            thinking_budget: None,
+        },
+    )))
 }
 
 fn toml_to_json(table: &toml::Table) -> Value {

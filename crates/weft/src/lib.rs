@@ -29,4 +29,5 @@ pub use weft_tools as tools;
 pub mod agent_file;
 pub mod bench;
 pub mod builtin;
+pub mod cli;
 pub mod render;

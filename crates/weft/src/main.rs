@@ -2,15 +2,11 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
-use anyhow::Context as _;
 use clap::{Parser, Subcommand};
-use weft::agent_file::AgentFile;
 use weft::bench::agent_loop;
-use weft::render::{OutputFormat, Renderer};
-use weft_core::planner::Planner;
-use weft_runtime::{Runtime, StartRequest};
+use weft::cli::run::{self, RunArgs};
+use weft::render::OutputFormat;
 
 #[derive(Parser)]
 #[command(name = "weft", version, about = "weft: a durable agent runtime")]
@@ -21,12 +17,18 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Runs an agent file on a prompt, streaming the run's events.
+    /// Runs an agent on a prompt, streaming the run's events:
+    /// `weft run <agent.toml> "<prompt>"` or `weft run --model <id> "<prompt>"`.
     Run {
-        /// The agent file (TOML).
-        agent: PathBuf,
-        /// The user's prompt.
-        prompt: String,
+        /// The agent file (optional with --model), then the prompt.
+        #[arg(num_args = 1..=2, required = true, value_name = "AGENT_FILE] [PROMPT")]
+        args: Vec<String>,
+        /// A model id (`anthropic/<m>`, `openai/<m>`, `openai-responses/<m>`, `compat/<m>`).
+        #[arg(long)]
+        model: Option<String>,
+        /// A durable store: a SQLite file path or a `postgres://` URL.
+        #[arg(long)]
+        db: Option<String>,
         /// How to show the run.
         #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
         output: OutputFormat,
@@ -52,16 +54,38 @@ enum Bench {
         #[arg(long, default_value_t = 1000)]
         concurrent: usize,
     },
+    /// SSE decode throughput per provider, in MB/s.
+    SseDecode {
+        /// The recorded provider fixtures.
+        #[arg(long)]
+        fixtures: Option<PathBuf>,
+        /// Bytes decoded per provider.
+        #[arg(long, default_value_t = 64 * 1024 * 1024)]
+        bytes: usize,
+    },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run {
-            agent,
-            prompt,
+            args,
+            model,
+            db,
             output,
-        } => run_agent(agent, prompt, output),
+        } => {
+            let (agent, prompt) = match <[String; 2]>::try_from(args) {
+                Ok([agent, prompt]) => (Some(PathBuf::from(agent)), prompt),
+                Err(mut one) => (None, one.pop().unwrap_or_default()),
+            };
+            run::run(RunArgs {
+                agent,
+                prompt,
+                model,
+                db,
+                output,
+            })
+        }
         Command::Bench { bench } => run_bench(bench),
     };
     match result {
@@ -97,39 +121,12 @@ fn run_bench(bench: Bench) -> anyhow::Result<ExitCode> {
             println!("{}", agent_loop::concurrent(s)?);
             println!("{}", agent_loop::sequential(s)?);
         }
+        Bench::SseDecode { fixtures, bytes } => {
+            let dir = fixtures.unwrap_or_else(weft_models::bench::default_fixtures_dir);
+            for line in weft_models::bench::bench_sse_decode(&dir, bytes)? {
+                println!("{line}");
+            }
+        }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn run_agent(path: PathBuf, prompt: String, output: OutputFormat) -> anyhow::Result<ExitCode> {
-    let file = AgentFile::load(&path)?;
-    let planner: Arc<dyn Planner> = match file.scripted_planner() {
-        Some(p) => Arc::new(p),
-        None => anyhow::bail!("model planners are not available in this build"),
-    };
-    let agent = file.agent(planner);
-    let tokio = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
-    tokio.block_on(async move {
-        let runtime = Runtime::builder().agent(agent).build();
-        let handle = runtime.start(&file.id, StartRequest::user(prompt)).await?;
-        let mut events = handle.events().await?;
-        let stdout = std::io::stdout();
-        let mut renderer = Renderer::new(stdout.lock(), output);
-        while let Some(e) = events.next().await {
-            renderer.event(&e?)?;
-        }
-        let outcome = handle.outcome().await?;
-        if let Some(stored) = runtime.store().load_run(handle.run_id()).await? {
-            renderer.set_turns(stored.snapshot.turn());
-        }
-        renderer.outcome(&outcome)?;
-        Ok(if outcome.is_success() {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::from(1)
-        })
-    })
 }

@@ -1,0 +1,4 @@
+//! The `weft` command's subcommands; `main.rs` only parses and dispatches.
+
+pub mod ask;
+pub mod run;
