@@ -1,7 +1,8 @@
 //! Measures one durable step — a commit of three events and the machine
 //! snapshot — on SQLite (synchronous FULL and NORMAL, in a temporary
 //! directory) and, when a URL is given, on PostgreSQL (in a temporary
-//! schema). Prints one JSON line per store.
+//! schema). Each store is measured twice: one run committing step after step
+//! (latency), then 50 runs committing at once (throughput). Prints JSON lines.
 //!
 //! `cargo run --release -p weft-store --example bench_commit -- [STEPS] [POSTGRES_URL]`
 
@@ -9,7 +10,11 @@ use serde_json::{Value, json};
 use sqlx::Connection;
 use weft_store::{
     PostgresOptions, PostgresStore, SqliteOptions, SqliteStore, Synchronous, bench_commit,
+    bench_commit_concurrent,
 };
+
+/// Runs committing at once in the concurrent measurement.
+const RUNS: usize = 50;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -23,9 +28,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         options.synchronous = sync;
         let store = SqliteStore::open_with(options).await?;
         let _warmup = bench_commit(&store, steps / 10).await;
+        let head = json!({"store": "sqlite", "synchronous": name});
+        print(&head, bench_commit(&store, steps).await);
         print(
-            json!({"store": "sqlite", "synchronous": name}),
-            bench_commit(&store, steps).await,
+            &head,
+            bench_commit_concurrent(&store, RUNS, steps / RUNS).await,
         );
         store.close().await;
     }
@@ -36,9 +43,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             PostgresStore::open_with(PostgresOptions::new(url.clone()).with_schema(&schema))
                 .await?;
         let _warmup = bench_commit(&store, steps / 10).await;
+        let head = json!({"store": "postgres"});
+        print(&head, bench_commit(&store, steps).await);
         print(
-            json!({"store": "postgres"}),
-            bench_commit(&store, steps).await,
+            &head,
+            bench_commit_concurrent(&store, RUNS, steps / RUNS).await,
         );
         store.close().await;
         let mut conn = sqlx::PgConnection::connect(&url).await?;
@@ -49,9 +58,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-fn print(mut head: Value, report: Value) {
-    if let (Some(h), Some(r)) = (head.as_object_mut(), report.as_object()) {
+fn print(head: &Value, report: Value) {
+    let mut line = head.clone();
+    if let (Some(h), Some(r)) = (line.as_object_mut(), report.as_object()) {
         h.extend(r.clone());
     }
-    println!("{head}");
+    println!("{line}");
 }

@@ -1,8 +1,14 @@
-//! [`bench_commit`]: how long one durable step takes (a commit of a few
-//! events and the machine snapshot), for `weft bench` and the store example.
+//! Benchmarks of the durable step: [`bench_commit`] (one run, commits one
+//! after another: the latency of a step) and [`bench_commit_concurrent`]
+//! (many runs committing at once: the throughput of durable steps), for
+//! `weft bench` and the store's example.
+//!
+//! A step is a commit of three events and the machine snapshot, a machine
+//! with a ten-message transcript (about 3 KB of JSON).
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
+use futures_util::future::try_join_all;
 use serde_json::{Value, json};
 use weft_core::event::{EventKind, RunEvent};
 use weft_core::message::Message;
@@ -13,23 +19,38 @@ use weft_core::{AgentId, RunId, SessionId, Timestamp};
 /// Events each benchmark step commits.
 const EVENTS_PER_STEP: u64 = 3;
 
-/// Creates a fresh run and commits `steps` steps to it (each three events and
-/// a snapshot with a ten-message transcript), then reports the timing as
-/// JSON: `{"steps", "events_per_step", "snapshot_bytes", "total_ms",
+/// Creates a fresh run and commits `steps` steps to it, one after another;
+/// reports `{"steps", "events_per_step", "snapshot_bytes", "total_ms",
 /// "us_per_commit", "commits_per_sec"}`, or `{"error": ...}`.
 pub async fn bench_commit(store: &dyn RunStore, steps: usize) -> Value {
-    match run(store, steps).await {
-        Ok(v) => v,
+    bench_commit_concurrent(store, 1, steps).await
+}
+
+/// Creates `runs` fresh runs and commits `steps` steps to each, the runs
+/// concurrently; reports like [`bench_commit`] plus `"runs"`, where
+/// `us_per_commit` is wall time divided by all commits.
+pub async fn bench_commit_concurrent(store: &dyn RunStore, runs: usize, steps: usize) -> Value {
+    let machine = machine();
+    let snapshot_bytes = serde_json::to_vec(&machine).map_or(0, |v| v.len());
+    let tag = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros());
+    let started = Instant::now();
+    let all = try_join_all((0..runs.max(1)).map(|r| {
+        one_run(
+            store,
+            RunId::new(format!("bench-{tag}-{r}")),
+            &machine,
+            steps,
+        )
+    }));
+    match all.await {
+        Ok(_) => report(runs.max(1), steps, snapshot_bytes, started.elapsed()),
         Err(e) => json!({ "error": e.to_string() }),
     }
 }
 
-async fn run(store: &dyn RunStore, steps: usize) -> Result<Value, StoreError> {
-    let started_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(0));
-    let run_id = RunId::new(format!("bench-{started_ms}"));
-    let now = Timestamp::from_millis(started_ms / 1000);
+fn machine() -> RunMachine {
     let messages = (0..10)
         .map(|i| {
             Message::user(format!(
@@ -38,26 +59,33 @@ async fn run(store: &dyn RunStore, steps: usize) -> Result<Value, StoreError> {
             ))
         })
         .collect();
-    let machine = RunMachine::new(
+    RunMachine::new(
         RunConfig {
             messages,
             ..RunConfig::default()
         },
-        now,
-    );
-    let snapshot_bytes = serde_json::to_vec(&machine).map_or(0, |v| v.len());
+        Timestamp::from_millis(0),
+    )
+}
+
+async fn one_run(
+    store: &dyn RunStore,
+    run_id: RunId,
+    machine: &RunMachine,
+    steps: usize,
+) -> Result<(), StoreError> {
+    let now = Timestamp::from_millis(0);
     let record = RunRecord {
         run_id: run_id.clone(),
         agent_id: AgentId::new("bench"),
-        session_id: SessionId::new(format!("bench-{started_ms}")),
+        session_id: SessionId::new(run_id.as_str()),
         status: RunStatus::Running,
         labels: Default::default(),
         created_at: now,
         updated_at: now,
     };
-    store.create_run(&record, &[], &machine).await?;
+    store.create_run(&record, &[], machine).await?;
     let mut seq = 0;
-    let start = Instant::now();
     for step in 0..steps {
         let events: Vec<RunEvent> = (0..EVENTS_PER_STEP)
             .map(|i| {
@@ -75,21 +103,25 @@ async fn run(store: &dyn RunStore, steps: usize) -> Result<Value, StoreError> {
             .commit(Commit {
                 run_id: &run_id,
                 events: &events,
-                snapshot: Some(&machine),
+                snapshot: Some(machine),
                 status: RunStatus::Running,
                 now,
             })
             .await?;
     }
-    let elapsed = start.elapsed();
-    let steps_f = steps.max(1) as f64;
-    let us = elapsed.as_secs_f64() * 1e6 / steps_f;
-    Ok(json!({
+    Ok(())
+}
+
+fn report(runs: usize, steps: usize, snapshot_bytes: usize, elapsed: Duration) -> Value {
+    let commits = (runs * steps).max(1) as f64;
+    let us = elapsed.as_secs_f64() * 1e6 / commits;
+    json!({
+        "runs": runs,
         "steps": steps,
         "events_per_step": EVENTS_PER_STEP,
         "snapshot_bytes": snapshot_bytes,
         "total_ms": elapsed.as_secs_f64() * 1e3,
         "us_per_commit": us,
         "commits_per_sec": if us > 0.0 { 1e6 / us } else { 0.0 },
-    }))
+    })
 }

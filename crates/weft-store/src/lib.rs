@@ -9,7 +9,7 @@
 //! Organization:
 //! - [`sqlite`]: [`SqliteStore`], the embedded default (one file, WAL mode).
 //! - [`postgres`]: [`PostgresStore`], for many processes on many hosts.
-//! - [`bench`]: [`bench_commit`], the cost of one durable step.
+//! - [`bench`]: [`bench_commit`] and [`bench_commit_concurrent`], the cost of a durable step.
 //! - `sql_runs`, `sql_sessions`: the SQL both backends share, as macros.
 //! - `schema`: the embedded migrations and the "newer schema" check.
 //! - `codec`, `rows`: how values map to columns; the log's no-gap rule.
@@ -48,7 +48,7 @@ use std::sync::Arc;
 
 use weft_core::session::FullStore;
 
-pub use bench::bench_commit;
+pub use bench::{bench_commit, bench_commit_concurrent};
 pub use error::OpenError;
 pub use postgres::{PostgresOptions, PostgresStore};
 pub use sqlite::{SqliteOptions, SqliteStore, Synchronous};
