@@ -1,0 +1,272 @@
+//! The API's request and response bodies, with their OpenAPI schemas.
+//!
+//! weft-core types do not derive `ToSchema`; fields holding them (messages,
+//! outcomes, await items and answers) are documented as JSON objects and
+//! serialized with weft-core's own serde shapes.
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use weft_core::awaiting::{AwaitAnswer, AwaitItem};
+use weft_core::message::Message;
+use weft_core::run::{PhaseName, RunMachine, RunOutcome, Step};
+use weft_core::session::SessionRecord;
+use weft_core::store::{RunRecord, RunStatus};
+use weft_core::tool::Labels;
+
+/// `POST /v1/sessions`: creates a session.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateSession {
+    /// The session's id (generated when absent).
+    #[serde(default)]
+    pub session_id: Option<String>,
+    /// Labels for the session (`weft.*` keys are reserved).
+    #[serde(default)]
+    pub labels: Labels,
+}
+
+/// A session.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct SessionView {
+    /// The session's id.
+    pub session_id: String,
+    /// Its labels, including `weft.tenant`.
+    pub labels: Labels,
+    /// When it was created, in milliseconds since the Unix epoch.
+    pub created_at: u64,
+    /// When it was ended, if it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<u64>,
+    /// The sequence number of its last transcript entry.
+    pub transcript_seq: u64,
+}
+
+impl From<SessionRecord> for SessionView {
+    fn from(s: SessionRecord) -> Self {
+        Self {
+            session_id: s.session_id.to_string(),
+            labels: s.labels,
+            created_at: s.created_at.as_millis(),
+            ended_at: s.ended_at.map(|t| t.as_millis()),
+            transcript_seq: s.transcript_seq,
+        }
+    }
+}
+
+/// A list of sessions, newest first.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct SessionList {
+    /// The sessions.
+    pub sessions: Vec<SessionView>,
+}
+
+/// The answer to ending a session.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct EndedSession {
+    /// The session, now ended.
+    pub session: SessionView,
+    /// Runs of the session that were cancelled.
+    pub cancelled_runs: Vec<String>,
+    /// Unfinished runs that could not be cancelled here (e.g. driven by another process).
+    pub uncancelled_runs: Vec<String>,
+}
+
+/// A run's input: one user text, or a list of messages.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum RunInput {
+    /// One user message with this text.
+    Text(String),
+    /// Messages in weft's message format.
+    Messages(Vec<Message>),
+}
+
+impl RunInput {
+    /// The input as messages.
+    pub fn into_messages(self) -> Vec<Message> {
+        match self {
+            RunInput::Text(text) => vec![Message::user(text)],
+            RunInput::Messages(m) => m,
+        }
+    }
+}
+
+/// `POST /v1/runs`: starts a run.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StartRun {
+    /// The agent to run.
+    pub agent: String,
+    /// The session (a new one when absent; created for the caller when unknown).
+    #[serde(default)]
+    pub session_id: Option<String>,
+    /// A user text, or an array of weft messages (`{"role": ..., "parts": [...]}`).
+    #[schema(value_type = Value)]
+    pub input: RunInput,
+    /// Labels for the run (`weft.*` keys are reserved).
+    #[serde(default)]
+    pub labels: Labels,
+}
+
+/// The items a run awaits and the answers given so far.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct AwaitView {
+    /// The items (`kind`: clarification, questions, external_tools, confirmation).
+    #[schema(value_type = Vec<Object>)]
+    pub items: Vec<AwaitItem>,
+    /// The answer of each item so far, by position (`null` when unanswered).
+    #[schema(value_type = Vec<Object>)]
+    pub answers: Vec<Option<AwaitAnswer>>,
+}
+
+/// A run: its record, and its outcome or what it awaits.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct RunView {
+    /// The run's id.
+    pub run_id: String,
+    /// Its agent.
+    pub agent_id: String,
+    /// Its session.
+    pub session_id: String,
+    /// Where it stands.
+    #[schema(value_type = String, example = "running")]
+    pub status: RunStatus,
+    /// Its labels, including `weft.tenant`.
+    pub labels: Labels,
+    /// When it was created, in milliseconds since the Unix epoch.
+    pub created_at: u64,
+    /// When it last changed.
+    pub updated_at: u64,
+    /// The machine's phase as of the last commit.
+    #[schema(value_type = Option<String>, example = "awaiting")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<PhaseName>,
+    /// Whether a human paused it.
+    pub paused: bool,
+    /// How it ended, once finished.
+    #[schema(value_type = Option<Object>)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<RunOutcome>,
+    /// What it waits for, while awaiting.
+    #[serde(default, skip_serializing_if = "Option::is_none", rename = "await")]
+    pub awaiting: Option<AwaitView>,
+    /// The sequence number of its last committed event.
+    pub event_seq: u64,
+}
+
+impl RunView {
+    /// The view of a run from its record and, when loaded, its snapshot.
+    pub fn new(record: RunRecord, snapshot: Option<&RunMachine>) -> Self {
+        let mut view = Self {
+            run_id: record.run_id.to_string(),
+            agent_id: record.agent_id.to_string(),
+            session_id: record.session_id.to_string(),
+            status: record.status,
+            labels: record.labels,
+            created_at: record.created_at.as_millis(),
+            updated_at: record.updated_at.as_millis(),
+            phase: None,
+            paused: record.status == RunStatus::Paused,
+            outcome: None,
+            awaiting: None,
+            event_seq: 0,
+        };
+        if let Some(machine) = snapshot {
+            view.phase = Some(machine.phase_name());
+            view.paused = machine.is_paused();
+            view.outcome = machine.outcome().cloned();
+            view.event_seq = machine.event_seq();
+            if machine.phase_name() == PhaseName::Awaiting {
+                // `next_step` applies the time budget, which never changes an
+                // awaiting machine; it runs on a clone all the same.
+                let mut probe = machine.clone();
+                let now = weft_core::Timestamp::from_millis(record.updated_at.as_millis());
+                if let Step::Await { items, answers } = probe.next_step(now) {
+                    view.awaiting = Some(AwaitView {
+                        items: items.to_vec(),
+                        answers: answers.to_vec(),
+                    });
+                }
+            }
+        }
+        view
+    }
+}
+
+/// A list of runs, newest first.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct RunList {
+    /// The runs (records only: no outcome or await items).
+    pub runs: Vec<RunView>,
+}
+
+/// `POST /v1/runs/{id}/answers`: answers one await item.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProvideAnswer {
+    /// The await item's id.
+    pub item_id: String,
+    /// The answer, tagged by `kind`: `{"kind": "clarification", "text": ...}`,
+    /// `{"kind": "questions", "answers": {"q": ["option"]}}`,
+    /// `{"kind": "external_tools", "results": [...]}` or
+    /// `{"kind": "confirmation", "approved": true, "reason": ...}`.
+    #[schema(value_type = Object)]
+    pub answer: AwaitAnswer,
+}
+
+/// The await's progress after an answer.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct AnswerAccepted {
+    /// How many items still need answers (0: the run resumed).
+    pub remaining: usize,
+    /// Whether every item is answered and the run resumed.
+    pub satisfied: bool,
+}
+
+/// `POST /v1/runs/{id}/cancel`: an optional reason.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CancelRun {
+    /// Why the run is cancelled (default: "cancelled by request").
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+/// `GET /v1/runs` query parameters.
+#[derive(Debug, Clone, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct RunQuery {
+    /// Only runs of this session.
+    pub session_id: Option<String>,
+    /// Only runs with one of these statuses, comma-separated
+    /// (running, awaiting, paused, completed, failed, cancelled).
+    pub status: Option<String>,
+    /// At most this many runs.
+    pub limit: Option<u32>,
+}
+
+/// `GET /v1/sessions` query parameters.
+#[derive(Debug, Clone, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct SessionQuery {
+    /// Include ended sessions.
+    #[serde(default)]
+    pub include_ended: bool,
+    /// At most this many sessions.
+    pub limit: Option<u32>,
+}
+
+/// `GET /v1/runs/{id}/events` query parameters.
+#[derive(Debug, Clone, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct EventsQuery {
+    /// Replay events after this sequence number (`Last-Event-ID` wins when both are given).
+    pub after: Option<u64>,
+}
+
+/// `GET /healthz`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct Health {
+    /// Always `ok`.
+    pub status: String,
+}

@@ -1,0 +1,192 @@
+//! weft-server: the HTTP API of the weft runtime (axum), and the only crate
+//! that knows HTTP.
+//!
+//! [`app`] builds the router from an [`AppState`] (tests call it without a
+//! socket); [`serve`] runs it on a listener until ctrl-c, and
+//! [`serve_with_shutdown`] until any future completes. Both end open event
+//! streams when shutting down, so graceful shutdown does not wait forever
+//! on Server-Sent Events clients.
+//!
+//! Architecture invariant: the server holds no run state of its own. Runs
+//! live in the runtime and the store; handlers translate HTTP into
+//! [`weft_runtime::Runtime`] and store calls, and errors into RFC 9457
+//! problems ([`ApiError`]).
+//!
+//! Organization:
+//! - [`auth`]: bearer tokens per tenant ([`Tenants`], parsed from
+//!   `tenant-a=tok1,tenant-b=tok2`) and the [`Tenant`] extractor. Sessions and
+//!   runs carry the label `weft.tenant`; another tenant's resource is a 404.
+//! - [`error`]: [`ApiError`], the single error type, as `application/problem+json`.
+//! - [`json`]: [`JsonBody`], body extraction that names the faulty field.
+//! - [`dto`]: request and response bodies.
+//! - `sessions`, `runs`, `events`: the handlers; `openapi`: the document
+//!   served at `/openapi.json`.
+//!
+//! Endpoints: `GET /healthz`, `GET /openapi.json`, and under `/v1`:
+//! `POST|GET /sessions`, `GET /sessions/{id}`, `POST /sessions/{id}/end`,
+//! `POST|GET /runs`, `GET /runs/{id}`, `GET /runs/{id}/events` (SSE),
+//! `POST /runs/{id}/answers`, `POST /runs/{id}/pause|resume|cancel`.
+
+pub mod auth;
+pub mod dto;
+pub mod error;
+mod events;
+pub mod json;
+mod openapi;
+mod runs;
+mod sessions;
+
+use std::future::Future;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post};
+use tokio::sync::watch;
+use weft_core::session::FullStore;
+use weft_runtime::Runtime;
+
+pub use auth::{TENANT_LABEL, Tenant, Tenants, TokensError};
+pub use error::{ApiError, FieldError, Problem};
+pub use json::JsonBody;
+pub use openapi::openapi;
+
+/// The default request body limit: 1 MiB.
+pub const DEFAULT_BODY_LIMIT: usize = 1024 * 1024;
+
+/// What the handlers share: the runtime, the store behind it, and the tenants.
+#[derive(Clone)]
+pub struct AppState {
+    /// Drives runs; its store must be the same object as `sessions`.
+    pub runtime: Runtime,
+    /// Sessions, and runs read back for views.
+    pub sessions: Arc<dyn FullStore>,
+    /// Which tenant each bearer token belongs to.
+    pub tenants: Arc<Tenants>,
+    /// The largest request body accepted, in bytes.
+    pub body_limit: usize,
+    shutdown: watch::Sender<bool>,
+    ids: Arc<IdSource>,
+}
+
+impl AppState {
+    /// The state of a server over `runtime`, whose store is `sessions`.
+    pub fn new(runtime: Runtime, sessions: Arc<dyn FullStore>, tenants: Tenants) -> Self {
+        Self {
+            runtime,
+            sessions,
+            tenants: Arc::new(tenants),
+            body_limit: DEFAULT_BODY_LIMIT,
+            shutdown: watch::channel(false).0,
+            ids: Arc::new(IdSource::new()),
+        }
+    }
+
+    /// Sets the request body limit in bytes.
+    pub fn with_body_limit(mut self, bytes: usize) -> Self {
+        self.body_limit = bytes;
+        self
+    }
+
+    /// A fresh id with `prefix`, unique across processes with high probability.
+    pub(crate) fn new_id(&self, prefix: &str) -> String {
+        self.ids.next(prefix)
+    }
+
+    /// Resolves when the server begins shutting down.
+    pub(crate) fn shutting_down(&self) -> impl Future<Output = ()> + Send + 'static {
+        let mut rx = self.shutdown.subscribe();
+        async move {
+            let _ = rx.wait_for(|down| *down).await;
+        }
+    }
+}
+
+struct IdSource {
+    nonce: u64,
+    counter: AtomicU64,
+}
+
+impl IdSource {
+    fn new() -> Self {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u128(now_millis_u128());
+        Self {
+            nonce: h.finish(),
+            counter: AtomicU64::new(0),
+        }
+    }
+
+    fn next(&self, prefix: &str) -> String {
+        let n = self.counter.fetch_add(1, Ordering::Relaxed);
+        format!("{prefix}_{:016x}{n:08x}", self.nonce)
+    }
+}
+
+fn now_millis_u128() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or_default()
+}
+
+/// The current time as a weft timestamp.
+pub(crate) fn now() -> weft_core::Timestamp {
+    weft_core::Timestamp::from_millis(u64::try_from(now_millis_u128()).unwrap_or(u64::MAX))
+}
+
+/// The API router.
+pub fn app(state: AppState) -> Router {
+    let limit = state.body_limit;
+    Router::new()
+        .route("/healthz", get(runs::health))
+        .route("/openapi.json", get(openapi::serve_document))
+        .route(
+            "/v1/sessions",
+            post(sessions::create_session).get(sessions::list_sessions),
+        )
+        .route("/v1/sessions/{session_id}", get(sessions::get_session))
+        .route("/v1/sessions/{session_id}/end", post(sessions::end_session))
+        .route("/v1/runs", post(runs::start_run).get(runs::list_runs))
+        .route("/v1/runs/{run_id}", get(runs::get_run))
+        .route("/v1/runs/{run_id}/events", get(events::run_events))
+        .route("/v1/runs/{run_id}/answers", post(runs::provide_answer))
+        .route("/v1/runs/{run_id}/pause", post(runs::pause_run))
+        .route("/v1/runs/{run_id}/resume", post(runs::resume_run))
+        .route("/v1/runs/{run_id}/cancel", post(runs::cancel_run))
+        .fallback(|| async { ApiError::NotFound("no such route".to_owned()) })
+        .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
+        .layer(DefaultBodyLimit::max(limit))
+        .with_state(state)
+}
+
+/// Serves the API on `listener` until ctrl-c, then shuts down gracefully.
+pub async fn serve(listener: tokio::net::TcpListener, state: AppState) -> std::io::Result<()> {
+    serve_with_shutdown(listener, state, async {
+        if let Err(e) = tokio::signal::ctrl_c().await {
+            tracing::error!(error = %e, "cannot listen for ctrl-c; serving until killed");
+            std::future::pending::<()>().await;
+        }
+    })
+    .await
+}
+
+/// Serves the API on `listener` until `signal` completes, then stops
+/// accepting connections, ends open event streams and waits for in-flight
+/// requests.
+pub async fn serve_with_shutdown(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    signal: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let shutdown = state.shutdown.clone();
+    let router = app(state);
+    axum::serve(listener, router)
+        .with_graceful_shutdown(async move {
+            signal.await;
+            shutdown.send_replace(true);
+        })
+        .await
+}

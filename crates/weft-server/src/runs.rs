@@ -1,0 +1,332 @@
+//! Run handlers: start, get and list a tenant's runs, answer their awaits,
+//! pause, resume and cancel them; and the health check.
+//!
+//! Every handler that names a run loads it first and answers 404 unless it
+//! carries the caller's tenant label, before touching the runtime.
+
+use std::str::FromStr;
+
+use axum::Json;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::{StatusCode, header};
+use axum::response::IntoResponse;
+use weft_core::run::AwaitProgress;
+use weft_core::session::{SessionError, SessionRecord};
+use weft_core::store::{RunFilter, RunStatus, StoredRun};
+use weft_core::{AwaitItemId, RunId, SessionId};
+use weft_runtime::{RuntimeError, StartRequest};
+
+use crate::auth::Tenant;
+use crate::dto::{
+    AnswerAccepted, CancelRun, Health, ProvideAnswer, RunList, RunQuery, RunView, StartRun,
+};
+use crate::error::{ApiError, Problem};
+use crate::json::{JsonBody, OptionalJsonBody};
+use crate::sessions::{check_id, check_labels};
+use crate::{AppState, now};
+
+/// Reports that the server is up.
+#[utoipa::path(get, path = "/healthz", tag = "health",
+    responses((status = 200, description = "Up", body = Health)))]
+pub(crate) async fn health() -> Json<Health> {
+    Json(Health {
+        status: "ok".to_owned(),
+    })
+}
+
+/// Starts a run of an agent on one of the caller's sessions.
+#[utoipa::path(
+    post, path = "/v1/runs", tag = "runs", request_body = StartRun,
+    responses(
+        (status = 201, description = "Started", body = RunView),
+        (status = 400, description = "Malformed request or unknown agent", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "The session belongs to another tenant", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The session has ended", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "Body too large", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn start_run(
+    State(state): State<AppState>,
+    tenant: Tenant,
+    JsonBody(body): JsonBody<StartRun>,
+) -> Result<impl IntoResponse, ApiError> {
+    check_labels(&body.labels)?;
+    if state.runtime.agent(&body.agent).is_none() {
+        return Err(ApiError::field(
+            "agent",
+            format!("unknown agent `{}`", body.agent),
+        ));
+    }
+    let session_id = match body.session_id {
+        Some(id) => check_id("session_id", id)?,
+        None => state.new_id("ses"),
+    };
+    let session = session_for_run(&state, &tenant, &session_id).await?;
+    let request = StartRequest {
+        session_id: Some(session.session_id.clone()),
+        messages: body.input.into_messages(),
+        labels: tenant.label(body.labels),
+        run_id: Some(RunId::new(state.new_id("run"))),
+        policy: None,
+    };
+    let handle = match state.runtime.start(&body.agent, request).await {
+        Ok(handle) => handle,
+        Err(RuntimeError::Store(e)) => {
+            // The store refuses runs on an ended session with a backend
+            // error; tell that case apart by reading the session again.
+            if let Ok(Some(s)) = state.sessions.get_session(&session.session_id).await
+                && s.is_ended()
+            {
+                return Err(ended(&session.session_id));
+            }
+            return Err(e.into());
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let run_id = handle.run_id().clone();
+    let view = match state.runtime.store().load_run(&run_id).await? {
+        Some(stored) => RunView::new(stored.record, Some(&stored.snapshot)),
+        None => return Err(RuntimeError::RunNotFound(run_id).into()),
+    };
+    let location = format!("/v1/runs/{}", view.run_id);
+    Ok((StatusCode::CREATED, [(header::LOCATION, location)], Json(view)))
+}
+
+/// One of the caller's runs: its record, outcome and await items.
+#[utoipa::path(
+    get, path = "/v1/runs/{run_id}", tag = "runs",
+    params(("run_id" = String, Path, description = "The run")),
+    responses(
+        (status = 200, description = "The run", body = RunView),
+        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such run for this tenant", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn get_run(
+    State(state): State<AppState>,
+    tenant: Tenant,
+    Path(run_id): Path<String>,
+) -> Result<Json<RunView>, ApiError> {
+    let stored = owned_run(&state, &tenant, &run_id).await?;
+    Ok(Json(RunView::new(stored.record, Some(&stored.snapshot))))
+}
+
+/// Lists the caller's runs, newest first.
+#[utoipa::path(
+    get, path = "/v1/runs", tag = "runs", params(RunQuery),
+    responses(
+        (status = 200, description = "The runs", body = RunList),
+        (status = 400, description = "Unknown status", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn list_runs(
+    State(state): State<AppState>,
+    tenant: Tenant,
+    query: Result<Query<RunQuery>, QueryRejection>,
+) -> Result<Json<RunList>, ApiError> {
+    let Query(query) = query?;
+    let mut statuses = Vec::new();
+    for word in query.status.iter().flat_map(|s| s.split(',')) {
+        let word = word.trim();
+        if word.is_empty() {
+            continue;
+        }
+        let status = RunStatus::from_str(word)
+            .map_err(|_| ApiError::field("status", format!("unknown run status `{word}`")))?;
+        statuses.push(status);
+    }
+    // The store cannot filter by label: filter here, then apply the limit.
+    let all = state
+        .runtime
+        .store()
+        .list_runs(&RunFilter {
+            session_id: query.session_id.map(SessionId::new),
+            statuses,
+            limit: None,
+        })
+        .await?;
+    let limit = query.limit.map_or(usize::MAX, |l| l as usize);
+    let runs = all
+        .into_iter()
+        .filter(|r| tenant.owns(&r.labels))
+        .take(limit)
+        .map(|r| RunView::new(r, None))
+        .collect();
+    Ok(Json(RunList { runs }))
+}
+
+/// Answers one item of a run's await; the run resumes once every item is answered.
+#[utoipa::path(
+    post, path = "/v1/runs/{run_id}/answers", tag = "runs",
+    params(("run_id" = String, Path, description = "The run")),
+    request_body = ProvideAnswer,
+    responses(
+        (status = 200, description = "Accepted", body = AnswerAccepted),
+        (status = 400, description = "Unknown item, or an answer that does not fit it; the run stays paused", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such run for this tenant", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The item is already answered, or the run awaits nothing", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn provide_answer(
+    State(state): State<AppState>,
+    tenant: Tenant,
+    Path(run_id): Path<String>,
+    JsonBody(body): JsonBody<ProvideAnswer>,
+) -> Result<Json<AnswerAccepted>, ApiError> {
+    let stored = owned_run(&state, &tenant, &run_id).await?;
+    let progress = state
+        .runtime
+        .provide(
+            &stored.record.run_id,
+            &AwaitItemId::new(body.item_id),
+            body.answer,
+        )
+        .await?;
+    let remaining = match progress {
+        AwaitProgress::Pending { remaining } => remaining,
+        AwaitProgress::Satisfied => 0,
+    };
+    Ok(Json(AnswerAccepted {
+        remaining,
+        satisfied: remaining == 0,
+    }))
+}
+
+/// Pauses a run (a driven run pauses at its next step).
+#[utoipa::path(
+    post, path = "/v1/runs/{run_id}/pause", tag = "runs",
+    params(("run_id" = String, Path, description = "The run")),
+    responses(
+        (status = 200, description = "Paused, or pausing at the next step", body = RunView),
+        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such run for this tenant", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "Finished or already paused", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn pause_run(
+    State(state): State<AppState>,
+    tenant: Tenant,
+    Path(run_id): Path<String>,
+) -> Result<Json<RunView>, ApiError> {
+    let stored = owned_run(&state, &tenant, &run_id).await?;
+    state.runtime.pause(&stored.record.run_id).await?;
+    reload(&state, &stored.record.run_id).await
+}
+
+/// Resumes a paused run.
+#[utoipa::path(
+    post, path = "/v1/runs/{run_id}/resume", tag = "runs",
+    params(("run_id" = String, Path, description = "The run")),
+    responses(
+        (status = 200, description = "Resumed", body = RunView),
+        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such run for this tenant", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "Not paused, or finished", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn resume_run(
+    State(state): State<AppState>,
+    tenant: Tenant,
+    Path(run_id): Path<String>,
+) -> Result<Json<RunView>, ApiError> {
+    let stored = owned_run(&state, &tenant, &run_id).await?;
+    state.runtime.resume(&stored.record.run_id).await?;
+    reload(&state, &stored.record.run_id).await
+}
+
+/// Cancels a run.
+#[utoipa::path(
+    post, path = "/v1/runs/{run_id}/cancel", tag = "runs",
+    params(("run_id" = String, Path, description = "The run")),
+    request_body(content = CancelRun, description = "Optional"),
+    responses(
+        (status = 200, description = "Cancelled, or cancelling", body = RunView),
+        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such run for this tenant", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "Finished, or driven by another process", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn cancel_run(
+    State(state): State<AppState>,
+    tenant: Tenant,
+    Path(run_id): Path<String>,
+    OptionalJsonBody(body): OptionalJsonBody<CancelRun>,
+) -> Result<Json<RunView>, ApiError> {
+    let stored = owned_run(&state, &tenant, &run_id).await?;
+    let reason = body
+        .reason
+        .unwrap_or_else(|| "cancelled by request".to_owned());
+    state.runtime.cancel(&stored.record.run_id, &reason).await?;
+    reload(&state, &stored.record.run_id).await
+}
+
+/// The caller's run `run_id`; 404 when absent or another tenant's.
+pub(crate) async fn owned_run(
+    state: &AppState,
+    tenant: &Tenant,
+    run_id: &str,
+) -> Result<StoredRun, ApiError> {
+    let id = RunId::new(run_id);
+    match state.runtime.store().load_run(&id).await? {
+        Some(stored) if tenant.owns(&stored.record.labels) => Ok(stored),
+        _ => Err(RuntimeError::RunNotFound(id).into()),
+    }
+}
+
+async fn reload(state: &AppState, run_id: &RunId) -> Result<Json<RunView>, ApiError> {
+    match state.runtime.store().load_run(run_id).await? {
+        Some(stored) => Ok(Json(RunView::new(stored.record, Some(&stored.snapshot)))),
+        None => Err(RuntimeError::RunNotFound(run_id.clone()).into()),
+    }
+}
+
+/// The open session a new run goes on: the caller's existing session, or a
+/// new one created for the caller when the id is unknown.
+async fn session_for_run(
+    state: &AppState,
+    tenant: &Tenant,
+    session_id: &str,
+) -> Result<SessionRecord, ApiError> {
+    let id = SessionId::new(session_id);
+    let session = match state.sessions.get_session(&id).await? {
+        Some(s) => s,
+        None => {
+            let record = SessionRecord::new(id.clone(), tenant.label(Default::default()), now());
+            match state.sessions.create_session(&record).await {
+                Ok(()) => record,
+                // Created concurrently: use whoever won.
+                Err(SessionError::Exists { .. }) => state
+                    .sessions
+                    .get_session(&id)
+                    .await?
+                    .ok_or_else(|| ApiError::Internal(format!("session `{id}` vanished")))?,
+                Err(e) => return Err(e.into()),
+            }
+        }
+    };
+    if !tenant.owns(&session.labels) {
+        return Err(SessionError::NotFound { session_id: id }.into());
+    }
+    if session.is_ended() {
+        return Err(ended(&id));
+    }
+    Ok(session)
+}
+
+fn ended(session_id: &SessionId) -> ApiError {
+    SessionError::Ended {
+        session_id: session_id.clone(),
+    }
+    .into()
+}

@@ -1,0 +1,209 @@
+//! Session handlers: create, list, get and end a tenant's sessions.
+//!
+//! Ending a session marks it ended in the store first (so no new run can
+//! start on it), then cancels its unfinished runs through the runtime.
+
+use axum::Json;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::{StatusCode, header};
+use axum::response::IntoResponse;
+use weft_core::SessionId;
+use weft_core::session::{SessionError, SessionFilter, SessionRecord};
+use weft_core::store::{RunFilter, RunStatus};
+use weft_core::tool::Labels;
+
+use crate::auth::Tenant;
+use crate::dto::{CreateSession, EndedSession, SessionList, SessionQuery, SessionView};
+use crate::error::{ApiError, Problem};
+use crate::json::OptionalJsonBody;
+use crate::{AppState, now};
+
+/// The longest id a client may choose.
+const MAX_ID_LEN: usize = 128;
+
+/// Creates a session for the caller's tenant.
+#[utoipa::path(
+    post, path = "/v1/sessions", tag = "sessions",
+    request_body(content = CreateSession, description = "Optional; `{}` or no body creates a session with a generated id"),
+    responses(
+        (status = 201, description = "Created", body = SessionView),
+        (status = 400, description = "Malformed request", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The id is taken", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn create_session(
+    State(state): State<AppState>,
+    tenant: Tenant,
+    OptionalJsonBody(body): OptionalJsonBody<CreateSession>,
+) -> Result<impl IntoResponse, ApiError> {
+    check_labels(&body.labels)?;
+    let session_id = match body.session_id {
+        Some(id) => check_id("session_id", id)?,
+        None => state.new_id("ses"),
+    };
+    let record = SessionRecord::new(
+        SessionId::new(session_id.clone()),
+        tenant.label(body.labels),
+        now(),
+    );
+    state.sessions.create_session(&record).await?;
+    let location = format!("/v1/sessions/{session_id}");
+    Ok((
+        StatusCode::CREATED,
+        [(header::LOCATION, location)],
+        Json(SessionView::from(record)),
+    ))
+}
+
+/// Lists the caller's sessions, newest first.
+#[utoipa::path(
+    get, path = "/v1/sessions", tag = "sessions", params(SessionQuery),
+    responses(
+        (status = 200, description = "The sessions", body = SessionList),
+        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn list_sessions(
+    State(state): State<AppState>,
+    tenant: Tenant,
+    query: Result<Query<SessionQuery>, QueryRejection>,
+) -> Result<Json<SessionList>, ApiError> {
+    let Query(query) = query?;
+    // The store cannot filter by label: filter here, then apply the limit.
+    let all = state
+        .sessions
+        .list_sessions(&SessionFilter {
+            include_ended: query.include_ended,
+            limit: None,
+        })
+        .await?;
+    let limit = query.limit.map_or(usize::MAX, |l| l as usize);
+    let sessions = all
+        .into_iter()
+        .filter(|s| tenant.owns(&s.labels))
+        .take(limit)
+        .map(SessionView::from)
+        .collect();
+    Ok(Json(SessionList { sessions }))
+}
+
+/// One of the caller's sessions.
+#[utoipa::path(
+    get, path = "/v1/sessions/{session_id}", tag = "sessions",
+    params(("session_id" = String, Path, description = "The session")),
+    responses(
+        (status = 200, description = "The session", body = SessionView),
+        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such session for this tenant", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn get_session(
+    State(state): State<AppState>,
+    tenant: Tenant,
+    Path(session_id): Path<String>,
+) -> Result<Json<SessionView>, ApiError> {
+    let session = owned_session(&state, &tenant, &session_id).await?;
+    Ok(Json(session.into()))
+}
+
+/// Ends one of the caller's sessions and cancels its unfinished runs.
+#[utoipa::path(
+    post, path = "/v1/sessions/{session_id}/end", tag = "sessions",
+    params(("session_id" = String, Path, description = "The session")),
+    responses(
+        (status = 200, description = "The session ended; its runs were cancelled", body = EndedSession),
+        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such session for this tenant", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn end_session(
+    State(state): State<AppState>,
+    tenant: Tenant,
+    Path(session_id): Path<String>,
+) -> Result<Json<EndedSession>, ApiError> {
+    let session = owned_session(&state, &tenant, &session_id).await?;
+    let ended = state
+        .sessions
+        .end_session(&session.session_id, now())
+        .await?;
+    let unfinished = state
+        .runtime
+        .store()
+        .list_runs(&RunFilter {
+            session_id: Some(session.session_id.clone()),
+            statuses: vec![RunStatus::Running, RunStatus::Awaiting, RunStatus::Paused],
+            limit: None,
+        })
+        .await?;
+    let mut cancelled_runs = Vec::new();
+    let mut uncancelled_runs = Vec::new();
+    for run in unfinished {
+        match state
+            .runtime
+            .cancel(&run.run_id, "the session was ended")
+            .await
+        {
+            Ok(()) => cancelled_runs.push(run.run_id.to_string()),
+            // It finished on its own between the listing and the cancel.
+            Err(weft_runtime::RuntimeError::Finished(_)) => {}
+            Err(e) => {
+                tracing::warn!(run_id = %run.run_id, error = %e, "cannot cancel a run of an ended session");
+                uncancelled_runs.push(run.run_id.to_string());
+            }
+        }
+    }
+    Ok(Json(EndedSession {
+        session: ended.into(),
+        cancelled_runs,
+        uncancelled_runs,
+    }))
+}
+
+/// The caller's session `session_id`; 404 when absent or another tenant's.
+pub(crate) async fn owned_session(
+    state: &AppState,
+    tenant: &Tenant,
+    session_id: &str,
+) -> Result<SessionRecord, ApiError> {
+    let id = SessionId::new(session_id);
+    match state.sessions.get_session(&id).await? {
+        Some(s) if tenant.owns(&s.labels) => Ok(s),
+        _ => Err(SessionError::NotFound { session_id: id }.into()),
+    }
+}
+
+/// Rejects client labels in the reserved `weft.` namespace.
+pub(crate) fn check_labels(labels: &Labels) -> Result<(), ApiError> {
+    match labels.keys().find(|k| k.starts_with("weft.")) {
+        Some(key) => Err(ApiError::field(
+            format!("labels.{key}"),
+            "label keys starting with `weft.` are reserved",
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Checks an id chosen by a client: non-empty, short, printable, no `/`.
+pub(crate) fn check_id(field: &str, id: String) -> Result<String, ApiError> {
+    let ok = !id.is_empty()
+        && id.len() <= MAX_ID_LEN
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | ':'));
+    if ok {
+        Ok(id)
+    } else {
+        Err(ApiError::field(
+            field,
+            format!(
+                "must be 1 to {MAX_ID_LEN} characters: letters, digits, `.`, `_`, `-` or `:`"
+            ),
+        ))
+    }
+}
