@@ -93,6 +93,13 @@ async fn write_batch(
     jobs: &[&CommitJob],
 ) -> Result<Vec<Result<(), Failure>>, sqlx::Error> {
     let mut tx = writer.begin_with("BEGIN IMMEDIATE").await?;
+    if let [job] = jobs {
+        // Alone, the commit needs no savepoint: the transaction is its own.
+        return match SqliteStore::commit_in(&mut tx, job).await {
+            Ok(()) => tx.commit().await.map(|()| vec![Ok(())]),
+            Err(failure) => tx.rollback().await.map(|()| vec![Err(failure)]),
+        };
+    }
     let mut outcomes = Vec::with_capacity(jobs.len());
     for job in jobs {
         let mut savepoint = tx.begin().await?;
