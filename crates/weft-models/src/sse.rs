@@ -25,13 +25,19 @@ pub struct SseEvent<'a> {
 
 /// A line the decoder could not read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid UTF-8 in SSE line `{line}`")]
+#[error("invalid UTF-8 in SSE field `{line}`")]
 pub struct SseError {
-    /// The offending line, lossily decoded and shortened.
+    /// The offending field value, lossily decoded and shortened.
     pub line: String,
 }
 
 /// The incremental decoder; see the module docs.
+///
+/// An event's only `data:` line is usually complete inside one chunk; it is
+/// then handed out as a slice of that chunk (`borrowed`) instead of being
+/// copied, which is most of the decoder's cost. Anything else (several data
+/// lines, a line split across chunks, an event left open at the end of a
+/// chunk) goes through the `data` buffer.
 #[derive(Debug, Default)]
 pub struct SseDecoder {
     /// Bytes of the line not yet terminated.
@@ -39,6 +45,8 @@ pub struct SseDecoder {
     event: String,
     data: String,
     has_data: bool,
+    /// The event's single data value, as a range of the chunk being fed.
+    borrowed: Option<(usize, usize)>,
     /// The previous chunk ended with CR: a leading LF in the next one belongs to it.
     after_cr: bool,
     /// A first line was read (a byte-order mark may only open the stream).
@@ -54,24 +62,45 @@ impl SseDecoder {
     /// Feeds a chunk, calling `on_event` for each event it completes.
     pub fn feed<E>(
         &mut self,
-        mut chunk: &[u8],
+        input: &[u8],
         on_event: &mut dyn FnMut(SseEvent<'_>) -> Result<(), E>,
     ) -> Result<(), E>
     where
         E: From<SseError>,
     {
+        let mut pos = 0;
         if self.after_cr {
             self.after_cr = false;
-            if let Some(rest) = chunk.strip_prefix(b"\n") {
-                chunk = rest;
+            if input.first() == Some(&b'\n') {
+                pos = 1;
             }
         }
-        while let Some(pos) = memchr2(b'\n', b'\r', chunk) {
-            let line_end = pos;
-            let mut next = pos + 1;
-            if chunk[pos] == b'\r' {
-                if next < chunk.len() {
-                    if chunk[next] == b'\n' {
+        let res = self.lines(input, &mut pos, on_event);
+        // Nothing may borrow from this chunk once it is gone.
+        let borrowed = self.borrowed.take();
+        res?;
+        if let Some((start, end)) = borrowed {
+            self.data.push_str(utf8(&input[start..end])?);
+        }
+        self.pending.extend_from_slice(&input[pos..]);
+        Ok(())
+    }
+
+    fn lines<E>(
+        &mut self,
+        input: &[u8],
+        pos: &mut usize,
+        on_event: &mut dyn FnMut(SseEvent<'_>) -> Result<(), E>,
+    ) -> Result<(), E>
+    where
+        E: From<SseError>,
+    {
+        while let Some(rel) = memchr2(b'\n', b'\r', &input[*pos..]) {
+            let end = *pos + rel;
+            let mut next = end + 1;
+            if input[end] == b'\r' {
+                if next < input.len() {
+                    if input[next] == b'\n' {
                         next += 1;
                     }
                 } else {
@@ -79,18 +108,17 @@ impl SseDecoder {
                 }
             }
             if self.pending.is_empty() {
-                self.line(&chunk[..line_end], on_event)?;
+                self.line(input, *pos, end, true, on_event)?;
             } else {
-                self.pending.extend_from_slice(&chunk[..line_end]);
+                self.pending.extend_from_slice(&input[*pos..end]);
                 let line = std::mem::take(&mut self.pending);
-                let res = self.line(&line, on_event);
+                let res = self.line(&line, 0, line.len(), false, on_event);
                 self.pending = line;
                 self.pending.clear();
                 res?;
             }
-            chunk = &chunk[next..];
+            *pos = next;
         }
-        self.pending.extend_from_slice(chunk);
         Ok(())
     }
 
@@ -105,14 +133,19 @@ impl SseDecoder {
     {
         if !self.pending.is_empty() {
             let line = std::mem::take(&mut self.pending);
-            self.line(&line, on_event)?;
+            self.line(&line, 0, line.len(), false, on_event)?;
         }
-        self.dispatch(on_event)
+        self.dispatch(&[], on_event)
     }
 
+    /// Reads the line `input[start..end]`; `borrowable` when `input` is the
+    /// chunk being fed (not the pending buffer).
     fn line<E>(
         &mut self,
-        mut line: &[u8],
+        input: &[u8],
+        mut start: usize,
+        end: usize,
+        borrowable: bool,
         on_event: &mut dyn FnMut(SseEvent<'_>) -> Result<(), E>,
     ) -> Result<(), E>
     where
@@ -120,32 +153,39 @@ impl SseDecoder {
     {
         if !self.past_first_line {
             self.past_first_line = true;
-            line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
+            if input[start..end].starts_with(b"\xEF\xBB\xBF") {
+                start += 3;
+            }
         }
+        let line = &input[start..end];
         if line.is_empty() {
-            return self.dispatch(on_event);
+            return self.dispatch(input, on_event);
         }
         if line[0] == b':' {
             return Ok(());
         }
-        let (name, value) = match memchr::memchr(b':', line) {
-            Some(i) => {
-                let v = &line[i + 1..];
-                (&line[..i], v.strip_prefix(b" ").unwrap_or(v))
-            }
-            None => (line, &b""[..]),
+        let (name, value_start) = match memchr::memchr(b':', line) {
+            Some(i) if line.get(i + 1) == Some(&b' ') => (&line[..i], start + i + 2),
+            Some(i) => (&line[..i], start + i + 1),
+            None => (line, end),
         };
         match name {
             b"data" => {
-                let value = utf8(value, line)?;
-                if self.has_data {
-                    self.data.push('\n');
+                if !self.has_data && borrowable {
+                    self.borrowed = Some((value_start, end));
+                } else {
+                    if let Some((s, e)) = self.borrowed.take() {
+                        self.data.push_str(utf8(&input[s..e])?);
+                    }
+                    if self.has_data {
+                        self.data.push('\n');
+                    }
+                    self.data.push_str(utf8(&input[value_start..end])?);
                 }
-                self.data.push_str(value);
                 self.has_data = true;
             }
             b"event" => {
-                let value = utf8(value, line)?;
+                let value = utf8(&input[value_start..end])?;
                 self.event.clear();
                 self.event.push_str(value);
             }
@@ -155,28 +195,42 @@ impl SseDecoder {
         Ok(())
     }
 
+    /// Dispatches the event; `input` is the chunk a borrowed value points into.
     fn dispatch<E>(
         &mut self,
+        input: &[u8],
         on_event: &mut dyn FnMut(SseEvent<'_>) -> Result<(), E>,
-    ) -> Result<(), E> {
+    ) -> Result<(), E>
+    where
+        E: From<SseError>,
+    {
         if !self.has_data {
             self.event.clear();
             return Ok(());
         }
-        let res = on_event(SseEvent {
-            event: &self.event,
-            data: &self.data,
-        });
+        self.has_data = false;
+        let res = match self.borrowed.take() {
+            Some((s, e)) => match utf8(&input[s..e]) {
+                Ok(data) => on_event(SseEvent {
+                    event: &self.event,
+                    data,
+                }),
+                Err(err) => Err(err.into()),
+            },
+            None => on_event(SseEvent {
+                event: &self.event,
+                data: &self.data,
+            }),
+        };
         self.event.clear();
         self.data.clear();
-        self.has_data = false;
         res
     }
 }
 
-fn utf8<'a>(value: &'a [u8], line: &[u8]) -> Result<&'a str, SseError> {
+fn utf8(value: &[u8]) -> Result<&str, SseError> {
     std::str::from_utf8(value).map_err(|_| SseError {
-        line: crate::util::shorten(&String::from_utf8_lossy(line)),
+        line: crate::util::shorten(&String::from_utf8_lossy(value)),
     })
 }
 
@@ -252,6 +306,6 @@ mod tests {
                 &mut |_e: SseEvent<'_>| -> Result<(), SseError> { Ok(()) },
             )
             .unwrap_err();
-        assert_eq!(err.line, "data: \u{fffd}\u{fffd}");
+        assert_eq!(err.line, "\u{fffd}\u{fffd}");
     }
 }
