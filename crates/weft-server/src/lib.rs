@@ -30,6 +30,7 @@
 pub mod auth;
 pub mod dto;
 pub mod error;
+mod control;
 mod events;
 pub mod json;
 mod openapi;
@@ -153,9 +154,9 @@ pub fn app(state: AppState) -> Router {
         .route("/v1/runs/{run_id}", get(runs::get_run))
         .route("/v1/runs/{run_id}/events", get(events::run_events))
         .route("/v1/runs/{run_id}/answers", post(runs::provide_answer))
-        .route("/v1/runs/{run_id}/pause", post(runs::pause_run))
-        .route("/v1/runs/{run_id}/resume", post(runs::resume_run))
-        .route("/v1/runs/{run_id}/cancel", post(runs::cancel_run))
+        .route("/v1/runs/{run_id}/pause", post(control::pause_run))
+        .route("/v1/runs/{run_id}/resume", post(control::resume_run))
+        .route("/v1/runs/{run_id}/cancel", post(control::cancel_run))
         .fallback(|| async { ApiError::NotFound("no such route".to_owned()) })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .layer(DefaultBodyLimit::max(limit))

@@ -9,7 +9,7 @@ use crate::dto::{
     RunList, RunView, SessionList, SessionView, StartRun,
 };
 use crate::error::{FieldError, Problem};
-use crate::{events, runs, sessions};
+use crate::{control, events, runs, sessions};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -25,9 +25,9 @@ use crate::{events, runs, sessions};
         runs::get_run,
         events::run_events,
         runs::provide_answer,
-        runs::pause_run,
-        runs::resume_run,
-        runs::cancel_run,
+        control::pause_run,
+        control::resume_run,
+        control::cancel_run,
     ),
     components(schemas(
         AnswerAccepted, AwaitView, CancelRun, CreateSession, EndedSession, FieldError, Health,

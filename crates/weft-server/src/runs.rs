@@ -19,10 +19,10 @@ use weft_runtime::{RuntimeError, StartRequest};
 
 use crate::auth::Tenant;
 use crate::dto::{
-    AnswerAccepted, CancelRun, Health, ProvideAnswer, RunList, RunQuery, RunView, StartRun,
+    AnswerAccepted, Health, ProvideAnswer, RunList, RunQuery, RunView, StartRun,
 };
 use crate::error::{ApiError, Problem};
-use crate::json::{JsonBody, OptionalJsonBody};
+use crate::json::JsonBody;
 use crate::sessions::{check_id, check_labels};
 use crate::{AppState, now};
 
@@ -200,77 +200,6 @@ pub(crate) async fn provide_answer(
     }))
 }
 
-/// Pauses a run (a driven run pauses at its next step).
-#[utoipa::path(
-    post, path = "/v1/runs/{run_id}/pause", tag = "runs",
-    params(("run_id" = String, Path, description = "The run")),
-    responses(
-        (status = 200, description = "Paused, or pausing at the next step", body = RunView),
-        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such run for this tenant", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "Finished or already paused", body = Problem, content_type = "application/problem+json"),
-    ),
-    security(("bearer" = []))
-)]
-pub(crate) async fn pause_run(
-    State(state): State<AppState>,
-    tenant: Tenant,
-    Path(run_id): Path<String>,
-) -> Result<Json<RunView>, ApiError> {
-    let stored = owned_run(&state, &tenant, &run_id).await?;
-    state.runtime.pause(&stored.record.run_id).await?;
-    reload(&state, &stored.record.run_id).await
-}
-
-/// Resumes a paused run.
-#[utoipa::path(
-    post, path = "/v1/runs/{run_id}/resume", tag = "runs",
-    params(("run_id" = String, Path, description = "The run")),
-    responses(
-        (status = 200, description = "Resumed", body = RunView),
-        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such run for this tenant", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "Not paused, or finished", body = Problem, content_type = "application/problem+json"),
-    ),
-    security(("bearer" = []))
-)]
-pub(crate) async fn resume_run(
-    State(state): State<AppState>,
-    tenant: Tenant,
-    Path(run_id): Path<String>,
-) -> Result<Json<RunView>, ApiError> {
-    let stored = owned_run(&state, &tenant, &run_id).await?;
-    state.runtime.resume(&stored.record.run_id).await?;
-    reload(&state, &stored.record.run_id).await
-}
-
-/// Cancels a run.
-#[utoipa::path(
-    post, path = "/v1/runs/{run_id}/cancel", tag = "runs",
-    params(("run_id" = String, Path, description = "The run")),
-    request_body(content = CancelRun, description = "Optional"),
-    responses(
-        (status = 200, description = "Cancelled, or cancelling", body = RunView),
-        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such run for this tenant", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "Finished, or driven by another process", body = Problem, content_type = "application/problem+json"),
-    ),
-    security(("bearer" = []))
-)]
-pub(crate) async fn cancel_run(
-    State(state): State<AppState>,
-    tenant: Tenant,
-    Path(run_id): Path<String>,
-    OptionalJsonBody(body): OptionalJsonBody<CancelRun>,
-) -> Result<Json<RunView>, ApiError> {
-    let stored = owned_run(&state, &tenant, &run_id).await?;
-    let reason = body
-        .reason
-        .unwrap_or_else(|| "cancelled by request".to_owned());
-    state.runtime.cancel(&stored.record.run_id, &reason).await?;
-    reload(&state, &stored.record.run_id).await
-}
-
 /// The caller's run `run_id`; 404 when absent or another tenant's.
 pub(crate) async fn owned_run(
     state: &AppState,
@@ -281,13 +210,6 @@ pub(crate) async fn owned_run(
     match state.runtime.store().load_run(&id).await? {
         Some(stored) if tenant.owns(&stored.record.labels) => Ok(stored),
         _ => Err(RuntimeError::RunNotFound(id).into()),
-    }
-}
-
-async fn reload(state: &AppState, run_id: &RunId) -> Result<Json<RunView>, ApiError> {
-    match state.runtime.store().load_run(run_id).await? {
-        Some(stored) => Ok(Json(RunView::new(stored.record, Some(&stored.snapshot)))),
-        None => Err(RuntimeError::RunNotFound(run_id.clone()).into()),
     }
 }
 

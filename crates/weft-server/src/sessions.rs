@@ -144,14 +144,10 @@ pub(crate) async fn end_session(
     let mut cancelled_runs = Vec::new();
     let mut uncancelled_runs = Vec::new();
     for run in unfinished {
-        match state
-            .runtime
-            .cancel(&run.run_id, "the session was ended")
-            .await
-        {
-            Ok(()) => cancelled_runs.push(run.run_id.to_string()),
+        match crate::control::cancel(&state, &run.run_id, "the session was ended").await {
+            Ok(_) => cancelled_runs.push(run.run_id.to_string()),
             // It finished on its own between the listing and the cancel.
-            Err(weft_runtime::RuntimeError::Finished(_)) => {}
+            Err(ApiError::Conflict(_)) if finished(&state, &run.run_id).await => {}
             Err(e) => {
                 tracing::warn!(run_id = %run.run_id, error = %e, "cannot cancel a run of an ended session");
                 uncancelled_runs.push(run.run_id.to_string());
@@ -163,6 +159,13 @@ pub(crate) async fn end_session(
         cancelled_runs,
         uncancelled_runs,
     }))
+}
+
+async fn finished(state: &AppState, run_id: &weft_core::RunId) -> bool {
+    matches!(
+        state.runtime.store().load_run(run_id).await,
+        Ok(Some(r)) if r.record.status.is_finished()
+    )
 }
 
 /// The caller's session `session_id`; 404 when absent or another tenant's.

@@ -1,0 +1,271 @@
+//! API tests through the router: tenant isolation, authentication, problem
+//! responses, sessions and the OpenAPI document.
+
+mod common;
+
+use axum::body::Body;
+use axum::http::{Method, StatusCode};
+use common::{Fixture, TOKEN_A, TOKEN_B};
+use serde_json::{Value, json};
+
+#[tokio::test]
+async fn a_tenant_sees_and_acts_on_nothing_of_another_tenant() {
+    let f = Fixture::new().await;
+    let session = f.post("/v1/sessions", TOKEN_A, json!({"session_id": "s-a"})).await;
+    assert_eq!(session.status, StatusCode::CREATED, "{}", session.body);
+    assert_eq!(session.body["labels"]["weft.tenant"], "tenant-a");
+    let run = f.start(TOKEN_A, "ask", Some("s-a")).await;
+    f.wait_status(TOKEN_A, &run, "awaiting").await;
+    let b_session = f.start(TOKEN_B, "echo", None).await;
+
+    // Every read and action of tenant B on tenant A's resources is a 404.
+    for path in [
+        "/v1/sessions/s-a".to_owned(),
+        format!("/v1/runs/{run}"),
+        format!("/v1/runs/{run}/events"),
+    ] {
+        let r = f.get(&path, TOKEN_B).await;
+        assert_eq!(r.status, StatusCode::NOT_FOUND, "GET {path}: {}", r.body);
+        assert_eq!(r.content_type(), "application/problem+json");
+    }
+    let answer = json!({"item_id": "why", "answer": {"kind": "clarification", "text": "x"}});
+    for (path, body) in [
+        (format!("/v1/runs/{run}/answers"), answer),
+        (format!("/v1/runs/{run}/cancel"), json!({})),
+        (format!("/v1/runs/{run}/pause"), json!({})),
+        (format!("/v1/runs/{run}/resume"), json!({})),
+        ("/v1/sessions/s-a/end".to_owned(), json!({})),
+    ] {
+        let r = f.post(&path, TOKEN_B, body).await;
+        assert_eq!(r.status, StatusCode::NOT_FOUND, "POST {path}: {}", r.body);
+    }
+    // Starting a run on tenant A's session is a 404 too.
+    let r = f
+        .post(
+            "/v1/runs",
+            TOKEN_B,
+            json!({"agent": "echo", "session_id": "s-a", "input": "x"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.body);
+
+    // Lists show only the caller's own items.
+    let runs_b = f.get("/v1/runs", TOKEN_B).await;
+    let ids: Vec<&str> = runs_b.body["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["run_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, vec![b_session.as_str()]);
+    let runs_a = f.get("/v1/runs", TOKEN_A).await;
+    assert_eq!(runs_a.body["runs"].as_array().unwrap().len(), 1);
+    assert_eq!(runs_a.body["runs"][0]["run_id"], run.as_str());
+    let sessions_b = f.get("/v1/sessions", TOKEN_B).await;
+    let sessions_b = sessions_b.body["sessions"].as_array().unwrap().clone();
+    assert_eq!(sessions_b.len(), 1);
+    assert_eq!(sessions_b[0]["labels"]["weft.tenant"], "tenant-b");
+    let by_session = f.get("/v1/runs?session_id=s-a", TOKEN_B).await;
+    assert_eq!(by_session.body["runs"], json!([]));
+
+    // Tenant A's run is untouched and still awaiting.
+    let view = f.get(&format!("/v1/runs/{run}"), TOKEN_A).await;
+    assert_eq!(view.body["status"], "awaiting");
+    assert_eq!(view.body["await"]["items"].as_array().unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn missing_or_unknown_tokens_get_401() {
+    let f = Fixture::new().await;
+    let r = f.call(Method::GET, "/v1/runs", None, None).await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+    assert_eq!(r.content_type(), "application/problem+json");
+    assert_eq!(r.body["status"], 401);
+    assert_eq!(r.headers["www-authenticate"], "Bearer");
+    let r = f.get("/v1/sessions", "nope").await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+    // Health needs no token.
+    let r = f.call(Method::GET, "/healthz", None, None).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.body["status"], "ok");
+}
+
+#[tokio::test]
+async fn unknown_routes_and_methods_are_problems() {
+    let f = Fixture::new().await;
+    let r = f.get("/v1/nothing-here", TOKEN_A).await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    assert_eq!(r.content_type(), "application/problem+json");
+    assert_eq!(r.body["type"], "urn:weft:problem:not-found");
+    assert_eq!(r.body["title"], "Not Found");
+    let r = f.call(Method::DELETE, "/v1/runs", Some(TOKEN_A), None).await;
+    assert_eq!(r.status, StatusCode::METHOD_NOT_ALLOWED);
+    assert_eq!(r.content_type(), "application/problem+json");
+    let r = f.get("/v1/runs/run_missing", TOKEN_A).await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn malformed_json_gets_a_400_naming_the_field() {
+    let f = Fixture::new().await;
+    let r = f
+        .post("/v1/runs", TOKEN_A, json!({"agent": 5, "input": "x"}))
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+    assert_eq!(r.content_type(), "application/problem+json");
+    assert_eq!(r.fields(), vec!["agent"]);
+    assert!(r.body["detail"].as_str().unwrap().contains("agent"));
+
+    let r = f.post("/v1/runs", TOKEN_A, json!({"agent": "echo"})).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert_eq!(r.fields(), vec!["input"]);
+
+    let r = f
+        .post(
+            "/v1/runs",
+            TOKEN_A,
+            json!({"agent": "echo", "input": "x", "labels": {"k": 1}}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert_eq!(r.fields(), vec!["labels.k"]);
+
+    let r = f
+        .post("/v1/runs", TOKEN_A, json!({"agent": "nobody", "input": "x"}))
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert_eq!(r.fields(), vec!["agent"]);
+
+    let r = f
+        .post(
+            "/v1/runs",
+            TOKEN_A,
+            json!({"agent": "echo", "input": "x", "labels": {"weft.tenant": "tenant-b"}}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert_eq!(r.fields(), vec!["labels.weft.tenant"]);
+
+    let r = f
+        .call(
+            Method::POST,
+            "/v1/runs",
+            Some(TOKEN_A),
+            Some(Body::from("{\"agent\": ")),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert!(r.body["detail"].as_str().unwrap().contains("not valid JSON"));
+
+    let r = f.get("/v1/runs?status=sleeping", TOKEN_A).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert_eq!(r.fields(), vec!["status"]);
+}
+
+#[tokio::test]
+async fn a_body_over_the_limit_gets_413() {
+    let f = Fixture::new().await;
+    let text = "x".repeat(2 * 1024 * 1024);
+    let r = f
+        .post("/v1/runs", TOKEN_A, json!({"agent": "echo", "input": text}))
+        .await;
+    assert_eq!(r.status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(r.content_type(), "application/problem+json");
+    assert_eq!(r.body["status"], 413);
+}
+
+#[tokio::test]
+async fn ending_a_session_cancels_its_runs_and_refuses_new_ones() {
+    let f = Fixture::new().await;
+    let run = f.start(TOKEN_A, "ask", Some("s1")).await;
+    f.wait_status(TOKEN_A, &run, "awaiting").await;
+    let session = f.get("/v1/sessions/s1", TOKEN_A).await;
+    assert_eq!(session.status, StatusCode::OK);
+    assert_eq!(session.body["labels"]["weft.tenant"], "tenant-a");
+
+    let r = f.post("/v1/sessions/s1/end", TOKEN_A, json!({})).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.body["cancelled_runs"], json!([run]));
+    assert!(r.body["session"]["ended_at"].is_u64());
+    let view = f.wait_status(TOKEN_A, &run, "cancelled").await;
+    assert_eq!(view["outcome"]["kind"], "cancelled");
+
+    let r = f
+        .post(
+            "/v1/runs",
+            TOKEN_A,
+            json!({"agent": "echo", "session_id": "s1", "input": "x"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
+    assert!(r.body["detail"].as_str().unwrap().contains("ended"));
+
+    // Ended sessions are listed only on request.
+    let open = f.get("/v1/sessions", TOKEN_A).await;
+    assert_eq!(open.body["sessions"], json!([]));
+    let all = f.get("/v1/sessions?include_ended=true", TOKEN_A).await;
+    assert_eq!(all.body["sessions"].as_array().unwrap().len(), 1);
+    // Creating a session with a taken id is a conflict.
+    let r = f.post("/v1/sessions", TOKEN_A, json!({"session_id": "s1"})).await;
+    assert_eq!(r.status, StatusCode::CONFLICT);
+}
+
+#[tokio::test]
+async fn runs_are_listed_by_session_and_status() {
+    let f = Fixture::new().await;
+    let done = f.start(TOKEN_A, "echo", Some("s1")).await;
+    let waiting = f.start(TOKEN_A, "ask", Some("s2")).await;
+    let finished = f.wait_status(TOKEN_A, &done, "completed").await;
+    assert_eq!(finished["outcome"]["kind"], "response");
+    f.wait_status(TOKEN_A, &waiting, "awaiting").await;
+    let ids = |v: &Value| -> Vec<String> {
+        v["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["run_id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let r = f.get("/v1/runs?session_id=s1", TOKEN_A).await;
+    assert_eq!(ids(&r.body), vec![done.clone()]);
+    let r = f.get("/v1/runs?status=awaiting", TOKEN_A).await;
+    assert_eq!(ids(&r.body), vec![waiting.clone()]);
+    let r = f.get("/v1/runs?status=completed,awaiting", TOKEN_A).await;
+    assert_eq!(ids(&r.body).len(), 2);
+    let r = f.get("/v1/runs?limit=1", TOKEN_A).await;
+    assert_eq!(ids(&r.body).len(), 1);
+}
+
+#[tokio::test]
+async fn openapi_lists_every_path() {
+    let f = Fixture::new().await;
+    let r = f.call(Method::GET, "/openapi.json", None, None).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert!(r.body["openapi"].as_str().unwrap().starts_with("3."));
+    let paths = r.body["paths"].as_object().unwrap();
+    for path in [
+        "/healthz",
+        "/v1/sessions",
+        "/v1/sessions/{session_id}",
+        "/v1/sessions/{session_id}/end",
+        "/v1/runs",
+        "/v1/runs/{run_id}",
+        "/v1/runs/{run_id}/events",
+        "/v1/runs/{run_id}/answers",
+        "/v1/runs/{run_id}/pause",
+        "/v1/runs/{run_id}/resume",
+        "/v1/runs/{run_id}/cancel",
+    ] {
+        assert!(paths.contains_key(path), "missing {path}");
+    }
+    assert!(paths["/v1/runs"]["post"].is_object());
+    assert!(paths["/v1/runs"]["get"].is_object());
+    let schemas = r.body["components"]["schemas"].as_object().unwrap();
+    for schema in ["Problem", "RunView", "StartRun", "ProvideAnswer", "SessionView"] {
+        assert!(schemas.contains_key(schema), "missing schema {schema}");
+    }
+    assert_eq!(
+        r.body["components"]["securitySchemes"]["bearer"]["scheme"],
+        "bearer"
+    );
+}

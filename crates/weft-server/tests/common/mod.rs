@@ -1,0 +1,204 @@
+//! Test fixture: a server over a real SQLite store in a tempdir, with
+//! scripted agents and in-process tools, called through `app` or a socket.
+
+#![allow(dead_code)] // Each test binary uses a part of the fixture.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{HeaderMap, Method, Request, StatusCode};
+use http_body_util::BodyExt;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tower::ServiceExt;
+use weft_core::AwaitItemId;
+use weft_core::awaiting::{AwaitItem, Clarification, Question, QuestionOption, Questions};
+use weft_core::planner::{PlanResult, ToolCallRequest};
+use weft_core::tool::{ToolError, ToolIdent};
+use weft_runtime::{Agent, Runtime, ScriptedPlanner};
+use weft_server::{AppState, Tenants};
+use weft_tools::FnToolSet;
+
+pub const TOKEN_A: &str = "tok-a";
+pub const TOKEN_B: &str = "tok-b";
+
+#[derive(Deserialize, JsonSchema)]
+struct AddArgs {
+    a: i64,
+    b: i64,
+}
+
+/// A running server's state over a SQLite file that lives as long as the fixture.
+pub struct Fixture {
+    pub state: AppState,
+    _dir: tempfile::TempDir,
+}
+
+/// A response: status, headers and the body as JSON (`Value::Null` when empty or not JSON).
+pub struct Reply {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Value,
+}
+
+impl Reply {
+    pub fn content_type(&self) -> &str {
+        self.headers
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+    }
+
+    /// The `field` of each entry of a problem's `errors`.
+    pub fn fields(&self) -> Vec<String> {
+        self.body["errors"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|e| e["field"].as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+fn agents() -> Vec<Agent> {
+    let tools = Arc::new(FnToolSet::new("t").tool(
+        "add",
+        "Adds two integers",
+        |args: AddArgs| async move { Ok::<_, ToolError>(args.a + args.b) },
+    ));
+    let echo = ScriptedPlanner::new(vec![
+        PlanResult::tool_calls(vec![ToolCallRequest::new("t.add", json!({"a": 1, "b": 2}))]),
+        PlanResult::final_text("the sum is 3"),
+    ]);
+    let ask = ScriptedPlanner::new(vec![
+        PlanResult::await_items(vec![
+            AwaitItem::Questions(Questions {
+                id: AwaitItemId::new("pick"),
+                tool_name: ToolIdent::new("t.choose"),
+                tool_call_id: "call-pick".into(),
+                payload: json!({}),
+                title: None,
+                questions: vec![Question {
+                    id: "color".into(),
+                    prompt: "Which color?".into(),
+                    options: vec![
+                        QuestionOption {
+                            id: "red".into(),
+                            label: "Red".into(),
+                        },
+                        QuestionOption {
+                            id: "blue".into(),
+                            label: "Blue".into(),
+                        },
+                    ],
+                    allow_multiple: false,
+                }],
+            }),
+            AwaitItem::Clarification(Clarification {
+                id: AwaitItemId::new("why"),
+                question: "Why?".into(),
+                missing_fields: Vec::new(),
+                restrict_to_tool: None,
+                example_input: None,
+                clarifying_prompt: None,
+            }),
+        ]),
+        PlanResult::final_text("thanks"),
+    ]);
+    vec![
+        Agent::builder("echo", Arc::new(echo))
+            .toolset(tools.clone())
+            .build(),
+        Agent::builder("ask", Arc::new(ask)).toolset(tools).build(),
+    ]
+}
+
+impl Fixture {
+    pub async fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite:{}", dir.path().join("weft.db").display());
+        let store = weft_store::connect(&url).await.unwrap();
+        let mut builder = Runtime::builder().store(store.clone());
+        for agent in agents() {
+            builder = builder.agent(agent);
+        }
+        let tenants = Tenants::parse(&format!("tenant-a={TOKEN_A},tenant-b={TOKEN_B}")).unwrap();
+        Self {
+            state: AppState::new(builder.build(), store, tenants),
+            _dir: dir,
+        }
+    }
+
+    /// Sends a request through the router (no socket).
+    pub async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        token: Option<&str>,
+        body: Option<Body>,
+    ) -> Reply {
+        let mut request = Request::builder().method(method).uri(path);
+        if let Some(token) = token {
+            request = request.header("authorization", format!("Bearer {token}"));
+        }
+        if body.is_some() {
+            request = request.header("content-type", "application/json");
+        }
+        let request = request.body(body.unwrap_or_else(Body::empty)).unwrap();
+        let response = weft_server::app(self.state.clone())
+            .oneshot(request)
+            .await
+            .unwrap();
+        let status = response.status();
+        let headers = response.headers().clone();
+        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        Reply {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    pub async fn get(&self, path: &str, token: &str) -> Reply {
+        self.call(Method::GET, path, Some(token), None).await
+    }
+
+    pub async fn post(&self, path: &str, token: &str, body: Value) -> Reply {
+        self.call(
+            Method::POST,
+            path,
+            Some(token),
+            Some(Body::from(body.to_string())),
+        )
+        .await
+    }
+
+    /// Starts a run and returns its id.
+    pub async fn start(&self, token: &str, agent: &str, session: Option<&str>) -> String {
+        let mut body = json!({"agent": agent, "input": "go"});
+        if let Some(s) = session {
+            body["session_id"] = json!(s);
+        }
+        let r = self.post("/v1/runs", token, body).await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+        r.body["run_id"].as_str().unwrap().to_owned()
+    }
+
+    /// Polls a run until its status is `status`.
+    pub async fn wait_status(&self, token: &str, run_id: &str, status: &str) -> Value {
+        for _ in 0..500 {
+            let r = self.get(&format!("/v1/runs/{run_id}"), token).await;
+            assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+            if r.body["status"] == status {
+                return r.body;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("run {run_id} never reached {status}");
+    }
+}
