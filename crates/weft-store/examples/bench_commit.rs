@@ -24,17 +24,22 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let dir = tempfile::tempdir()?;
     for (name, sync) in [("full", Synchronous::Full), ("normal", Synchronous::Normal)] {
-        let mut options = SqliteOptions::new(dir.path().join(format!("bench-{name}.db")));
-        options.synchronous = sync;
-        let store = SqliteStore::open_with(options).await?;
-        let _warmup = bench_commit(&store, steps / 10).await;
-        let head = json!({"store": "sqlite", "synchronous": name});
-        print(&head, bench_commit(&store, steps).await);
-        print(
-            &head,
-            bench_commit_concurrent(&store, RUNS, steps / RUNS).await,
-        );
-        store.close().await;
+        for group_commit in [true, false] {
+            let mut options =
+                SqliteOptions::new(dir.path().join(format!("bench-{name}-{group_commit}.db")));
+            options.synchronous = sync;
+            options.group_commit = group_commit;
+            let store = SqliteStore::open_with(options).await?;
+            let _warmup = bench_commit(&store, steps / 10).await;
+            let head =
+                json!({"store": "sqlite", "synchronous": name, "group_commit": group_commit});
+            print(&head, bench_commit(&store, steps).await);
+            print(
+                &head,
+                bench_commit_concurrent(&store, RUNS, steps / RUNS).await,
+            );
+            store.close().await;
+        }
     }
 
     if let Some(url) = postgres {

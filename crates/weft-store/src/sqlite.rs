@@ -51,6 +51,10 @@ pub struct SqliteOptions {
     pub read_connections: u32,
     /// How long to wait for another process's write lock.
     pub busy_timeout: Duration,
+    /// Write concurrent commits together, in one transaction and one sync
+    /// ([`crate::group`]); otherwise each commit is its own transaction,
+    /// written from the caller's task.
+    pub group_commit: bool,
 }
 
 impl SqliteOptions {
@@ -61,6 +65,7 @@ impl SqliteOptions {
             synchronous: Synchronous::Full,
             read_connections: 4,
             busy_timeout: Duration::from_secs(5),
+            group_commit: true,
         }
     }
 
@@ -105,7 +110,7 @@ impl SqliteOptions {
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
     writer: SqlitePool,
-    committer: GroupCommitter,
+    committer: Option<GroupCommitter>,
     reader: SqlitePool,
     path: PathBuf,
     label: String,
@@ -147,7 +152,9 @@ impl SqliteStore {
             .await
             .map_err(connect)?;
         Ok(Self {
-            committer: GroupCommitter::start(writer.clone()),
+            committer: options
+                .group_commit
+                .then(|| GroupCommitter::start(writer.clone())),
             writer,
             reader,
             path: options.path,
@@ -174,7 +181,17 @@ impl SqliteStore {
         &self,
         job: std::sync::Arc<crate::sql_runs::CommitJob>,
     ) -> Result<(), crate::error::Failure> {
-        self.committer.commit(job).await
+        if let Some(committer) = &self.committer {
+            return committer.commit(job).await;
+        }
+        let mut tx = self.write_tx().await?;
+        match Self::commit_in(&mut tx, &job).await {
+            Ok(()) => Ok(tx.commit().await?),
+            Err(failure) => {
+                tx.rollback().await?;
+                Err(failure)
+            }
+        }
     }
 
     fn write_pool(&self) -> &SqlitePool {

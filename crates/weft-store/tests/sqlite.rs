@@ -51,6 +51,29 @@ macro_rules! sqlite_tests {
 
 for_each_suite_test!(sqlite_tests);
 
+/// The suite again, with each commit in its own transaction (no group commit).
+mod direct {
+    use super::{TestDb, suite};
+
+    macro_rules! direct_tests {
+        ($($module:ident :: $name:ident),* $(,)?) => {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let db = TestDb::new();
+                    let mut options = weft_store::SqliteOptions::from_url(&db.url()).unwrap();
+                    options.group_commit = false;
+                    let store = weft_store::SqliteStore::open_with(options).await.unwrap();
+                    suite::$module::$name(&store).await;
+                    store.close().await;
+                }
+            )*
+        };
+    }
+
+    crate::for_each_suite_test!(direct_tests);
+}
+
 #[tokio::test]
 async fn data_survives_reopening() {
     let db = TestDb::new();
