@@ -40,7 +40,9 @@ pub enum TokensError {
         index: usize,
     },
     /// A tenant id is empty or has characters other than letters, digits, `.`, `_`, `-`.
-    #[error("entry {index}: tenant id `{tenant}` must be non-empty letters, digits, `.`, `_` or `-`")]
+    #[error(
+        "entry {index}: tenant id `{tenant}` must be non-empty letters, digits, `.`, `_` or `-`"
+    )]
     BadTenant {
         /// The entry's position, from 1.
         index: usize,
@@ -148,7 +150,9 @@ impl fmt::Debug for Tenants {
         let mut tenants: Vec<&str> = self.tokens.values().map(String::as_str).collect();
         tenants.sort_unstable();
         tenants.dedup();
-        f.debug_struct("Tenants").field("tenants", &tenants).finish()
+        f.debug_struct("Tenants")
+            .field("tenants", &tenants)
+            .finish()
     }
 }
 

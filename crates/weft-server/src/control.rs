@@ -119,8 +119,6 @@ pub(crate) async fn cancel_run(
     Ok(view(stored))
 }
 
-
-
 /// Cancels a run through the runtime (see [`settle`]) and returns it.
 pub(crate) async fn cancel(
     state: &AppState,

@@ -59,9 +59,7 @@ pub(crate) async fn run_events(
             .to_str()
             .ok()
             .and_then(|v| v.trim().parse::<u64>().ok())
-            .ok_or_else(|| {
-                ApiError::field("Last-Event-ID", "must be an event sequence number")
-            })?,
+            .ok_or_else(|| ApiError::field("Last-Event-ID", "must be an event sequence number"))?,
         None => query.after.unwrap_or(0),
     };
     let follow = Follow {
@@ -74,9 +72,11 @@ pub(crate) async fn run_events(
         },
         shutdown: Box::pin(state.shutting_down()),
     };
-    let stream = futures_util::stream::unfold(follow, |mut f| async move {
-        f.next().await.map(|e| (Ok(e), f))
-    });
+    let stream =
+        futures_util::stream::unfold(
+            follow,
+            |mut f| async move { f.next().await.map(|e| (Ok(e), f)) },
+        );
     Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
 }
 

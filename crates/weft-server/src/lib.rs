@@ -28,9 +28,9 @@
 //! `POST /runs/{id}/answers`, `POST /runs/{id}/pause|resume|cancel`.
 
 pub mod auth;
+mod control;
 pub mod dto;
 pub mod error;
-mod control;
 mod events;
 pub mod json;
 mod openapi;

@@ -18,9 +18,7 @@ use weft_core::{AwaitItemId, RunId, SessionId};
 use weft_runtime::{RuntimeError, StartRequest};
 
 use crate::auth::Tenant;
-use crate::dto::{
-    AnswerAccepted, Health, ProvideAnswer, RunList, RunQuery, RunView, StartRun,
-};
+use crate::dto::{AnswerAccepted, Health, ProvideAnswer, RunList, RunQuery, RunView, StartRun};
 use crate::error::{ApiError, Problem};
 use crate::json::JsonBody;
 use crate::sessions::{check_id, check_labels};
@@ -92,7 +90,11 @@ pub(crate) async fn start_run(
         None => return Err(RuntimeError::RunNotFound(run_id).into()),
     };
     let location = format!("/v1/runs/{}", view.run_id);
-    Ok((StatusCode::CREATED, [(header::LOCATION, location)], Json(view)))
+    Ok((
+        StatusCode::CREATED,
+        [(header::LOCATION, location)],
+        Json(view),
+    ))
 }
 
 /// One of the caller's runs: its record, outcome and await items.

@@ -204,9 +204,7 @@ pub(crate) fn check_id(field: &str, id: String) -> Result<String, ApiError> {
     } else {
         Err(ApiError::field(
             field,
-            format!(
-                "must be 1 to {MAX_ID_LEN} characters: letters, digits, `.`, `_`, `-` or `:`"
-            ),
+            format!("must be 1 to {MAX_ID_LEN} characters: letters, digits, `.`, `_`, `-` or `:`"),
         ))
     }
 }

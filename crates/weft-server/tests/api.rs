@@ -11,7 +11,9 @@ use serde_json::{Value, json};
 #[tokio::test]
 async fn a_tenant_sees_and_acts_on_nothing_of_another_tenant() {
     let f = Fixture::new().await;
-    let session = f.post("/v1/sessions", TOKEN_A, json!({"session_id": "s-a"})).await;
+    let session = f
+        .post("/v1/sessions", TOKEN_A, json!({"session_id": "s-a"}))
+        .await;
     assert_eq!(session.status, StatusCode::CREATED, "{}", session.body);
     assert_eq!(session.body["labels"]["weft.tenant"], "tenant-a");
     let run = f.start(TOKEN_A, "ask", Some("s-a")).await;
@@ -98,7 +100,9 @@ async fn unknown_routes_and_methods_are_problems() {
     assert_eq!(r.content_type(), "application/problem+json");
     assert_eq!(r.body["type"], "urn:weft:problem:not-found");
     assert_eq!(r.body["title"], "Not Found");
-    let r = f.call(Method::DELETE, "/v1/runs", Some(TOKEN_A), None).await;
+    let r = f
+        .call(Method::DELETE, "/v1/runs", Some(TOKEN_A), None)
+        .await;
     assert_eq!(r.status, StatusCode::METHOD_NOT_ALLOWED);
     assert_eq!(r.content_type(), "application/problem+json");
     let r = f.get("/v1/runs/run_missing", TOKEN_A).await;
@@ -131,7 +135,11 @@ async fn malformed_json_gets_a_400_naming_the_field() {
     assert_eq!(r.fields(), vec!["labels.k"]);
 
     let r = f
-        .post("/v1/runs", TOKEN_A, json!({"agent": "nobody", "input": "x"}))
+        .post(
+            "/v1/runs",
+            TOKEN_A,
+            json!({"agent": "nobody", "input": "x"}),
+        )
         .await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
     assert_eq!(r.fields(), vec!["agent"]);
@@ -155,7 +163,12 @@ async fn malformed_json_gets_a_400_naming_the_field() {
         )
         .await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
-    assert!(r.body["detail"].as_str().unwrap().contains("not valid JSON"));
+    assert!(
+        r.body["detail"]
+            .as_str()
+            .unwrap()
+            .contains("not valid JSON")
+    );
 
     let r = f.get("/v1/runs?status=sleeping", TOKEN_A).await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
@@ -206,7 +219,9 @@ async fn ending_a_session_cancels_its_runs_and_refuses_new_ones() {
     let all = f.get("/v1/sessions?include_ended=true", TOKEN_A).await;
     assert_eq!(all.body["sessions"].as_array().unwrap().len(), 1);
     // Creating a session with a taken id is a conflict.
-    let r = f.post("/v1/sessions", TOKEN_A, json!({"session_id": "s1"})).await;
+    let r = f
+        .post("/v1/sessions", TOKEN_A, json!({"session_id": "s1"}))
+        .await;
     assert_eq!(r.status, StatusCode::CONFLICT);
 }
 
@@ -261,7 +276,13 @@ async fn openapi_lists_every_path() {
     assert!(paths["/v1/runs"]["post"].is_object());
     assert!(paths["/v1/runs"]["get"].is_object());
     let schemas = r.body["components"]["schemas"].as_object().unwrap();
-    for schema in ["Problem", "RunView", "StartRun", "ProvideAnswer", "SessionView"] {
+    for schema in [
+        "Problem",
+        "RunView",
+        "StartRun",
+        "ProvideAnswer",
+        "SessionView",
+    ] {
         assert!(schemas.contains_key(schema), "missing schema {schema}");
     }
     assert_eq!(

@@ -106,10 +106,18 @@ async fn bad_answers_are_rejected_and_the_run_stays_awaiting() {
         .post(&answers, TOKEN_A, questions(json!({"color": ["red"]})))
         .await;
     assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
-    assert!(r.body["detail"].as_str().unwrap().contains("already answered"));
+    assert!(
+        r.body["detail"]
+            .as_str()
+            .unwrap()
+            .contains("already answered")
+    );
     let view = f.get(&format!("/v1/runs/{run}"), TOKEN_A).await;
     assert_eq!(view.body["status"], "awaiting");
-    assert_eq!(view.body["await"]["answers"][0]["answers"]["color"], json!(["blue"]));
+    assert_eq!(
+        view.body["await"]["answers"][0]["answers"]["color"],
+        json!(["blue"])
+    );
     assert_eq!(view.body["await"]["answers"][1], Value::Null);
 
     // The last answer completes the run.
@@ -142,11 +150,15 @@ async fn pause_resume_and_cancel_an_awaiting_run() {
     let f = Fixture::new().await;
     let run = f.start(TOKEN_A, "ask", None).await;
     f.wait_status(TOKEN_A, &run, "awaiting").await;
-    let r = f.post(&format!("/v1/runs/{run}/pause"), TOKEN_A, json!({})).await;
+    let r = f
+        .post(&format!("/v1/runs/{run}/pause"), TOKEN_A, json!({}))
+        .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     assert_eq!(r.body["paused"], true);
     // Pausing twice is a conflict.
-    let r = f.post(&format!("/v1/runs/{run}/pause"), TOKEN_A, json!({})).await;
+    let r = f
+        .post(&format!("/v1/runs/{run}/pause"), TOKEN_A, json!({}))
+        .await;
     assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
     // A paused run takes no answers.
     let r = f
@@ -157,7 +169,9 @@ async fn pause_resume_and_cancel_an_awaiting_run() {
         )
         .await;
     assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
-    let r = f.post(&format!("/v1/runs/{run}/resume"), TOKEN_A, json!({})).await;
+    let r = f
+        .post(&format!("/v1/runs/{run}/resume"), TOKEN_A, json!({}))
+        .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     assert_eq!(r.body["paused"], false);
     assert_eq!(r.body["status"], "awaiting");
@@ -171,6 +185,8 @@ async fn pause_resume_and_cancel_an_awaiting_run() {
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     assert_eq!(r.body["status"], "cancelled");
     assert_eq!(r.body["outcome"]["reason"], "changed my mind");
-    let r = f.post(&format!("/v1/runs/{run}/cancel"), TOKEN_A, json!({})).await;
+    let r = f
+        .post(&format!("/v1/runs/{run}/cancel"), TOKEN_A, json!({}))
+        .await;
     assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
 }
