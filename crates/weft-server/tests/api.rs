@@ -290,3 +290,73 @@ async fn openapi_lists_every_path() {
         "bearer"
     );
 }
+
+#[tokio::test]
+async fn sessions_are_created_with_or_without_a_body() {
+    let f = Fixture::new().await;
+    let r = f
+        .call(Method::POST, "/v1/sessions", Some(TOKEN_A), None)
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let generated = r.body["session_id"].as_str().unwrap().to_owned();
+    assert!(generated.starts_with("ses_"));
+    assert_eq!(
+        r.headers["location"].to_str().unwrap(),
+        format!("/v1/sessions/{generated}")
+    );
+    let r = f
+        .post(
+            "/v1/sessions",
+            TOKEN_A,
+            json!({"session_id": "mine", "labels": {"team": "x"}}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    assert_eq!(
+        r.body["labels"],
+        json!({"team": "x", "weft.tenant": "tenant-a"})
+    );
+    let r = f
+        .post("/v1/sessions", TOKEN_A, json!({"session_id": "a/b"}))
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert_eq!(r.fields(), vec!["session_id"]);
+    let r = f
+        .post("/v1/sessions", TOKEN_A, json!({"color": "red"}))
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    let listed = f.get("/v1/sessions", TOKEN_A).await;
+    assert_eq!(listed.body["sessions"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        f.get("/v1/sessions/absent", TOKEN_A).await.status,
+        StatusCode::NOT_FOUND
+    );
+
+    // A run without a session gets a new session of its own tenant.
+    let run = f.start(TOKEN_B, "echo", None).await;
+    let view = f.get(&format!("/v1/runs/{run}"), TOKEN_B).await;
+    let session = view.body["session_id"].as_str().unwrap();
+    let s = f.get(&format!("/v1/sessions/{session}"), TOKEN_B).await;
+    assert_eq!(s.status, StatusCode::OK);
+    assert_eq!(s.body["labels"]["weft.tenant"], "tenant-b");
+}
+
+#[tokio::test]
+async fn a_body_that_is_not_json_gets_415() {
+    let f = Fixture::new().await;
+    let request = axum::http::Request::builder()
+        .method(Method::POST)
+        .uri("/v1/runs")
+        .header("authorization", format!("Bearer {TOKEN_A}"))
+        .header("content-type", "text/plain")
+        .body(Body::from("agent=echo"))
+        .unwrap();
+    let response = tower::ServiceExt::oneshot(weft_server::app(f.state.clone()), request)
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    assert_eq!(
+        response.headers()["content-type"],
+        "application/problem+json"
+    );
+}
