@@ -129,7 +129,7 @@ pub struct RunView {
     /// Its session.
     pub session_id: String,
     /// Where it stands.
-    #[schema(value_type = String, example = "running")]
+    #[schema(value_type = RunStatusSchema)]
     pub status: RunStatus,
     /// Its labels, including `weft.tenant`.
     pub labels: Labels,
@@ -138,7 +138,7 @@ pub struct RunView {
     /// When it last changed.
     pub updated_at: u64,
     /// The machine's phase as of the last commit.
-    #[schema(value_type = Option<String>, example = "awaiting")]
+    #[schema(value_type = Option<PhaseSchema>)]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<PhaseName>,
     /// Whether a human paused it.
@@ -269,4 +269,40 @@ pub struct EventsQuery {
 pub struct Health {
     /// Always `ok`.
     pub status: String,
+}
+
+/// Where a run stands (the schema of weft-core's `RunStatus`).
+#[derive(ToSchema)]
+#[schema(as = RunStatus, rename_all = "snake_case")]
+#[allow(dead_code)] // Exists for its schema only.
+pub(crate) enum RunStatusSchema {
+    /// Being driven (or waiting to be resumed after a crash).
+    Running,
+    /// Waiting for await answers.
+    Awaiting,
+    /// Paused by a human.
+    Paused,
+    /// Finished with a response or tool result.
+    Completed,
+    /// Finished with a failure.
+    Failed,
+    /// Cancelled.
+    Cancelled,
+}
+
+/// The run machine's phase (the schema of weft-core's `PhaseName`).
+#[derive(ToSchema)]
+#[schema(as = Phase, rename_all = "snake_case")]
+#[allow(dead_code)] // Exists for its schema only.
+pub(crate) enum PhaseSchema {
+    /// Waiting for a plan result.
+    Planning,
+    /// Waiting for an invalid-call resolution.
+    Resolving,
+    /// Waiting for tool results.
+    Executing,
+    /// Waiting for await answers.
+    Awaiting,
+    /// Over.
+    Finished,
 }

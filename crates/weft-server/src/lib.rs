@@ -26,6 +26,31 @@
 //! `POST|GET /sessions`, `GET /sessions/{id}`, `POST /sessions/{id}/end`,
 //! `POST|GET /runs`, `GET /runs/{id}`, `GET /runs/{id}/events` (SSE),
 //! `POST /runs/{id}/answers`, `POST /runs/{id}/pause|resume|cancel`.
+//!
+//! With `WEFT_TOKENS="acme=tok1"`, a client starts a run, follows its events
+//! and answers an await like this:
+//!
+//! ```text
+//! curl -H 'Authorization: Bearer tok1' -H 'Content-Type: application/json' \
+//!      -d '{"agent": "assistant", "input": "Plan my trip"}' localhost:8080/v1/runs
+//! curl -N -H 'Authorization: Bearer tok1' -H 'Last-Event-ID: 0' \
+//!      localhost:8080/v1/runs/RUN_ID/events
+//! curl -H 'Authorization: Bearer tok1' -H 'Content-Type: application/json' \
+//!      -d '{"item_id": "which", "answer": {"kind": "clarification", "text": "Lisbon"}}' \
+//!      localhost:8080/v1/runs/RUN_ID/answers
+//! ```
+//!
+//! Wiring (what `weft serve` does): open the store with `weft_store::connect`,
+//! build the runtime on it, resume unfinished runs, then serve:
+//!
+//! ```text
+//! let store = weft_store::connect("weft.db").await?;
+//! let runtime = Runtime::builder().store(store.clone()).agent(agent).build();
+//! runtime.resume_unfinished().await?;
+//! let tenants = Tenants::parse(&std::env::var("WEFT_TOKENS")?)?;
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+//! weft_server::serve(listener, AppState::new(runtime, store, tenants)).await?;
+//! ```
 
 pub mod auth;
 mod control;

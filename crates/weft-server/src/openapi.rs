@@ -5,8 +5,8 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use crate::dto::{
-    AnswerAccepted, AwaitView, CancelRun, CreateSession, EndedSession, Health, ProvideAnswer,
-    RunList, RunView, SessionList, SessionView, StartRun,
+    AnswerAccepted, AwaitView, CancelRun, CreateSession, EndedSession, Health, PhaseSchema,
+    ProvideAnswer, RunList, RunStatusSchema, RunView, SessionList, SessionView, StartRun,
 };
 use crate::error::{FieldError, Problem};
 use crate::{control, events, runs, sessions};
@@ -31,7 +31,8 @@ use crate::{control, events, runs, sessions};
     ),
     components(schemas(
         AnswerAccepted, AwaitView, CancelRun, CreateSession, EndedSession, FieldError, Health,
-        Problem, ProvideAnswer, RunList, RunView, SessionList, SessionView, StartRun,
+        PhaseSchema, Problem, ProvideAnswer, RunList, RunStatusSchema, RunView, SessionList,
+        SessionView, StartRun,
     )),
     modifiers(&BearerAuth),
     tags(
