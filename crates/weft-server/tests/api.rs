@@ -5,75 +5,12 @@ mod common;
 
 use axum::body::Body;
 use axum::http::{Method, StatusCode};
-use common::{Fixture, TOKEN_A, TOKEN_B};
+use common::{Fixture, TOKEN_A, TOKEN_B, scenarios};
 use serde_json::{Value, json};
 
 #[tokio::test]
 async fn a_tenant_sees_and_acts_on_nothing_of_another_tenant() {
-    let f = Fixture::new().await;
-    let session = f
-        .post("/v1/sessions", TOKEN_A, json!({"session_id": "s-a"}))
-        .await;
-    assert_eq!(session.status, StatusCode::CREATED, "{}", session.body);
-    assert_eq!(session.body["labels"]["weft.tenant"], "tenant-a");
-    let run = f.start(TOKEN_A, "ask", Some("s-a")).await;
-    f.wait_status(TOKEN_A, &run, "awaiting").await;
-    let b_session = f.start(TOKEN_B, "echo", None).await;
-
-    // Every read and action of tenant B on tenant A's resources is a 404.
-    for path in [
-        "/v1/sessions/s-a".to_owned(),
-        format!("/v1/runs/{run}"),
-        format!("/v1/runs/{run}/events"),
-    ] {
-        let r = f.get(&path, TOKEN_B).await;
-        assert_eq!(r.status, StatusCode::NOT_FOUND, "GET {path}: {}", r.body);
-        assert_eq!(r.content_type(), "application/problem+json");
-    }
-    let answer = json!({"item_id": "why", "answer": {"kind": "clarification", "text": "x"}});
-    for (path, body) in [
-        (format!("/v1/runs/{run}/answers"), answer),
-        (format!("/v1/runs/{run}/cancel"), json!({})),
-        (format!("/v1/runs/{run}/pause"), json!({})),
-        (format!("/v1/runs/{run}/resume"), json!({})),
-        ("/v1/sessions/s-a/end".to_owned(), json!({})),
-    ] {
-        let r = f.post(&path, TOKEN_B, body).await;
-        assert_eq!(r.status, StatusCode::NOT_FOUND, "POST {path}: {}", r.body);
-    }
-    // Starting a run on tenant A's session is a 404 too.
-    let r = f
-        .post(
-            "/v1/runs",
-            TOKEN_B,
-            json!({"agent": "echo", "session_id": "s-a", "input": "x"}),
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.body);
-
-    // Lists show only the caller's own items.
-    let runs_b = f.get("/v1/runs", TOKEN_B).await;
-    let ids: Vec<&str> = runs_b.body["runs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["run_id"].as_str().unwrap())
-        .collect();
-    assert_eq!(ids, vec![b_session.as_str()]);
-    let runs_a = f.get("/v1/runs", TOKEN_A).await;
-    assert_eq!(runs_a.body["runs"].as_array().unwrap().len(), 1);
-    assert_eq!(runs_a.body["runs"][0]["run_id"], run.as_str());
-    let sessions_b = f.get("/v1/sessions", TOKEN_B).await;
-    let sessions_b = sessions_b.body["sessions"].as_array().unwrap().clone();
-    assert_eq!(sessions_b.len(), 1);
-    assert_eq!(sessions_b[0]["labels"]["weft.tenant"], "tenant-b");
-    let by_session = f.get("/v1/runs?session_id=s-a", TOKEN_B).await;
-    assert_eq!(by_session.body["runs"], json!([]));
-
-    // Tenant A's run is untouched and still awaiting.
-    let view = f.get(&format!("/v1/runs/{run}"), TOKEN_A).await;
-    assert_eq!(view.body["status"], "awaiting");
-    assert_eq!(view.body["await"]["items"].as_array().unwrap().len(), 2);
+    scenarios::tenant_isolation(&Fixture::new().await).await;
 }
 
 #[tokio::test]

@@ -1,7 +1,9 @@
-//! Test fixture: a server over a real SQLite store in a tempdir, with
+//! Test fixture: a server over a real store (SQLite in a tempdir unless told), with
 //! scripted agents and in-process tools, called through `app` or a socket.
 
 #![allow(dead_code)] // Each test binary uses a part of the fixture.
+
+pub mod scenarios;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,6 +18,7 @@ use tower::ServiceExt;
 use weft_core::AwaitItemId;
 use weft_core::awaiting::{AwaitItem, Clarification, Question, QuestionOption, Questions};
 use weft_core::planner::{PlanResult, ToolCallRequest};
+use weft_core::session::FullStore;
 use weft_core::tool::{ToolError, ToolIdent};
 use weft_runtime::{Agent, Runtime, ScriptedPlanner};
 use weft_server::{AppState, Tenants};
@@ -30,10 +33,10 @@ struct AddArgs {
     b: i64,
 }
 
-/// A running server's state over a SQLite file that lives as long as the fixture.
+/// A server's state over a store (a SQLite file that lives as long as the fixture, by default).
 pub struct Fixture {
     pub state: AppState,
-    _dir: tempfile::TempDir,
+    _dir: Option<tempfile::TempDir>,
 }
 
 /// A response: status, headers and the body as JSON (`Value::Null` when empty or not JSON).
@@ -118,10 +121,16 @@ fn agents() -> Vec<Agent> {
 }
 
 impl Fixture {
+    /// A fixture over a fresh SQLite store.
     pub async fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
         let url = format!("sqlite:{}", dir.path().join("weft.db").display());
         let store = weft_store::connect(&url).await.unwrap();
+        Self::over(store, Some(dir))
+    }
+
+    /// A fixture over `store`, keeping `dir` alive with it.
+    pub fn over(store: Arc<dyn FullStore>, dir: Option<tempfile::TempDir>) -> Self {
         let mut builder = Runtime::builder().store(store.clone());
         for agent in agents() {
             builder = builder.agent(agent);
