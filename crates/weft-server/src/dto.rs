@@ -141,7 +141,7 @@ pub struct RunView {
     #[schema(value_type = Option<PhaseSchema>)]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<PhaseName>,
-    /// Whether a human paused it.
+    /// Whether a human paused it (in lists: whether its status is `paused`).
     pub paused: bool,
     /// How it ended, once finished.
     #[schema(value_type = Option<Object>)]
@@ -150,8 +150,9 @@ pub struct RunView {
     /// What it waits for, while awaiting.
     #[serde(default, skip_serializing_if = "Option::is_none", rename = "await")]
     pub awaiting: Option<AwaitView>,
-    /// The sequence number of its last committed event.
-    pub event_seq: u64,
+    /// The sequence number of its last committed event (not in lists).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_seq: Option<u64>,
 }
 
 impl RunView {
@@ -169,13 +170,13 @@ impl RunView {
             paused: record.status == RunStatus::Paused,
             outcome: None,
             awaiting: None,
-            event_seq: 0,
+            event_seq: None,
         };
         if let Some(machine) = snapshot {
             view.phase = Some(machine.phase_name());
             view.paused = machine.is_paused();
             view.outcome = machine.outcome().cloned();
-            view.event_seq = machine.event_seq();
+            view.event_seq = Some(machine.event_seq());
             if machine.phase_name() == PhaseName::Awaiting {
                 // `next_step` applies the time budget, which never changes an
                 // awaiting machine; it runs on a clone all the same.

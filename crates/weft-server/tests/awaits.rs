@@ -57,3 +57,36 @@ async fn pause_resume_and_cancel_an_awaiting_run() {
         .await;
     assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
 }
+
+#[tokio::test]
+async fn a_driven_run_is_cancelled_by_ending_its_session() {
+    let f = Fixture::new().await;
+    let run = f.start(TOKEN_A, "slow", Some("s-slow")).await;
+    f.wait_phase(TOKEN_A, &run, "executing").await;
+    let r = f.post("/v1/sessions/s-slow/end", TOKEN_A, json!({})).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.body["cancelled_runs"], json!([run]));
+    let view = f.wait_status(TOKEN_A, &run, "cancelled").await;
+    assert_eq!(view["outcome"]["kind"], "cancelled");
+}
+
+#[tokio::test]
+async fn a_driven_run_pauses_at_its_next_step_and_resumes() {
+    let f = Fixture::new().await;
+    let run = f.start(TOKEN_A, "nap", None).await;
+    f.wait_phase(TOKEN_A, &run, "executing").await;
+    let r = f
+        .post(&format!("/v1/runs/{run}/pause"), TOKEN_A, json!({}))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    // The tool call completes first; then the run pauses.
+    let paused = f.wait_status(TOKEN_A, &run, "paused").await;
+    assert_eq!(paused["paused"], true);
+    assert!(paused.get("outcome").is_none());
+    let r = f
+        .post(&format!("/v1/runs/{run}/resume"), TOKEN_A, json!({}))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let done = f.wait_status(TOKEN_A, &run, "completed").await;
+    assert_eq!(done["outcome"]["message"]["parts"][0]["text"], "rested");
+}

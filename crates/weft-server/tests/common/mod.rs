@@ -28,6 +28,11 @@ pub const TOKEN_A: &str = "tok-a";
 pub const TOKEN_B: &str = "tok-b";
 
 #[derive(Deserialize, JsonSchema)]
+struct SleepArgs {
+    ms: u64,
+}
+
+#[derive(Deserialize, JsonSchema)]
 struct AddArgs {
     a: i64,
     b: i64,
@@ -68,11 +73,24 @@ impl Reply {
 }
 
 fn agents() -> Vec<Agent> {
-    let tools = Arc::new(FnToolSet::new("t").tool(
-        "add",
-        "Adds two integers",
-        |args: AddArgs| async move { Ok::<_, ToolError>(args.a + args.b) },
-    ));
+    let tools = Arc::new(
+        FnToolSet::new("t")
+            .tool("add", "Adds two integers", |args: AddArgs| async move {
+                Ok::<_, ToolError>(args.a + args.b)
+            })
+            .tool("sleep", "Sleeps", |args: SleepArgs| async move {
+                tokio::time::sleep(Duration::from_millis(args.ms)).await;
+                Ok::<_, ToolError>("slept")
+            }),
+    );
+    let slow = ScriptedPlanner::new(vec![
+        PlanResult::tool_calls(vec![ToolCallRequest::new("t.sleep", json!({"ms": 60_000}))]),
+        PlanResult::final_text("woke up"),
+    ]);
+    let nap = ScriptedPlanner::new(vec![
+        PlanResult::tool_calls(vec![ToolCallRequest::new("t.sleep", json!({"ms": 300}))]),
+        PlanResult::final_text("rested"),
+    ]);
     let echo = ScriptedPlanner::new(vec![
         PlanResult::tool_calls(vec![ToolCallRequest::new("t.add", json!({"a": 1, "b": 2}))]),
         PlanResult::final_text("the sum is 3"),
@@ -116,7 +134,13 @@ fn agents() -> Vec<Agent> {
         Agent::builder("echo", Arc::new(echo))
             .toolset(tools.clone())
             .build(),
-        Agent::builder("ask", Arc::new(ask)).toolset(tools).build(),
+        Agent::builder("ask", Arc::new(ask))
+            .toolset(tools.clone())
+            .build(),
+        Agent::builder("slow", Arc::new(slow))
+            .toolset(tools.clone())
+            .build(),
+        Agent::builder("nap", Arc::new(nap)).toolset(tools).build(),
     ]
 }
 
@@ -196,6 +220,18 @@ impl Fixture {
         let r = self.post("/v1/runs", token, body).await;
         assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
         r.body["run_id"].as_str().unwrap().to_owned()
+    }
+
+    /// Polls a run until its phase is `phase`.
+    pub async fn wait_phase(&self, token: &str, run_id: &str, phase: &str) {
+        for _ in 0..500 {
+            let r = self.get(&format!("/v1/runs/{run_id}"), token).await;
+            if r.body["phase"] == phase {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("run {run_id} never reached phase {phase}");
     }
 
     /// Polls a run until its status is `status`.
