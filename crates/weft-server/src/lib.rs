@@ -19,8 +19,11 @@
 //! - [`error`]: [`ApiError`], the single error type, as `application/problem+json`.
 //! - [`json`]: [`JsonBody`], body extraction that names the faulty field.
 //! - [`dto`]: request and response bodies.
-//! - `sessions`, `runs`, `events`: the handlers; `openapi`: the document
-//!   served at `/openapi.json`.
+//! - `sessions`, `runs`, `events` (SSE), `control` (pause, resume, cancel):
+//!   the handlers; `openapi`: the document served at `/openapi.json`.
+//!
+//! Runs created outside the server (without a `weft.tenant` label) are
+//! visible to no tenant.
 //!
 //! Endpoints: `GET /healthz`, `GET /openapi.json`, and under `/v1`:
 //! `POST|GET /sessions`, `GET /sessions/{id}`, `POST /sessions/{id}/end`,
