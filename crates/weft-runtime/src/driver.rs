@@ -55,6 +55,8 @@ pub(crate) struct RunTask {
     pub(crate) machine: RunMachine,
     /// Set when resuming after a crash: pending calls may have been in flight.
     pub(crate) recovering: bool,
+    /// Identifies this task among the run's drivers over time.
+    pub(crate) epoch: u64,
 }
 
 /// Whether the previous commit failed and how often to retry a commit.
@@ -63,7 +65,7 @@ const COMMIT_ATTEMPTS: u32 = 3;
 impl RunTask {
     pub(crate) async fn drive(mut self) -> DriveEnd {
         let end = self.drive_inner().await;
-        self.inner.run_ended(&self.shared, &end);
+        self.inner.driver_done(&self.shared, self.epoch, &end).await;
         end
     }
 
@@ -242,7 +244,7 @@ impl RunTask {
         let now = self.now();
         match result {
             None => {
-                let _ = self.machine.cancel("cancelled by request");
+                let _ = self.machine.cancel(self.shared.cancel_reason());
             }
             Some(Err(e)) => self.planner_failed(e),
             Some(Ok(result)) => {
@@ -376,7 +378,7 @@ impl RunTask {
                     None => break,
                 },
                 () = cancel.cancelled() => {
-                    let _ = self.machine.cancel("cancelled by request");
+                    let _ = self.machine.cancel(self.shared.cancel_reason());
                 }
                 () = sleep_until(deadline, now) => {
                     // The time budget ran out: the machine abandons the batch.

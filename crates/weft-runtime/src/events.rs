@@ -9,7 +9,7 @@
 //! With no subscriber, emitting an event is a push onto a vector.
 
 use std::collections::VecDeque;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use tokio::sync::{Notify, broadcast};
@@ -33,8 +33,10 @@ pub(crate) struct RunShared {
     pub(crate) run_id: RunId,
     log: Mutex<LogState>,
     pub(crate) cancel: tokio_util::sync::CancellationToken,
-    /// Whether a driver task owns the run now.
-    pub(crate) driving: AtomicBool,
+    /// The epoch of the driver task that owns the run now; 0 when none does.
+    owner: AtomicU64,
+    /// Why the run was asked to cancel.
+    cancel_reason: Mutex<Option<String>>,
     /// Set by `Runtime::pause`; the driver pauses at its next step.
     pub(crate) pause_requested: AtomicBool,
     /// Set once when the run ends (or its driver fails).
@@ -60,11 +62,45 @@ impl RunShared {
                 ..LogState::default()
             }),
             cancel: tokio_util::sync::CancellationToken::new(),
-            driving: AtomicBool::new(false),
+            owner: AtomicU64::new(0),
+            cancel_reason: Mutex::new(None),
             pause_requested: AtomicBool::new(false),
             finished: OnceLock::new(),
             done: Notify::new(),
         }
+    }
+
+    /// Whether a driver task owns the run.
+    pub(crate) fn is_driven(&self) -> bool {
+        self.owner.load(Ordering::Acquire) != 0
+    }
+
+    /// Records that the driver with `epoch` owns the run.
+    pub(crate) fn claim(&self, epoch: u64) {
+        self.owner.store(epoch, Ordering::Release);
+    }
+
+    /// Releases the run if the driver with `epoch` still owns it; false when
+    /// a newer driver took over.
+    pub(crate) fn release(&self, epoch: u64) -> bool {
+        self.owner
+            .compare_exchange(epoch, 0, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+
+    /// Asks the driver to cancel the run.
+    pub(crate) fn request_cancel(&self, reason: &str) {
+        *self.cancel_reason.lock().unwrap_or_else(|e| e.into_inner()) = Some(reason.to_owned());
+        self.cancel.cancel();
+    }
+
+    /// Why the run was asked to cancel.
+    pub(crate) fn cancel_reason(&self) -> String {
+        self.cancel_reason
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+            .unwrap_or_else(|| "cancelled by request".to_owned())
     }
 
     fn lock(&self) -> MutexGuard<'_, LogState> {

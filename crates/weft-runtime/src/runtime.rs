@@ -246,7 +246,20 @@ impl Runtime {
 
     /// The run's events after sequence number `after`, replayed then live.
     pub async fn subscribe(&self, run_id: &RunId, after: u64) -> Result<EventStream, RuntimeError> {
-        let shared = self.inner.live_get(run_id);
+        let mut shared = self.inner.live_get(run_id);
+        if shared.is_none() {
+            // A run nobody drives now (paused, awaiting, or in another process's
+            // hands) still gets live events when it is resumed here.
+            let stored = self
+                .inner
+                .store
+                .load_run(run_id)
+                .await?
+                .ok_or_else(|| RuntimeError::RunNotFound(run_id.clone()))?;
+            if !stored.record.status.is_finished() {
+                shared = Some(self.inner.live_entry(run_id, stored.snapshot.event_seq()));
+            }
+        }
         EventStream::open(
             self.inner.store.clone(),
             shared.as_deref(),
@@ -306,6 +319,7 @@ impl Runtime {
         let _guard = self.inner.control.lock().await;
         let mut progress = AwaitProgress::Satisfied;
         let (record, machine, shared) = self
+            .inner
             .update_stored(run_id, |machine, now| {
                 if machine.is_paused()
                     || machine.phase_name() != weft_core::run::PhaseName::Awaiting
@@ -348,26 +362,19 @@ impl Runtime {
     pub async fn pause(&self, run_id: &RunId) -> Result<(), RuntimeError> {
         let _guard = self.inner.control.lock().await;
         if let Some(shared) = self.inner.live_get(run_id)
-            && shared.driving.load(Ordering::Acquire)
+            && shared.is_driven()
         {
             shared.pause_requested.store(true, Ordering::Release);
             return Ok(());
         }
-        self.update_stored(run_id, |machine, now| {
-            machine.pause(now)?;
-            Ok(vec![EventKind::RunPaused {
-                reason: "paused by request".to_owned(),
-            }])
-        })
-        .await
-        .map(|_| ())
+        self.inner.pause_stored(run_id).await
     }
 
     /// Resumes a paused run.
     pub async fn resume(&self, run_id: &RunId) -> Result<(), RuntimeError> {
         let _guard = self.inner.control.lock().await;
         if let Some(shared) = self.inner.live_get(run_id)
-            && shared.driving.load(Ordering::Acquire)
+            && shared.is_driven()
         {
             // Still driving: withdraw a pause that has not happened yet.
             if shared.pause_requested.swap(false, Ordering::AcqRel) {
@@ -376,6 +383,7 @@ impl Runtime {
             return Err(RuntimeError::NotPaused(run_id.clone()));
         }
         let (record, machine, shared) = self
+            .inner
             .update_stored(run_id, |machine, now| {
                 machine
                     .unpause(now)
@@ -399,59 +407,14 @@ impl Runtime {
         Ok(())
     }
 
-    /// Loads a run that no task drives, changes its machine, and commits the
-    /// change with the events `change` returns.
-    async fn update_stored(
-        &self,
-        run_id: &RunId,
-        change: impl FnOnce(
-            &mut RunMachine,
-            weft_core::Timestamp,
-        ) -> Result<Vec<EventKind>, RuntimeError>,
-    ) -> Result<(RunRecord, RunMachine, Arc<RunShared>), RuntimeError> {
-        let stored = self
-            .inner
-            .store
-            .load_run(run_id)
-            .await?
-            .ok_or_else(|| RuntimeError::RunNotFound(run_id.clone()))?;
-        if stored.record.status.is_finished() {
-            return Err(RuntimeError::Finished(run_id.clone()));
-        }
-        let mut machine = stored.snapshot;
-        let now = self.inner.clock.now();
-        let events = change(&mut machine, now)?;
-        let shared = self.inner.live_entry(run_id, machine.event_seq());
-        shared.resume_at(machine.event_seq());
-        for kind in events {
-            shared.emit(&*self.inner.clock, kind);
-        }
-        let pending = shared.begin_commit();
-        machine.set_event_seq(shared.seq());
-        let result = self
-            .inner
-            .store
-            .commit(Commit {
-                run_id,
-                events: &pending,
-                snapshot: Some(&machine),
-                status: status_of(&machine),
-                now,
-            })
-            .await;
-        shared.end_commit();
-        result?;
-        Ok((stored.record, machine, shared))
-    }
-
     /// Cancels a run: a live run stops its tools and finishes; a paused run
     /// finishes at once.
     pub async fn cancel(&self, run_id: &RunId, reason: &str) -> Result<(), RuntimeError> {
         let _guard = self.inner.control.lock().await;
         if let Some(shared) = self.inner.live_get(run_id)
-            && shared.driving.load(Ordering::Acquire)
+            && shared.is_driven()
         {
-            shared.cancel.cancel();
+            shared.request_cancel(reason);
             return Ok(());
         }
         let status = self
@@ -470,23 +433,7 @@ impl Runtime {
                 status: status.as_str(),
             });
         }
-        let (_, machine, shared) = self
-            .update_stored(run_id, |machine, _| {
-                machine.cancel(reason.to_owned())?;
-                Ok(machine
-                    .outcome()
-                    .map(|outcome| EventKind::RunFinished {
-                        outcome: outcome.clone(),
-                    })
-                    .into_iter()
-                    .collect())
-            })
-            .await?;
-        if let Some(outcome) = machine.outcome() {
-            self.inner
-                .run_ended(&shared, &DriveEnd::Finished(outcome.clone()));
-        }
-        Ok(())
+        self.inner.cancel_stored(run_id, reason).await
     }
 
     /// Resumes every run the store says is running (after a restart). Calls
@@ -505,7 +452,7 @@ impl Runtime {
             if self
                 .inner
                 .live_get(&record.run_id)
-                .is_some_and(|s| s.driving.load(Ordering::Acquire))
+                .is_some_and(|s| s.is_driven())
             {
                 continue;
             }
@@ -572,7 +519,8 @@ impl Inner {
         machine: RunMachine,
         recovering: bool,
     ) {
-        shared.driving.store(true, Ordering::Release);
+        let epoch = self.counter.fetch_add(1, Ordering::Relaxed) + 1;
+        shared.claim(epoch);
         let task = RunTask {
             inner: self.clone(),
             agent,
@@ -582,6 +530,7 @@ impl Inner {
             labels: Arc::new(labels),
             machine,
             recovering,
+            epoch,
         };
         tokio::spawn(task.drive());
     }
@@ -611,21 +560,139 @@ impl Inner {
         self.live().remove(run_id);
     }
 
-    /// Bookkeeping when a driver task ends.
-    pub(crate) fn run_ended(&self, shared: &Arc<RunShared>, end: &DriveEnd) {
-        shared.driving.store(false, Ordering::Release);
+    /// Loads a run that no task drives, changes its machine, and commits the
+    /// change with the events `change` returns.
+    async fn update_stored(
+        &self,
+        run_id: &RunId,
+        change: impl FnOnce(
+            &mut RunMachine,
+            weft_core::Timestamp,
+        ) -> Result<Vec<EventKind>, RuntimeError>,
+    ) -> Result<(RunRecord, RunMachine, Arc<RunShared>), RuntimeError> {
+        let stored = self
+            .store
+            .load_run(run_id)
+            .await?
+            .ok_or_else(|| RuntimeError::RunNotFound(run_id.clone()))?;
+        if stored.record.status.is_finished() {
+            return Err(RuntimeError::Finished(run_id.clone()));
+        }
+        let mut machine = stored.snapshot;
+        let now = self.clock.now();
+        let events = change(&mut machine, now)?;
+        let shared = self.live_entry(run_id, machine.event_seq());
+        shared.resume_at(machine.event_seq());
+        for kind in events {
+            shared.emit(&*self.clock, kind);
+        }
+        let pending = shared.begin_commit();
+        machine.set_event_seq(shared.seq());
+        let result = self
+            .store
+            .commit(Commit {
+                run_id,
+                events: &pending,
+                snapshot: Some(&machine),
+                status: status_of(&machine),
+                now,
+            })
+            .await;
+        shared.end_commit();
+        result?;
+        Ok((stored.record, machine, shared))
+    }
+
+    /// Cancels a run no task drives.
+    async fn cancel_stored(
+        self: &Arc<Self>,
+        run_id: &RunId,
+        reason: &str,
+    ) -> Result<(), RuntimeError> {
+        let status = self
+            .store
+            .load_run(run_id)
+            .await?
+            .ok_or_else(|| RuntimeError::RunNotFound(run_id.clone()))?
+            .record
+            .status;
+        if status == RunStatus::Running {
+            // Driven by another process, or by none after a crash before
+            // `resume_unfinished`: only its driver may change it.
+            return Err(RuntimeError::NotAwaiting {
+                run_id: run_id.clone(),
+                status: status.as_str(),
+            });
+        }
+        let (_, machine, shared) = self
+            .update_stored(run_id, |machine, _| {
+                machine.cancel(reason.to_owned())?;
+                Ok(machine
+                    .outcome()
+                    .map(|outcome| EventKind::RunFinished {
+                        outcome: outcome.clone(),
+                    })
+                    .into_iter()
+                    .collect())
+            })
+            .await?;
+        if let Some(outcome) = machine.outcome() {
+            self.finished(&shared, Ok(outcome.clone()));
+        }
+        Ok(())
+    }
+
+    /// Pauses a run no task drives.
+    async fn pause_stored(self: &Arc<Self>, run_id: &RunId) -> Result<(), RuntimeError> {
+        self.update_stored(run_id, |machine, now| {
+            machine.pause(now)?;
+            Ok(vec![EventKind::RunPaused {
+                reason: "paused by request".to_owned(),
+            }])
+        })
+        .await
+        .map(|_| ())
+    }
+
+    fn finished(&self, shared: &Arc<RunShared>, end: Result<RunOutcome, RuntimeError>) {
+        let _ = shared.finished.set(end);
+        self.forget(&shared.run_id);
+        shared.done.notify_waiters();
+    }
+
+    /// Bookkeeping when the driver task with `epoch` ends. A pause or cancel
+    /// requested while the driver was handing the run back is applied here,
+    /// under the control lock, so no request is lost.
+    pub(crate) async fn driver_done(
+        self: &Arc<Self>,
+        shared: &Arc<RunShared>,
+        epoch: u64,
+        end: &DriveEnd,
+    ) {
         match end {
             DriveEnd::Finished(outcome) => {
-                let _ = shared.finished.set(Ok(outcome.clone()));
-                self.forget(&shared.run_id);
-                shared.done.notify_waiters();
+                shared.release(epoch);
+                self.finished(shared, Ok(outcome.clone()));
             }
             DriveEnd::StoreFailed(e) => {
-                let _ = shared.finished.set(Err(e.clone()));
-                self.forget(&shared.run_id);
-                shared.done.notify_waiters();
+                shared.release(epoch);
+                self.finished(shared, Err(e.clone()));
             }
             DriveEnd::Paused => {
+                let _guard = self.control.lock().await;
+                if !shared.release(epoch) {
+                    return;
+                }
+                if shared.cancel.is_cancelled() {
+                    let reason = shared.cancel_reason();
+                    if let Err(e) = self.cancel_stored(&shared.run_id, &reason).await {
+                        tracing::warn!(run_id = %shared.run_id, error = %e, "late cancel failed");
+                    }
+                } else if shared.pause_requested.swap(false, Ordering::AcqRel)
+                    && let Err(e) = self.pause_stored(&shared.run_id).await
+                {
+                    tracing::debug!(run_id = %shared.run_id, error = %e, "late pause not applied");
+                }
                 // Keep the entry only while someone subscribes or waits.
                 let mut live = self.live();
                 if Arc::strong_count(shared) <= 2 && !shared.has_subscribers() {

@@ -542,3 +542,45 @@ async fn cancel_a_paused_run_finishes_it() {
     let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
     assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());
 }
+
+#[tokio::test]
+async fn pause_and_cancel_while_the_driver_hands_the_run_back_are_not_lost() {
+    for round in 0..20 {
+        let ask = PlanResult::await_items(vec![AwaitItem::Clarification(Clarification {
+            id: AwaitItemId::new("q"),
+            question: "?".into(),
+            missing_fields: vec![],
+            restrict_to_tool: None,
+            example_input: None,
+            clarifying_prompt: None,
+        })]);
+        let (rt, _) = runtime(vec![ask], Policy::default(), Duration::from_secs(5));
+        let handle = rt.start("a", StartRequest::user("go")).await.unwrap();
+        let mut events = handle.events().await.unwrap();
+        loop {
+            if matches!(
+                events.next().await.unwrap().unwrap().kind,
+                EventKind::AwaitRequested { .. }
+            ) {
+                break;
+            }
+        }
+        // The driver is committing the pause for the await right now.
+        if round % 2 == 0 {
+            rt.pause(handle.run_id()).await.unwrap();
+            wait_status(&rt, handle.run_id(), RunStatus::Paused).await;
+        } else {
+            rt.cancel(handle.run_id(), "stop").await.unwrap();
+            let outcome = tokio::time::timeout(Duration::from_secs(5), handle.outcome())
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(
+                outcome,
+                RunOutcome::Cancelled {
+                    reason: "stop".into()
+                }
+            );
+        }
+    }
+}

@@ -1,11 +1,14 @@
-//! Built-in in-process toolsets that agent files can name: `calc` and `text`.
-//! They exist for examples, tests and benchmarks.
+//! Built-in in-process toolsets that agent files can name: `calc`, `text` and
+//! `journal`. They exist for examples, tests and benchmarks.
 
+use std::io::Write as _;
 use std::sync::Arc;
+use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use weft_core::tool::{RetryHint, RetryReason, ToolError};
+use serde_json::json;
+use weft_core::tool::{RetryHint, RetryReason, ToolError, ToolRequest};
 use weft_tools::{FnToolSet, ToolFailure, ToolSet};
 
 /// Two integer operands.
@@ -86,14 +89,82 @@ pub fn text() -> Arc<dyn ToolSet> {
     )
 }
 
+/// Arguments of the journal tools.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct Entry {
+    /// The text to record.
+    pub text: String,
+    /// How long to take, in milliseconds (at most 10 000).
+    #[serde(default)]
+    pub sleep_ms: u64,
+}
+
+/// The directory the journal toolset writes to.
+pub const JOURNAL_DIR_VAR: &str = "WEFT_JOURNAL_DIR";
+
+fn journal_dir() -> Result<std::path::PathBuf, ToolFailure> {
+    std::env::var_os(JOURNAL_DIR_VAR)
+        .map(std::path::PathBuf::from)
+        .ok_or_else(|| ToolFailure {
+            error: ToolError::new(
+                ToolError::UNAVAILABLE,
+                format!("set {JOURNAL_DIR_VAR} to use the journal tools"),
+            ),
+            retry_hint: None,
+        })
+}
+
+fn io_failure(e: std::io::Error) -> ToolFailure {
+    ToolError::new(ToolError::INTERNAL, format!("journal: {e}")).into()
+}
+
+/// `journal.append` (appends a line per execution: not idempotent) and
+/// `journal.put` (writes a file named after the call: idempotent), both in
+/// the directory named by `WEFT_JOURNAL_DIR`. They make side effects visible,
+/// for crash tests and demos.
+pub fn journal() -> Arc<dyn ToolSet> {
+    Arc::new(
+        FnToolSet::new("journal")
+            .tool_with_context(
+                "append",
+                "Appends a line to the journal (each execution adds one line)",
+                |req: ToolRequest, e: Entry| async move {
+                    let dir = journal_dir()?;
+                    tokio::time::sleep(Duration::from_millis(e.sleep_ms.min(10_000))).await;
+                    let line = format!("{} {} {}\n", req.run_id, req.tool_call_id, e.text);
+                    let mut f = std::fs::OpenOptions::new()
+                        .create(true)
+                        .append(true)
+                        .open(dir.join("journal.log"))
+                        .map_err(io_failure)?;
+                    f.write_all(line.as_bytes()).map_err(io_failure)?;
+                    Ok::<_, ToolFailure>(json!({"appended": e.text}))
+                },
+            )
+            .tool_with_context(
+                "put",
+                "Records an entry under the call's own name (executing it again changes nothing)",
+                |req: ToolRequest, e: Entry| async move {
+                    let dir = journal_dir()?;
+                    tokio::time::sleep(Duration::from_millis(e.sleep_ms.min(10_000))).await;
+                    let name = format!("{}.{}.entry", req.run_id, req.tool_call_id);
+                    std::fs::write(dir.join(name), e.text.as_bytes()).map_err(io_failure)?;
+                    Ok::<_, ToolFailure>(json!({"recorded": e.text}))
+                },
+            )
+            .idempotent(),
+    )
+}
+
 /// The built-in toolset called `name`.
 pub fn by_name(name: &str) -> Option<Arc<dyn ToolSet>> {
     match name {
         "calc" => Some(calc()),
         "text" => Some(text()),
+        "journal" => Some(journal()),
         _ => None,
     }
 }
 
 /// Names of the built-in toolsets.
-pub const NAMES: &[&str] = &["calc", "text"];
+pub const NAMES: &[&str] = &["calc", "text", "journal"];

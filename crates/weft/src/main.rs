@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use weft::bench::agent_loop;
+use weft::bench::{agent_loop, durable_loop};
 use weft::cli::run::{self, RunArgs};
 use weft::render::OutputFormat;
 
@@ -53,6 +53,24 @@ enum Bench {
         /// Runs started at once.
         #[arg(long, default_value_t = 1000)]
         concurrent: usize,
+    },
+    /// W(k) through each store (memory, SQLite, PostgreSQL): µs per durable step.
+    DurableLoop {
+        /// Tool-calling turns per run.
+        #[arg(long, default_value_t = 10)]
+        k: u32,
+        /// Minimum seconds of sequential runs per store.
+        #[arg(long, default_value_t = 3.0)]
+        seconds: f64,
+        /// Runs at once for the throughput figure.
+        #[arg(long, default_value_t = 100)]
+        concurrent: usize,
+        /// PostgreSQL URL; `none` skips PostgreSQL.
+        #[arg(
+            long,
+            default_value = "postgres://postgres@127.0.0.1:5432/test?schema=weft_bench"
+        )]
+        postgres: String,
     },
     /// SSE decode throughput per provider, in MB/s.
     SseDecode {
@@ -120,6 +138,22 @@ fn run_bench(bench: Bench) -> anyhow::Result<ExitCode> {
             // sequential part's runs.
             println!("{}", agent_loop::concurrent(s)?);
             println!("{}", agent_loop::sequential(s)?);
+        }
+        Bench::DurableLoop {
+            k,
+            seconds,
+            concurrent,
+            postgres,
+        } => {
+            let s = durable_loop::Settings {
+                k,
+                seconds,
+                concurrent,
+                postgres: Some(postgres).filter(|p| p != "none"),
+            };
+            for line in durable_loop::run(&s)? {
+                println!("{line}");
+            }
         }
         Bench::SseDecode { fixtures, bytes } => {
             let dir = fixtures.unwrap_or_else(weft_models::bench::default_fixtures_dir);

@@ -1,4 +1,5 @@
 //! Benchmarks behind `weft bench`: each prints JSON lines that anyone can rerun.
 
 pub mod agent_loop;
+pub mod durable_loop;
 pub mod rss;
