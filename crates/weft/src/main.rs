@@ -1,12 +1,16 @@
-//! The `weft` command: run agents, benchmark the runtime.
+//! The `weft` command: run agents, serve the HTTP API, inspect stored runs
+//! and sessions, benchmark the runtime.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use weft::bench::{agent_loop, durable_loop};
+use weft::cli::admin::{self, RunsCommand, SessionsCommand};
 use weft::cli::run::{self, RunArgs};
+use weft::cli::serve::{self, ServeArgs};
 use weft::render::OutputFormat;
+use weft_core::store::RunStatus;
 
 #[derive(Parser)]
 #[command(name = "weft", version, about = "weft: a durable agent runtime")]
@@ -33,10 +37,90 @@ enum Command {
         #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
         output: OutputFormat,
     },
+    /// Serves the HTTP API (sessions, runs, events over SSE, await answers).
+    Serve {
+        /// An agent file to serve (repeatable).
+        #[arg(long = "agent", required = true)]
+        agents: Vec<PathBuf>,
+        /// The store: a SQLite file path or a `postgres://` URL.
+        #[arg(long, default_value = "weft.db")]
+        db: String,
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:8787")]
+        addr: String,
+        /// Tenant tokens, `tenant=token,...` (default: the WEFT_TOKENS variable).
+        #[arg(long)]
+        tokens: Option<String>,
+    },
+    /// Stored runs: list, show, events, cancel.
+    Runs {
+        /// The store: a SQLite file path or a `postgres://` URL.
+        #[arg(long, default_value = "weft.db", global = true)]
+        db: String,
+        #[command(subcommand)]
+        command: RunsCmd,
+    },
+    /// Stored sessions: list, end.
+    Sessions {
+        /// The store: a SQLite file path or a `postgres://` URL.
+        #[arg(long, default_value = "weft.db", global = true)]
+        db: String,
+        #[command(subcommand)]
+        command: SessionsCmd,
+    },
     /// Benchmarks; each prints JSON lines.
     Bench {
         #[command(subcommand)]
         bench: Bench,
+    },
+}
+
+#[derive(Subcommand)]
+enum RunsCmd {
+    /// Lists runs, newest first, one JSON line each.
+    List {
+        /// Only this session's runs.
+        #[arg(long)]
+        session: Option<String>,
+        /// Only runs with this status (repeatable).
+        #[arg(long)]
+        status: Vec<RunStatus>,
+    },
+    /// Shows one run.
+    Show {
+        /// The run id.
+        run: String,
+    },
+    /// Prints a run's stored events as JSON lines.
+    Events {
+        /// The run id.
+        run: String,
+        /// Only events after this sequence number.
+        #[arg(long, default_value_t = 0)]
+        after: u64,
+    },
+    /// Cancels a paused or awaiting run.
+    Cancel {
+        /// The run id.
+        run: String,
+        /// Why.
+        #[arg(long, default_value = "cancelled from the command line")]
+        reason: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum SessionsCmd {
+    /// Lists sessions, one JSON line each.
+    List {
+        /// Include ended sessions.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Ends a session and cancels its paused and awaiting runs.
+    End {
+        /// The session id.
+        session: String,
     },
 }
 
@@ -104,6 +188,33 @@ fn main() -> ExitCode {
                 output,
             })
         }
+        Command::Serve {
+            agents,
+            db,
+            addr,
+            tokens,
+        } => serve::serve(ServeArgs {
+            agents,
+            db,
+            addr,
+            tokens,
+        }),
+        Command::Runs { db, command } => admin::runs(
+            &db,
+            match command {
+                RunsCmd::List { session, status } => RunsCommand::List { session, status },
+                RunsCmd::Show { run } => RunsCommand::Show { run },
+                RunsCmd::Events { run, after } => RunsCommand::Events { run, after },
+                RunsCmd::Cancel { run, reason } => RunsCommand::Cancel { run, reason },
+            },
+        ),
+        Command::Sessions { db, command } => admin::sessions(
+            &db,
+            match command {
+                SessionsCmd::List { all } => SessionsCommand::List { all },
+                SessionsCmd::End { session } => SessionsCommand::End { session },
+            },
+        ),
         Command::Bench { bench } => run_bench(bench),
     };
     match result {

@@ -1,4 +1,6 @@
 //! The `weft` command's subcommands; `main.rs` only parses and dispatches.
 
+pub mod admin;
 pub mod ask;
 pub mod run;
+pub mod serve;

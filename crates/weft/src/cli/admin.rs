@@ -1,0 +1,162 @@
+//! `weft runs ...` and `weft sessions ...`: inspect and steer stored runs and
+//! sessions directly in a store.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use serde_json::json;
+use weft_core::session::{FullStore, SessionFilter};
+use weft_core::store::{RunFilter, RunStatus, RunStore};
+use weft_core::{RunId, SessionId};
+use weft_runtime::Runtime;
+
+/// A `weft runs` command.
+#[derive(Debug, Clone)]
+pub enum RunsCommand {
+    /// List runs, newest first.
+    List {
+        /// Only this session's.
+        session: Option<String>,
+        /// Only these statuses.
+        status: Vec<RunStatus>,
+    },
+    /// Show one run: its record, phase and outcome.
+    Show {
+        /// The run.
+        run: String,
+    },
+    /// Print a run's stored events as JSON lines.
+    Events {
+        /// The run.
+        run: String,
+        /// Only events after this sequence number.
+        after: u64,
+    },
+    /// Cancel a paused or awaiting run.
+    Cancel {
+        /// The run.
+        run: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// A `weft sessions` command.
+#[derive(Debug, Clone)]
+pub enum SessionsCommand {
+    /// List sessions.
+    List {
+        /// Include ended sessions.
+        all: bool,
+    },
+    /// End a session, cancelling its paused and awaiting runs.
+    End {
+        /// The session.
+        session: String,
+    },
+}
+
+async fn open(db: &str) -> anyhow::Result<Arc<dyn FullStore>> {
+    Ok(weft_store::connect(db).await?)
+}
+
+fn block_on<F: std::future::Future<Output = anyhow::Result<ExitCode>>>(
+    f: F,
+) -> anyhow::Result<ExitCode> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(f)
+}
+
+/// Runs a `weft runs` command against the store at `db`.
+pub fn runs(db: &str, cmd: RunsCommand) -> anyhow::Result<ExitCode> {
+    block_on(async move {
+        let store = open(db).await?;
+        match cmd {
+            RunsCommand::List { session, status } => {
+                let filter = RunFilter {
+                    session_id: session.map(SessionId::from),
+                    statuses: status,
+                    limit: None,
+                };
+                for r in store.list_runs(&filter).await? {
+                    println!("{}", serde_json::to_string(&r)?);
+                }
+            }
+            RunsCommand::Show { run } => {
+                let stored = store
+                    .load_run(&RunId::from(run.as_str()))
+                    .await?
+                    .ok_or_else(|| anyhow::anyhow!("run `{run}` not found"))?;
+                let m = &stored.snapshot;
+                let view = json!({
+                    "record": stored.record,
+                    "phase": m.phase_name(),
+                    "paused": m.is_paused(),
+                    "turns": m.turn(),
+                    "tool_calls": m.tool_calls_made(),
+                    "outcome": m.outcome(),
+                    "event_seq": m.event_seq(),
+                });
+                println!("{}", serde_json::to_string_pretty(&view)?);
+            }
+            RunsCommand::Events { run, after } => {
+                for e in store
+                    .read_events(&RunId::from(run.as_str()), after, None)
+                    .await?
+                {
+                    println!("{}", serde_json::to_string(&e)?);
+                }
+            }
+            RunsCommand::Cancel { run, reason } => {
+                let rs: Arc<dyn RunStore> = store;
+                let runtime = Runtime::builder().store(rs).build();
+                runtime.cancel(&RunId::from(run.as_str()), &reason).await?;
+                println!("cancelled {run}");
+            }
+        }
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+/// Runs a `weft sessions` command against the store at `db`.
+pub fn sessions(db: &str, cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
+    block_on(async move {
+        let store = open(db).await?;
+        match cmd {
+            SessionsCommand::List { all } => {
+                let filter = SessionFilter {
+                    include_ended: all,
+                    limit: None,
+                };
+                for s in store.list_sessions(&filter).await? {
+                    println!("{}", serde_json::to_string(&s)?);
+                }
+            }
+            SessionsCommand::End { session } => {
+                let id = SessionId::from(session.as_str());
+                let now = {
+                    use weft_runtime::Clock as _;
+                    weft_runtime::SystemClock.now()
+                };
+                store.end_session(&id, now).await?;
+                let rs: Arc<dyn RunStore> = store.clone();
+                let runtime = Runtime::builder().store(rs.clone()).build();
+                let filter = RunFilter {
+                    session_id: Some(id),
+                    statuses: vec![RunStatus::Awaiting, RunStatus::Paused],
+                    limit: None,
+                };
+                let mut cancelled = 0;
+                for r in rs.list_runs(&filter).await? {
+                    if runtime.cancel(&r.run_id, "session ended").await.is_ok() {
+                        cancelled += 1;
+                    }
+                }
+                println!("ended {session}; cancelled {cancelled} run(s)");
+            }
+        }
+        Ok(ExitCode::SUCCESS)
+    })
+}

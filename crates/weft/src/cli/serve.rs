@@ -1,0 +1,72 @@
+//! `weft serve`: the HTTP API over a durable store, with the agents of the
+//! given agent files. On start it resumes every run left unfinished by a
+//! previous process.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use weft_core::store::RunStore;
+use weft_runtime::Runtime;
+use weft_server::{AppState, Tenants};
+
+use crate::agent_file::AgentFile;
+
+/// What `weft serve` was asked to do.
+#[derive(Debug, Clone)]
+pub struct ServeArgs {
+    /// Agent files to serve.
+    pub agents: Vec<PathBuf>,
+    /// The store URL (SQLite path or `postgres://`).
+    pub db: String,
+    /// Address to listen on.
+    pub addr: String,
+    /// `tenant=token,...`; from `WEFT_TOKENS` when absent.
+    pub tokens: Option<String>,
+}
+
+/// The variable holding `tenant=token` pairs.
+pub const TOKENS_VAR: &str = "WEFT_TOKENS";
+
+/// Runs the server until ctrl-c.
+pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    let spec = match args.tokens {
+        Some(t) => t,
+        None => std::env::var(TOKENS_VAR)
+            .with_context(|| format!("give --tokens tenant=token,... or set {TOKENS_VAR}"))?,
+    };
+    let tenants = Tenants::parse(&spec).context("reading the tenant tokens")?;
+    let mut agents = Vec::new();
+    for path in &args.agents {
+        let file = AgentFile::load(path)?;
+        let planner = file.planner(None)?;
+        agents.push(file.agent(planner));
+    }
+    if agents.is_empty() {
+        anyhow::bail!("give at least one agent file with --agent <file>");
+    }
+    let tokio = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    tokio.block_on(async move {
+        let store = weft_store::connect(&args.db).await?;
+        let run_store: Arc<dyn RunStore> = store.clone();
+        let mut builder = Runtime::builder().store(run_store);
+        for a in agents {
+            builder = builder.agent(a);
+        }
+        let runtime = builder.build();
+        let resumed = runtime.resume_unfinished().await?;
+        let listener = tokio::net::TcpListener::bind(&args.addr)
+            .await
+            .with_context(|| format!("listening on {}", args.addr))?;
+        eprintln!(
+            "weft: serving on http://{} ({} unfinished run(s) resumed)",
+            listener.local_addr()?,
+            resumed
+        );
+        weft_server::serve(listener, AppState::new(runtime, store, tenants)).await?;
+        Ok(ExitCode::SUCCESS)
+    })
+}
