@@ -102,20 +102,19 @@ pub struct Entry {
 /// The directory the journal toolset writes to.
 pub const JOURNAL_DIR_VAR: &str = "WEFT_JOURNAL_DIR";
 
-fn journal_dir() -> Result<std::path::PathBuf, ToolFailure> {
+fn journal_dir() -> Result<std::path::PathBuf, ToolError> {
     std::env::var_os(JOURNAL_DIR_VAR)
         .map(std::path::PathBuf::from)
-        .ok_or_else(|| ToolFailure {
-            error: ToolError::new(
+        .ok_or_else(|| {
+            ToolError::new(
                 ToolError::UNAVAILABLE,
                 format!("set {JOURNAL_DIR_VAR} to use the journal tools"),
-            ),
-            retry_hint: None,
+            )
         })
 }
 
-fn io_failure(e: std::io::Error) -> ToolFailure {
-    ToolError::new(ToolError::INTERNAL, format!("journal: {e}")).into()
+fn io_failure(e: std::io::Error) -> ToolError {
+    ToolError::new(ToolError::INTERNAL, format!("journal: {e}"))
 }
 
 /// `journal.append` (appends a line per execution: not idempotent) and

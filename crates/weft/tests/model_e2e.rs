@@ -305,11 +305,11 @@ fn check(lines: &[Value]) {
         .map(|l| l["text"].as_str().unwrap())
         .collect();
     assert_eq!(text, "(2 + 3) * 7 = 35");
-    assert_eq!(
-        of("usage").len() >= 3,
-        true,
-        "usage reported for every model call"
-    );
+    let full_usage = of("usage")
+        .iter()
+        .filter(|l| l["usage"]["output_tokens"] == 9 && l["usage"]["input_tokens"] == 40)
+        .count();
+    assert_eq!(full_usage, 3, "each model call reports its usage");
     let seqs: Vec<u64> = lines.iter().filter_map(|l| l["seq"].as_u64()).collect();
     assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());
     let outcome = &lines.last().unwrap()["outcome"];

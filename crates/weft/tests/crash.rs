@@ -1,0 +1,735 @@
+//! The crash test: the real `weft serve` binary is killed with SIGKILL at
+//! random moments while it drives runs of the journal agent
+//! (`examples/journal.toml`), and restarted each time. At the end the store
+//! and the journal directory must show that every run finished exactly once,
+//! that every event log is gap-free and ordered, that the non-idempotent
+//! `journal.append` ran at most once per call (exactly once when its result
+//! is a success), and that every `journal.put` left the entry its result
+//! claims.
+//!
+//! Once on SQLite (in a temporary directory) and once on the local
+//! PostgreSQL (`WEFT_TEST_POSTGRES_URL`, by default
+//! `postgres://postgres@127.0.0.1:5432/test`) in a fresh schema dropped at
+//! the end. The kill delays come from a seed printed at the start; set
+//! `WEFT_CRASH_SEED` to replay the same delays.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde_json::{Value, json};
+use sqlx::{Connection, PgConnection};
+use weft_core::event::{EventKind, RunEvent};
+use weft_core::store::{RunFilter, RunRecord};
+use weft_core::tool::{ToolError, ToolResultBody};
+
+/// Runs to start.
+const RUNS: usize = 50;
+/// SIGKILLs to deliver, each followed by a restart.
+const KILLS: usize = 20;
+/// The tenant's bearer token.
+const TOKEN: &str = "crash-token";
+/// How long a server may take to answer `/healthz` after being started.
+const HEALTH_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long the runs may take to finish after the last restart.
+const FINISH_TIMEOUT: Duration = Duration::from_secs(120);
+/// The PostgreSQL server used unless `WEFT_TEST_POSTGRES_URL` says otherwise.
+const DEFAULT_PG_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("weft.db").to_str().unwrap().to_owned();
+    crash_test("sqlite", &db, dir.path()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_on_postgres() {
+    let base =
+        std::env::var("WEFT_TEST_POSTGRES_URL").unwrap_or_else(|_| DEFAULT_PG_URL.to_owned());
+    if let Err(e) = PgConnection::connect(&base).await {
+        panic!(
+            "PostgreSQL is not reachable at {base}: {e}\n\
+             Start the local cluster with\n    \
+             pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start\n\
+             or point WEFT_TEST_POSTGRES_URL at another server."
+        );
+    }
+    let mut rng = Rng::new(seed_from_clock());
+    let schema = format!("crash_{}_{:016x}", std::process::id(), rng.next());
+    // Dropped last (locals drop in reverse order), after the server is gone.
+    let _schema = DropSchema {
+        base: base.clone(),
+        schema: schema.clone(),
+    };
+    let separator = if base.contains('?') { '&' } else { '?' };
+    let db = format!("{base}{separator}schema={schema}");
+    let dir = tempfile::tempdir().unwrap();
+    crash_test("postgres", &db, dir.path()).await;
+}
+
+/// Drops a PostgreSQL schema when dropped, even when the test panicked.
+struct DropSchema {
+    base: String,
+    schema: String,
+}
+
+impl Drop for DropSchema {
+    fn drop(&mut self) {
+        let base = self.base.clone();
+        let sql = format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", self.schema);
+        // Drop runs inside the test's runtime: use a thread with its own.
+        let outcome = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async {
+                let mut conn = PgConnection::connect(&base).await?;
+                sqlx::query(&sql).execute(&mut conn).await?;
+                Ok::<_, sqlx::Error>(())
+            })
+        })
+        .join();
+        match outcome {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => eprintln!("could not drop schema {}: {e}", self.schema),
+            Err(_) => eprintln!("could not drop schema {}: the thread panicked", self.schema),
+        }
+    }
+}
+
+/// The whole scenario against the store at `db`, with scratch files in `dir`.
+async fn crash_test(backend: &str, db: &str, dir: &Path) {
+    let started = Instant::now();
+    let seed = std::env::var("WEFT_CRASH_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(seed_from_clock);
+    eprintln!(
+        "crash test on {backend}: seed {seed} (replay the delays with WEFT_CRASH_SEED={seed})"
+    );
+    let mut rng = Rng::new(seed);
+    let journal = dir.join("journal");
+    std::fs::create_dir_all(&journal).unwrap();
+    let mut harness = Harness {
+        db: db.to_owned(),
+        dir: dir.to_owned(),
+        journal: journal.clone(),
+        incarnations: 0,
+    };
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .unwrap();
+    let current: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
+
+    let mut server = harness.start(&client).await;
+    *current.lock().unwrap() = Some(server.base.clone());
+    let creator = tokio::spawn(create_runs(
+        client.clone(),
+        current.clone(),
+        Rng::new(seed ^ 0x9e37_79b9_7f4a_7c15),
+    ));
+
+    let mut delays = Vec::new();
+    for _ in 0..KILLS {
+        let delay = 10 + rng.below(340);
+        delays.push(delay);
+        tokio::time::sleep(Duration::from_millis(delay)).await;
+        *current.lock().unwrap() = None;
+        server.kill();
+        server = harness.start(&client).await;
+        *current.lock().unwrap() = Some(server.base.clone());
+    }
+    eprintln!("{backend}: {KILLS} kills after {delays:?} ms of serving");
+
+    // Every run must be acknowledged before waiting for them to finish.
+    let created = tokio::time::timeout(Duration::from_secs(60), creator)
+        .await
+        .unwrap_or_else(|_| {
+            panic!(
+                "the {RUNS} runs were not all created within 60 s of the last restart\n{}",
+                server.log_tail()
+            )
+        })
+        .unwrap();
+    assert_eq!(created.acknowledged.len(), RUNS);
+
+    // Wait for every run (acknowledged or not) to finish.
+    let deadline = Instant::now() + FINISH_TIMEOUT;
+    let listed = loop {
+        let runs = list_runs(&client, &server.base).await;
+        let unfinished: Vec<&(String, String)> = runs
+            .iter()
+            .filter(|(_, status)| !matches!(status.as_str(), "completed" | "failed" | "cancelled"))
+            .collect();
+        let ids: HashSet<&str> = runs.iter().map(|(id, _)| id.as_str()).collect();
+        let missing = created
+            .acknowledged
+            .iter()
+            .filter(|id| !ids.contains(id.as_str()))
+            .count();
+        if unfinished.is_empty() && missing == 0 {
+            break runs;
+        }
+        if Instant::now() > deadline {
+            panic!(
+                "{} of {} runs unfinished {} s after the last restart ({missing} acknowledged runs \
+                 not listed): {unfinished:?}\n{}",
+                unfinished.len(),
+                runs.len(),
+                FINISH_TIMEOUT.as_secs(),
+                server.log_tail()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    server.kill();
+    let serving = started.elapsed();
+
+    // Read everything back from the store with the server stopped.
+    let store = weft_store::connect(db).await.unwrap();
+    let records = store.list_runs(&RunFilter::default()).await.unwrap();
+    let mut logs: BTreeMap<String, (RunRecord, Vec<RunEvent>)> = BTreeMap::new();
+    for record in records {
+        let events = store.read_events(&record.run_id, 0, None).await.unwrap();
+        logs.insert(record.run_id.to_string(), (record, events));
+    }
+    drop(store);
+
+    let report = check(&logs, &created.acknowledged, &listed, &journal);
+    let resumed: Vec<usize> = (1..=harness.incarnations)
+        .map(|n| harness.resumed_count(n))
+        .collect();
+    let mut statuses: BTreeMap<&str, usize> = BTreeMap::new();
+    for (record, _) in logs.values() {
+        *statuses.entry(record.status.as_str()).or_default() += 1;
+    }
+    eprintln!(
+        "crash summary ({backend}, seed {seed}): {} runs ({} acknowledged, {} failed POSTs), \
+         statuses {statuses:?}, {KILLS} kills, {} starts, runs resumed per start {resumed:?}, \
+         {} append calls ({} interrupted, {} of them after their line was written), \
+         {} put calls ({} started more than once, i.e. re-executed), {} s",
+        logs.len(),
+        created.acknowledged.len(),
+        created.failed_posts,
+        harness.incarnations,
+        report.appends,
+        report.interrupted,
+        report.interrupted_with_effect,
+        report.puts,
+        report.reexecuted_puts,
+        started.elapsed().as_secs_f32(),
+    );
+    eprintln!(
+        "{backend}: serving and killing took {:.1} s",
+        serving.as_secs_f32()
+    );
+    if !report.violations.is_empty() {
+        let shown: Vec<&String> = report.violations.iter().take(40).collect();
+        panic!(
+            "{} violation(s) on {backend} (seed {seed}), first ones:\n{}",
+            report.violations.len(),
+            shown
+                .iter()
+                .map(|v| format!("  - {v}"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+    }
+}
+
+/// What the final checks found.
+#[derive(Default)]
+struct Report {
+    violations: Vec<String>,
+    appends: usize,
+    interrupted: usize,
+    interrupted_with_effect: usize,
+    puts: usize,
+    reexecuted_puts: usize,
+}
+
+/// One `tool_finished` event of a run.
+struct Finished {
+    tool: String,
+    text: Option<String>,
+    result: ToolResultBody,
+}
+
+/// Checks the stored logs against the journal directory.
+fn check(
+    logs: &BTreeMap<String, (RunRecord, Vec<RunEvent>)>,
+    acknowledged: &[String],
+    listed: &[(String, String)],
+    journal: &Path,
+) -> Report {
+    let mut r = Report::default();
+    let v = &mut r.violations;
+
+    for id in acknowledged {
+        if !logs.contains_key(id) {
+            v.push(format!("acknowledged run {id} is not in the store"));
+        }
+    }
+    if logs.len() < RUNS {
+        v.push(format!(
+            "only {} runs in the store, want at least {RUNS}",
+            logs.len()
+        ));
+    }
+    for (id, _) in listed {
+        if !logs.contains_key(id) {
+            v.push(format!(
+                "run {id} was listed by the server but is not in the store"
+            ));
+        }
+    }
+
+    // The journal: `<run_id> <tool_call_id> <text>` per execution of `append`.
+    let log = std::fs::read_to_string(journal.join("journal.log")).unwrap_or_default();
+    let mut lines: HashMap<(String, String), Vec<String>> = HashMap::new();
+    let mut texts: HashMap<(String, String), usize> = HashMap::new();
+    for line in log.lines() {
+        let mut parts = line.splitn(3, ' ');
+        let (Some(run), Some(call), Some(text)) = (parts.next(), parts.next(), parts.next()) else {
+            v.push(format!("malformed journal line {line:?}"));
+            continue;
+        };
+        lines
+            .entry((run.to_owned(), call.to_owned()))
+            .or_default()
+            .push(text.to_owned());
+        *texts.entry((run.to_owned(), text.to_owned())).or_default() += 1;
+    }
+    for ((run, call), found) in &lines {
+        if found.len() > 1 {
+            v.push(format!(
+                "journal.append {call} of run {run} executed {} times: {found:?}",
+                found.len()
+            ));
+        }
+    }
+    for ((run, text), n) in &texts {
+        if *n > 1 {
+            v.push(format!(
+                "run {run} appended {text:?} {n} times (the script appends it once)"
+            ));
+        }
+    }
+
+    let mut append_calls: HashMap<(String, String), String> = HashMap::new();
+    let mut put_calls: HashMap<(String, String), String> = HashMap::new();
+    for (run_id, (record, events)) in logs {
+        // Gap-free and ordered.
+        for (i, e) in events.iter().enumerate() {
+            if e.seq != i as u64 + 1 {
+                v.push(format!(
+                    "run {run_id}: event #{} has seq {} (want 1..=n without gaps)",
+                    i + 1,
+                    e.seq
+                ));
+                break;
+            }
+        }
+        // Finished exactly once, last.
+        let finishes: Vec<usize> = events
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| matches!(e.kind, EventKind::RunFinished { .. }))
+            .map(|(i, _)| i)
+            .collect();
+        if finishes.len() != 1 {
+            v.push(format!(
+                "run {run_id}: {} run_finished events (status {})",
+                finishes.len(),
+                record.status.as_str()
+            ));
+        } else if finishes[0] + 1 != events.len() {
+            v.push(format!(
+                "run {run_id}: run_finished is event {} of {}",
+                finishes[0] + 1,
+                events.len()
+            ));
+        }
+        if !record.status.is_finished() {
+            v.push(format!(
+                "run {run_id}: stored status {}",
+                record.status.as_str()
+            ));
+        }
+
+        // Tool calls: one result each.
+        let mut started: HashMap<String, usize> = HashMap::new();
+        let mut finished: HashMap<String, Finished> = HashMap::new();
+        for e in events {
+            match &e.kind {
+                EventKind::ToolStarted { tool_call_id, .. } => {
+                    *started.entry(tool_call_id.to_string()).or_default() += 1;
+                }
+                EventKind::ToolFinished { output } => {
+                    let call = output.tool_call_id.to_string();
+                    let entry = Finished {
+                        tool: output.name.as_str().to_owned(),
+                        text: output
+                            .payload
+                            .get("text")
+                            .and_then(Value::as_str)
+                            .map(str::to_owned),
+                        result: output.result.clone(),
+                    };
+                    if finished.insert(call.clone(), entry).is_some() {
+                        v.push(format!(
+                            "run {run_id}: tool call {call} has two tool_finished events"
+                        ));
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut run_texts: HashMap<String, usize> = HashMap::new();
+        for (call, f) in &finished {
+            let key = (run_id.clone(), call.clone());
+            let text = f.text.clone().unwrap_or_default();
+            *run_texts.entry(text.clone()).or_default() += 1;
+            match f.tool.as_str() {
+                "journal.append" => {
+                    r.appends += 1;
+                    append_calls.insert(key.clone(), text.clone());
+                    let n = lines.get(&key).map_or(0, Vec::len);
+                    match &f.result {
+                        ToolResultBody::Error(ToolError { code, .. })
+                            if code == ToolError::UNAVAILABLE =>
+                        {
+                            r.interrupted += 1;
+                            r.interrupted_with_effect += n;
+                        }
+                        ToolResultBody::Error(e) => v.push(format!(
+                            "run {run_id}: journal.append {call} failed: {} {}",
+                            e.code, e.message
+                        )),
+                        _ => {
+                            if n != 1 {
+                                v.push(format!(
+                                    "run {run_id}: journal.append {call} succeeded but wrote \
+                                     {n} journal lines"
+                                ));
+                            }
+                        }
+                    }
+                    if let Some(found) = lines.get(&key)
+                        && found.iter().any(|t| *t != text)
+                    {
+                        v.push(format!(
+                            "run {run_id}: journal.append {call} wrote {found:?}, its payload \
+                             says {text:?}"
+                        ));
+                    }
+                }
+                "journal.put" => {
+                    r.puts += 1;
+                    if started.get(call).copied().unwrap_or(0) > 1 {
+                        r.reexecuted_puts += 1;
+                    }
+                    put_calls.insert(key, text.clone());
+                    match &f.result {
+                        ToolResultBody::Error(e) => v.push(format!(
+                            "run {run_id}: idempotent journal.put {call} was not (re-)executed: \
+                             {} {}",
+                            e.code, e.message
+                        )),
+                        _ => {
+                            let path = journal.join(format!("{run_id}.{call}.entry"));
+                            match std::fs::read_to_string(&path) {
+                                Ok(content) if content == text => {}
+                                Ok(content) => v.push(format!(
+                                    "run {run_id}: journal.put {call} left {content:?}, want \
+                                     {text:?}"
+                                )),
+                                Err(e) => v.push(format!(
+                                    "run {run_id}: journal.put {call} succeeded but {} is \
+                                     unreadable: {e}",
+                                    path.display()
+                                )),
+                            }
+                        }
+                    }
+                }
+                other => v.push(format!("run {run_id}: unexpected tool {other} ({call})")),
+            }
+        }
+        for (text, n) in run_texts {
+            if n > 1 {
+                v.push(format!(
+                    "run {run_id}: {n} tool results for the call with text {text:?}"
+                ));
+            }
+        }
+    }
+
+    // Every effect belongs to a call whose result the log holds.
+    for ((run, call), found) in &lines {
+        if !append_calls.contains_key(&(run.clone(), call.clone())) {
+            v.push(format!(
+                "journal line(s) {found:?} of run {run}, call {call}: the run's log has no \
+                 journal.append result for that call"
+            ));
+        }
+    }
+    for entry in std::fs::read_dir(journal).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        let Some(stem) = name.strip_suffix(".entry") else {
+            continue;
+        };
+        let key = stem
+            .split_once('.')
+            .map(|(run, call)| (run.to_owned(), call.to_owned()));
+        let content = std::fs::read_to_string(journal.join(&name)).unwrap_or_default();
+        match key.and_then(|k| put_calls.get(&k)) {
+            Some(text) if *text == content => {}
+            Some(text) => v.push(format!("entry {name} holds {content:?}, want {text:?}")),
+            None => v.push(format!(
+                "entry {name}: the run's log has no journal.put result for that call"
+            )),
+        }
+    }
+    r
+}
+
+/// What the run creator achieved.
+struct Created {
+    /// Runs whose `POST /v1/runs` returned 201, in order.
+    acknowledged: Vec<String>,
+    /// POSTs that failed (connection refused or reset, or an error status).
+    failed_posts: usize,
+}
+
+/// Starts runs until `RUNS` are acknowledged, against whichever server is up.
+async fn create_runs(
+    client: reqwest::Client,
+    current: Arc<Mutex<Option<String>>>,
+    mut rng: Rng,
+) -> Created {
+    let mut created = Created {
+        acknowledged: Vec::new(),
+        failed_posts: 0,
+    };
+    while created.acknowledged.len() < RUNS {
+        let base = current.lock().unwrap().clone();
+        let Some(base) = base else {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            continue;
+        };
+        let response = client
+            .post(format!("{base}/v1/runs"))
+            .bearer_auth(TOKEN)
+            .json(&json!({"agent": "journal", "input": "go"}))
+            .send()
+            .await;
+        match response {
+            Ok(r) if r.status() == 201 => match r.json::<Value>().await {
+                Ok(body) => {
+                    let id = body["run_id"]
+                        .as_str()
+                        .expect("run_id in 201 body")
+                        .to_owned();
+                    created.acknowledged.push(id);
+                    // Spread the runs over several server lifetimes.
+                    tokio::time::sleep(Duration::from_millis(rng.below(60))).await;
+                }
+                // The server died while sending the body: the run may exist.
+                Err(_) => created.failed_posts += 1,
+            },
+            Ok(r) => {
+                let status = r.status();
+                let body = r.text().await.unwrap_or_default();
+                if !status.is_server_error() {
+                    panic!("POST /v1/runs answered {status}: {body}");
+                }
+                created.failed_posts += 1;
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            Err(_) => {
+                created.failed_posts += 1;
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+    }
+    created
+}
+
+/// `(run_id, status)` of every run the server lists for the tenant.
+async fn list_runs(client: &reqwest::Client, base: &str) -> Vec<(String, String)> {
+    let response = client
+        .get(format!("{base}/v1/runs"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.unwrap();
+    body["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["run_id"].as_str().unwrap().to_owned(),
+                r["status"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// Starts servers over one store.
+struct Harness {
+    db: String,
+    dir: PathBuf,
+    journal: PathBuf,
+    incarnations: usize,
+}
+
+impl Harness {
+    fn log_path(&self, n: usize) -> PathBuf {
+        self.dir.join(format!("serve-{n}.log"))
+    }
+
+    /// Starts `weft serve` on a free port and waits until it is healthy.
+    async fn start(&mut self, client: &reqwest::Client) -> Server {
+        let agent = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/journal.toml");
+        for _attempt in 0..3 {
+            self.incarnations += 1;
+            let log_path = self.log_path(self.incarnations);
+            let log = std::fs::File::create(&log_path).unwrap();
+            let port = free_port();
+            let child = Command::new(env!("CARGO_BIN_EXE_weft"))
+                .arg("serve")
+                .arg("--agent")
+                .arg(&agent)
+                .arg("--db")
+                .arg(&self.db)
+                .arg("--addr")
+                .arg(format!("127.0.0.1:{port}"))
+                .arg("--tokens")
+                .arg(format!("crash={TOKEN}"))
+                .env("WEFT_JOURNAL_DIR", &self.journal)
+                .stdin(Stdio::null())
+                .stdout(log.try_clone().unwrap())
+                .stderr(log)
+                .spawn()
+                .expect("spawning weft serve");
+            let mut server = Server {
+                child,
+                base: format!("http://127.0.0.1:{port}"),
+                log: log_path,
+            };
+            let deadline = Instant::now() + HEALTH_TIMEOUT;
+            loop {
+                if let Some(status) = server.child.try_wait().unwrap() {
+                    let log = server.log_tail();
+                    if log.contains("listening on") {
+                        break; // The port was taken meanwhile: try another.
+                    }
+                    panic!("weft serve exited with {status} before becoming healthy\n{log}");
+                }
+                let health = client
+                    .get(format!("{}/healthz", server.base))
+                    .timeout(Duration::from_secs(1))
+                    .send()
+                    .await;
+                if matches!(&health, Ok(r) if r.status() == 200) {
+                    return server;
+                }
+                if Instant::now() > deadline {
+                    panic!(
+                        "weft serve did not answer /healthz within {} s\n{}",
+                        HEALTH_TIMEOUT.as_secs(),
+                        server.log_tail()
+                    );
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+        panic!("could not start weft serve on a free port in 3 attempts");
+    }
+
+    /// How many runs the `n`th server said it resumed.
+    fn resumed_count(&self, n: usize) -> usize {
+        let log = std::fs::read_to_string(self.log_path(n)).unwrap_or_default();
+        log.split_once(" unfinished run(s) resumed")
+            .and_then(|(head, _)| head.rsplit('(').next())
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or(0)
+    }
+}
+
+/// A running `weft serve`; killed when dropped.
+struct Server {
+    child: Child,
+    base: String,
+    log: PathBuf,
+}
+
+impl Server {
+    /// SIGKILL, then reap.
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// The server's output, for failure messages.
+    fn log_tail(&self) -> String {
+        let mut text = String::new();
+        if let Ok(mut f) = std::fs::File::open(&self.log) {
+            let _ = f.read_to_string(&mut text);
+        }
+        let start = text.len().saturating_sub(4000);
+        let start = (start..=text.len())
+            .find(|&i| text.is_char_boundary(i))
+            .unwrap_or(text.len());
+        format!("--- {} ---\n{}", self.log.display(), &text[start..])
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A port nobody listens on right now.
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+fn seed_from_clock() -> u64 {
+    let d = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+    d.as_secs() ^ u64::from(d.subsec_nanos()).rotate_left(32) ^ u64::from(std::process::id())
+}
+
+/// splitmix64: small, seedable, good enough for delays.
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64) -> Self {
+        Self(seed)
+    }
+
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform-ish in `0..n`.
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
