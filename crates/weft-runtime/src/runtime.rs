@@ -449,34 +449,45 @@ impl Runtime {
             .await?;
         let mut resumed = 0;
         for record in runs {
-            if self
-                .inner
-                .live_get(&record.run_id)
-                .is_some_and(|s| s.is_driven())
-            {
-                continue;
+            match self.recover(&record.run_id).await {
+                Ok(true) => resumed += 1,
+                Ok(false) => {}
+                // One run this process cannot drive (e.g. its agent is not
+                // registered here) must not keep the others from resuming.
+                Err(e) => tracing::warn!(run_id = %record.run_id, error = %e, "run not resumed"),
             }
-            let Some(stored) = self.inner.store.load_run(&record.run_id).await? else {
-                continue;
-            };
-            let agent = self.inner.agent(record.agent_id.as_str())?;
-            let tools = self.inner.tools(&agent).await?;
-            let shared = self
-                .inner
-                .live_entry(&record.run_id, stored.snapshot.event_seq());
-            shared.resume_at(stored.snapshot.event_seq());
-            self.inner.spawn(
-                agent,
-                tools,
-                shared,
-                record.session_id,
-                record.labels,
-                stored.snapshot,
-                true,
-            );
-            resumed += 1;
         }
         Ok(resumed)
+    }
+
+    /// Resumes one run the store says is running and nobody drives here
+    /// (after a crash); false when it is not in that state.
+    pub async fn recover(&self, run_id: &RunId) -> Result<bool, RuntimeError> {
+        let _guard = self.inner.control.lock().await;
+        if self.inner.live_get(run_id).is_some_and(|s| s.is_driven()) {
+            return Ok(false);
+        }
+        let Some(stored) = self.inner.store.load_run(run_id).await? else {
+            return Err(RuntimeError::RunNotFound(run_id.clone()));
+        };
+        if stored.record.status != RunStatus::Running {
+            return Ok(false);
+        }
+        let agent = self.inner.agent(stored.record.agent_id.as_str())?;
+        let tools = self.inner.tools(&agent).await?;
+        let seq = stored.snapshot.event_seq();
+        let shared = self.inner.live_entry(run_id, seq);
+        shared.resume_at(seq);
+        self.inner.spawn(
+            agent,
+            tools,
+            shared,
+            stored.record.session_id,
+            stored.record.labels,
+            stored.snapshot,
+            true,
+        );
+        Ok(true)
     }
 }
 

@@ -584,3 +584,106 @@ async fn pause_and_cancel_while_the_driver_hands_the_run_back_are_not_lost() {
         }
     }
 }
+
+#[derive(Deserialize, JsonSchema)]
+struct Nothing {}
+
+#[tokio::test]
+async fn recovery_reruns_only_idempotent_calls_that_were_in_flight() {
+    use weft_runtime::MemoryStore;
+    let store = Arc::new(MemoryStore::new());
+    let idem_runs = Arc::new(AtomicUsize::new(0));
+    let once_runs = Arc::new(AtomicUsize::new(0));
+    // The first process's tools hang, as if the process died mid-call.
+    let tools = |hang: bool| -> Arc<dyn ToolSet> {
+        let (i, o) = (idem_runs.clone(), once_runs.clone());
+        Arc::new(
+            FnToolSet::new("t")
+                .tool("once", "Not idempotent", move |_: Nothing| {
+                    let o = o.clone();
+                    async move {
+                        o.fetch_add(1, Ordering::SeqCst);
+                        if hang {
+                            std::future::pending::<()>().await;
+                        }
+                        Ok::<_, ToolError>("once")
+                    }
+                })
+                .tool("again", "Idempotent", move |_: Nothing| {
+                    let i = i.clone();
+                    async move {
+                        i.fetch_add(1, Ordering::SeqCst);
+                        if hang {
+                            std::future::pending::<()>().await;
+                        }
+                        Ok::<_, ToolError>("again")
+                    }
+                })
+                .idempotent(),
+        )
+    };
+    let turns = vec![
+        PlanResult::tool_calls(vec![
+            ToolCallRequest::new("t.once", json!({})),
+            ToolCallRequest::new("t.again", json!({})),
+        ]),
+        PlanResult::final_text("recovered"),
+    ];
+    let build = |hang: bool| {
+        let agent = Agent::builder("a", Arc::new(ScriptedPlanner::new(turns.clone())))
+            .toolset(tools(hang))
+            .build();
+        Runtime::builder().agent(agent).store(store.clone()).build()
+    };
+    let first = build(true);
+    let handle = first.start("a", StartRequest::user("go")).await.unwrap();
+    let mut events = handle.events().await.unwrap();
+    let mut started = 0;
+    while started < 2 {
+        if matches!(
+            events.next().await.unwrap().unwrap().kind,
+            EventKind::ToolStarted { .. }
+        ) {
+            started += 1;
+        }
+    }
+    // A second process takes over the run from the store.
+    let second = build(false);
+    assert!(second.recover(handle.run_id()).await.unwrap());
+    let outcome = second.outcome(handle.run_id()).await.unwrap();
+    assert!(
+        matches!(outcome, RunOutcome::Response { .. }),
+        "{outcome:?}"
+    );
+    assert_eq!(
+        once_runs.load(Ordering::SeqCst),
+        1,
+        "the non-idempotent call is not run again"
+    );
+    assert_eq!(
+        idem_runs.load(Ordering::SeqCst),
+        2,
+        "the idempotent call is run again"
+    );
+    let stored = second
+        .store()
+        .load_run(handle.run_id())
+        .await
+        .unwrap()
+        .unwrap();
+    let outputs = stored.snapshot.tool_outputs();
+    let ToolResultBody::Error(e) = &outputs[0].result else {
+        panic!("{:?}", outputs[0])
+    };
+    assert_eq!(e.code, ToolError::UNAVAILABLE);
+    assert!(e.message.contains("interrupted by a restart"));
+    assert_eq!(
+        outputs[0].retry_hint.as_ref().unwrap().reason,
+        RetryReason::ToolUnavailable
+    );
+    assert_eq!(outputs[1].result, ToolResultBody::Json(json!("again")));
+    assert!(
+        !second.recover(handle.run_id()).await.unwrap(),
+        "a finished run is not recovered"
+    );
+}

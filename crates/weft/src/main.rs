@@ -52,7 +52,7 @@ enum Command {
         #[arg(long)]
         tokens: Option<String>,
     },
-    /// Stored runs: list, show, events, cancel.
+    /// Stored runs: list, show, events, resume, cancel.
     Runs {
         /// The store: a SQLite file path or a `postgres://` URL.
         #[arg(long, default_value = "weft.db", global = true)]
@@ -98,6 +98,14 @@ enum RunsCmd {
         /// Only events after this sequence number.
         #[arg(long, default_value_t = 0)]
         after: u64,
+    },
+    /// Resumes a paused run (or recovers one a crashed process left running) and follows it.
+    Resume {
+        /// The run id.
+        run: String,
+        /// An agent file (repeatable); the run's agent must be among them.
+        #[arg(long = "agent", required = true)]
+        agents: Vec<PathBuf>,
     },
     /// Cancels a paused or awaiting run.
     Cancel {
@@ -205,6 +213,7 @@ fn main() -> ExitCode {
                 RunsCmd::List { session, status } => RunsCommand::List { session, status },
                 RunsCmd::Show { run } => RunsCommand::Show { run },
                 RunsCmd::Events { run, after } => RunsCommand::Events { run, after },
+                RunsCmd::Resume { run, agents } => RunsCommand::Resume { run, agents },
                 RunsCmd::Cancel { run, reason } => RunsCommand::Cancel { run, reason },
             },
         ),

@@ -124,3 +124,75 @@ fn bench_agent_loop_prints_json_lines() {
     assert!(lines[1]["us_per_step"].as_f64().unwrap() > 0.0);
     assert!(lines[1]["runs"].as_u64().unwrap() > 0);
 }
+
+#[test]
+fn runs_are_stored_with_db_and_inspected_with_runs_commands() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("weft.db").display().to_string();
+    let out = weft()
+        .args(["run", "--db", &db])
+        .arg(example("calculator.toml"))
+        .arg("What is (2 + 3) * 7?")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let list = weft().args(["runs", "list", "--db", &db]).output().unwrap();
+    assert!(
+        list.status.success(),
+        "{}",
+        String::from_utf8_lossy(&list.stderr)
+    );
+    let records: Vec<Value> = String::from_utf8(list.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(records.len(), 1);
+    assert_eq!(records[0]["status"], "completed");
+    let run = records[0]["run_id"].as_str().unwrap().to_owned();
+    let show = weft()
+        .args(["runs", "show", &run, "--db", &db])
+        .output()
+        .unwrap();
+    let view: Value = serde_json::from_slice(&show.stdout).unwrap();
+    assert_eq!(view["tool_calls"], 2);
+    assert_eq!(view["outcome"]["kind"], "response");
+    let events = weft()
+        .args(["runs", "events", &run, "--db", &db, "--after", "5"])
+        .output()
+        .unwrap();
+    let types: Vec<String> = String::from_utf8(events.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["type"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(types, vec!["assistant_chunk", "run_finished"]);
+    let resume = weft()
+        .args(["runs", "resume", &run, "--db", &db, "--agent"])
+        .arg(example("calculator.toml"))
+        .output()
+        .unwrap();
+    assert_eq!(resume.status.code(), Some(2));
+    assert!(
+        String::from_utf8(resume.stderr)
+            .unwrap()
+            .contains("nothing to resume")
+    );
+    let sessions = weft()
+        .args(["sessions", "list", "--db", &db])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8(sessions.stdout).unwrap().lines().count(),
+        1
+    );
+}

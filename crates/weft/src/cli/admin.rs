@@ -5,10 +5,14 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use serde_json::json;
+use weft_core::event::EventKind;
 use weft_core::session::{FullStore, SessionFilter};
 use weft_core::store::{RunFilter, RunStatus, RunStore};
 use weft_core::{RunId, SessionId};
 use weft_runtime::Runtime;
+
+use crate::agent_file::AgentFile;
+use crate::render::{OutputFormat, Renderer};
 
 /// A `weft runs` command.
 #[derive(Debug, Clone)]
@@ -31,6 +35,14 @@ pub enum RunsCommand {
         run: String,
         /// Only events after this sequence number.
         after: u64,
+    },
+    /// Resume a paused run, or recover a run a crashed process left running,
+    /// and follow it until it pauses or finishes.
+    Resume {
+        /// The run.
+        run: String,
+        /// Agent files, one of which must be the run's agent.
+        agents: Vec<std::path::PathBuf>,
     },
     /// Cancel a paused or awaiting run.
     Cancel {
@@ -107,6 +119,51 @@ pub fn runs(db: &str, cmd: RunsCommand) -> anyhow::Result<ExitCode> {
                     .await?
                 {
                     println!("{}", serde_json::to_string(&e)?);
+                }
+            }
+            RunsCommand::Resume { run, agents } => {
+                let rs: Arc<dyn RunStore> = store;
+                let mut builder = Runtime::builder().store(rs.clone());
+                for path in &agents {
+                    let file = AgentFile::load(path)?;
+                    builder = builder.agent(file.agent(file.planner(None)?));
+                }
+                let runtime = builder.build();
+                let id = RunId::from(run.as_str());
+                let record = rs
+                    .load_run(&id)
+                    .await?
+                    .ok_or_else(|| anyhow::anyhow!("run `{run}` not found"))?
+                    .record;
+                match record.status {
+                    RunStatus::Paused => runtime.resume(&id).await?,
+                    RunStatus::Running => {
+                        runtime.recover(&id).await?;
+                    }
+                    other => anyhow::bail!("run `{run}` is {}: nothing to resume", other.as_str()),
+                }
+                let after = rs
+                    .read_events(&id, 0, None)
+                    .await?
+                    .last()
+                    .map_or(0, |e| e.seq);
+                let mut events = runtime.subscribe(&id, after).await?;
+                let stdout = std::io::stdout();
+                let mut renderer = Renderer::new(stdout.lock(), OutputFormat::Text);
+                while let Some(e) = events.next().await {
+                    let e = e?;
+                    renderer.event(&e)?;
+                    match &e.kind {
+                        EventKind::RunFinished { outcome } => {
+                            renderer.outcome(outcome)?;
+                            break;
+                        }
+                        EventKind::RunPaused { reason } => {
+                            println!("‖ {reason}");
+                            break;
+                        }
+                        _ => {}
+                    }
                 }
             }
             RunsCommand::Cancel { run, reason } => {
