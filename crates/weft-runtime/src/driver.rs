@@ -57,6 +57,10 @@ pub(crate) struct RunTask {
     pub(crate) recovering: bool,
     /// Identifies this task among the run's drivers over time.
     pub(crate) epoch: u64,
+    /// Whether `RunFinished` was emitted.
+    pub(crate) announced_finish: bool,
+    /// Whether the current await was announced.
+    pub(crate) announced_await: bool,
 }
 
 /// Whether the previous commit failed and how often to retry a commit.
@@ -108,12 +112,9 @@ impl RunTask {
                     }
                     continue;
                 }
-                Step::Await { items, .. } => {
-                    let items = items.to_vec();
-                    self.emit(EventKind::AwaitRequested { items });
-                    self.emit(EventKind::RunPaused {
-                        reason: "awaiting answers".to_owned(),
-                    });
+                // `commit` announces the await or the outcome in the same
+                // write that stores the new status.
+                Step::Await { .. } => {
                     return match self.commit().await {
                         Ok(()) => DriveEnd::Paused,
                         Err(e) => DriveEnd::StoreFailed(e),
@@ -121,9 +122,6 @@ impl RunTask {
                 }
                 Step::Finish { outcome } => {
                     let outcome = outcome.clone();
-                    self.emit(EventKind::RunFinished {
-                        outcome: outcome.clone(),
-                    });
                     return match self.commit().await {
                         Ok(()) => DriveEnd::Finished(outcome),
                         Err(e) => DriveEnd::StoreFailed(e),
@@ -144,8 +142,36 @@ impl RunTask {
         self.inner.clock.now()
     }
 
+    /// Emits the events that go with the machine's new phase, once: the
+    /// outcome when it finished, the await when it started waiting. They must
+    /// be in the same commit as the status they explain, or a crash between
+    /// two commits would leave a finished run without its `RunFinished`.
+    fn announce(&mut self) {
+        if let Some(outcome) = self.machine.outcome() {
+            if !self.announced_finish {
+                self.announced_finish = true;
+                let outcome = outcome.clone();
+                self.emit(EventKind::RunFinished { outcome });
+            }
+        } else if self.machine.phase_name() == PhaseName::Awaiting && !self.machine.is_paused() {
+            if !self.announced_await
+                && let Step::Await { items, .. } = self.machine.next_step(self.inner.clock.now())
+            {
+                let items = items.to_vec();
+                self.announced_await = true;
+                self.emit(EventKind::AwaitRequested { items });
+                self.emit(EventKind::RunPaused {
+                    reason: "awaiting answers".to_owned(),
+                });
+            }
+        } else {
+            self.announced_await = false;
+        }
+    }
+
     /// Commits pending events with the current snapshot, retrying briefly.
     async fn commit(&mut self) -> Result<(), RuntimeError> {
+        self.announce();
         let events = self.shared.begin_commit();
         self.machine.set_event_seq(self.shared.seq());
         let status = status_of(&self.machine);

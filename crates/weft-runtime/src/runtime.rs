@@ -542,6 +542,8 @@ impl Inner {
             machine,
             recovering,
             epoch,
+            announced_finish: false,
+            announced_await: false,
         };
         tokio::spawn(task.drive());
     }
