@@ -478,6 +478,9 @@ impl Runtime {
         let seq = stored.snapshot.event_seq();
         let shared = self.inner.live_entry(run_id, seq);
         shared.resume_at(seq);
+        // Only calls pending in the stored snapshot may have been in flight;
+        // a run stored while planning starts its next batch afresh.
+        let in_flight = stored.snapshot.phase_name() == weft_core::run::PhaseName::Executing;
         self.inner.spawn(
             agent,
             tools,
@@ -485,7 +488,7 @@ impl Runtime {
             stored.record.session_id,
             stored.record.labels,
             stored.snapshot,
-            true,
+            in_flight,
         );
         Ok(true)
     }
