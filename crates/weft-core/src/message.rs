@@ -81,8 +81,8 @@ pub enum Part {
         id: ToolCallId,
         /// The tool's name.
         name: String,
-        /// The call's arguments.
-        input: Value,
+        /// The call's arguments, shared with the call itself.
+        input: std::sync::Arc<Value>,
     },
     /// The result of a tool invocation.
     ToolResult {

@@ -67,12 +67,12 @@ fn conversation() -> ModelRequest {
                     Part::ToolUse {
                         id: "call_1".into(),
                         name: "weather__current".into(),
-                        input: json!({"city": "Paris"}),
+                        input: json!({"city": "Paris"}).into(),
                     },
                     Part::ToolUse {
                         id: "call_2".into(),
                         name: "calc__add".into(),
-                        input: json!({"a": 2, "b": 3}),
+                        input: json!({"a": 2, "b": 3}).into(),
                     },
                 ],
             },

@@ -122,6 +122,10 @@ impl RunStore for MemoryStore {
             entry.snapshot = s.clone();
         }
         let newly_finished = commit.status.is_finished() && !entry.record.status.is_finished();
+        if newly_finished {
+            // The log is complete: drop the growth slack.
+            entry.events.shrink_to_fit();
+        }
         entry.record.status = commit.status;
         entry.record.updated_at = commit.now;
         drop(runs);

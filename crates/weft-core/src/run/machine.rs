@@ -444,13 +444,13 @@ impl RunMachine {
                         AwaitItem::Questions(q) => parts.push(Part::ToolUse {
                             id: q.tool_call_id.clone(),
                             name: q.tool_name.to_string(),
-                            input: q.payload.clone(),
+                            input: Arc::new(q.payload.clone()),
                         }),
                         AwaitItem::ExternalTools(e) => {
                             parts.extend(e.items.iter().map(|c| Part::ToolUse {
                                 id: c.tool_call_id.clone(),
                                 name: c.tool_name.to_string(),
-                                input: c.payload.clone(),
+                                input: Arc::new(c.payload.clone()),
                             }))
                         }
                         AwaitItem::Clarification(_) | AwaitItem::Confirmation(_) => {}
@@ -882,6 +882,7 @@ impl RunMachine {
             let Verdict::Valid { name, payload } = c.verdict else {
                 continue;
             };
+            let payload = Arc::new(payload);
             parts.push(Part::ToolUse {
                 id: c.id.clone(),
                 name: name.to_string(),
@@ -890,7 +891,7 @@ impl RunMachine {
             calls.push(ToolCall {
                 id: c.id,
                 name,
-                payload: Arc::new(payload),
+                payload,
                 parent_tool_call_id: c.parent,
             });
         }
@@ -1024,10 +1025,10 @@ impl RunMachine {
         let mut results = Vec::with_capacity(r.calls.len());
         for (i, c) in r.calls.into_iter().enumerate() {
             let (name, payload) = match &c.verdict {
-                Verdict::Valid { name, payload } => (name.clone(), payload.clone()),
+                Verdict::Valid { name, payload } => (name.clone(), Arc::new(payload.clone())),
                 Verdict::Invalid(_) => (
                     ToolIdent::new(c.requested.as_str()),
-                    raw_payload(&c.arguments),
+                    Arc::new(raw_payload(&c.arguments)),
                 ),
             };
             uses.push(Part::ToolUse {

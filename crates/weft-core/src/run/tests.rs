@@ -705,7 +705,7 @@ fn resolution_retry_records_feedback_and_replans() {
         .parts
         .iter()
         .map(|p| match p {
-            Part::ToolUse { id, input, .. } => (id.to_string(), input.clone()),
+            Part::ToolUse { id, input, .. } => (id.to_string(), (**input).clone()),
             _ => panic!("expected tool use"),
         })
         .collect();
