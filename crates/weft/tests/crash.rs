@@ -7,11 +7,19 @@
 //! is a success), and that every `journal.put` left the entry its result
 //! claims.
 //!
+//! Right after each kill, with no server up, the test also reads the last
+//! committed snapshot of every running run: a call of the batch being
+//! executed there without a stored result was in flight at the crash. Such a
+//! `journal.append` call must end with the "interrupted by restart" error
+//! (never a success: that would be a second execution), and an "interrupted"
+//! result is only allowed for a call that was in flight at some crash.
+//!
 //! Once on SQLite (in a temporary directory) and once on the local
 //! PostgreSQL (`WEFT_TEST_POSTGRES_URL`, by default
 //! `postgres://postgres@127.0.0.1:5432/test`) in a fresh schema dropped at
 //! the end. The kill delays come from a seed printed at the start; set
-//! `WEFT_CRASH_SEED` to replay the same delays.
+//! `WEFT_CRASH_SEED` to replay the same delays, and `WEFT_CRASH_KEEP=1` to
+//! keep the SQLite test's directory (database, journal, server logs).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Read as _;
@@ -22,8 +30,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 use sqlx::{Connection, PgConnection};
+use weft_core::ToolCallId;
 use weft_core::event::{EventKind, RunEvent};
-use weft_core::store::{RunFilter, RunRecord};
+use weft_core::run::{PhaseName, RunMachine};
+use weft_core::store::{RunFilter, RunRecord, RunStatus};
 use weft_core::tool::{ToolError, ToolResultBody};
 
 /// Runs to start.
@@ -43,7 +53,13 @@ const DEFAULT_PG_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
 async fn kill_9_on_sqlite() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("weft.db").to_str().unwrap().to_owned();
-    crash_test("sqlite", &db, dir.path()).await;
+    if std::env::var_os("WEFT_CRASH_KEEP").is_some() {
+        eprintln!("keeping {}", dir.path().display());
+        let path = dir.keep();
+        crash_test("sqlite", &db, None, &path).await;
+        return;
+    }
+    crash_test("sqlite", &db, None, dir.path()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -68,7 +84,7 @@ async fn kill_9_on_postgres() {
     let separator = if base.contains('?') { '&' } else { '?' };
     let db = format!("{base}{separator}schema={schema}");
     let dir = tempfile::tempdir().unwrap();
-    crash_test("postgres", &db, dir.path()).await;
+    crash_test("postgres", &db, Some(&base), dir.path()).await;
 }
 
 /// Drops a PostgreSQL schema when dropped, even when the test panicked.
@@ -102,8 +118,9 @@ impl Drop for DropSchema {
     }
 }
 
-/// The whole scenario against the store at `db`, with scratch files in `dir`.
-async fn crash_test(backend: &str, db: &str, dir: &Path) {
+/// The whole scenario against the store at `db`, with scratch files in `dir`;
+/// `postgres` is the server's URL when `db` is a PostgreSQL schema.
+async fn crash_test(backend: &str, db: &str, postgres: Option<&str>, dir: &Path) {
     let started = Instant::now();
     let seed = std::env::var("WEFT_CRASH_SEED")
         .ok()
@@ -136,16 +153,34 @@ async fn crash_test(backend: &str, db: &str, dir: &Path) {
     ));
 
     let mut delays = Vec::new();
+    let mut at_crashes: Vec<(String, RunMachine)> = Vec::new();
+    let mut lingering = 0;
     for _ in 0..KILLS {
         let delay = 10 + rng.below(340);
         delays.push(delay);
         tokio::time::sleep(Duration::from_millis(delay)).await;
         *current.lock().unwrap() = None;
+        let ports = match postgres {
+            Some(_) => tcp_ports(server.child.id()),
+            None => Vec::new(),
+        };
         server.kill();
+        if let Some(base) = postgres {
+            // A COMMIT the killed server had sent may still land: read the
+            // snapshots only once its backends are gone.
+            lingering += wait_for_backends(base, &ports).await;
+        }
+        at_crashes.extend(unfinished_snapshots(db).await);
         server = harness.start(&client).await;
         *current.lock().unwrap() = Some(server.base.clone());
     }
     eprintln!("{backend}: {KILLS} kills after {delays:?} ms of serving");
+    if postgres.is_some() {
+        eprintln!(
+            "{backend}: {lingering} database backend(s) of killed servers were still at work \
+             right after a kill (waited for)"
+        );
+    }
 
     // Every run must be acknowledged before waiting for them to finish.
     let created = tokio::time::timeout(Duration::from_secs(60), creator)
@@ -162,7 +197,10 @@ async fn crash_test(backend: &str, db: &str, dir: &Path) {
     // Wait for every run (acknowledged or not) to finish.
     let deadline = Instant::now() + FINISH_TIMEOUT;
     let listed = loop {
-        let runs = list_runs(&client, &server.base).await;
+        let runs = match list_runs(&client, &server.base).await {
+            Ok(runs) => runs,
+            Err(e) => panic!("GET /v1/runs failed: {e}\n{}", server.log_tail()),
+        };
         let unfinished: Vec<&(String, String)> = runs
             .iter()
             .filter(|(_, status)| !matches!(status.as_str(), "completed" | "failed" | "cancelled"))
@@ -201,7 +239,7 @@ async fn crash_test(backend: &str, db: &str, dir: &Path) {
     }
     drop(store);
 
-    let report = check(&logs, &created.acknowledged, &listed, &journal);
+    let report = check(&logs, &at_crashes, &created.acknowledged, &listed, &journal);
     let resumed: Vec<usize> = (1..=harness.incarnations)
         .map(|n| harness.resumed_count(n))
         .collect();
@@ -213,7 +251,8 @@ async fn crash_test(backend: &str, db: &str, dir: &Path) {
         "crash summary ({backend}, seed {seed}): {} runs ({} acknowledged, {} failed POSTs), \
          statuses {statuses:?}, {KILLS} kills, {} starts, runs resumed per start {resumed:?}, \
          {} append calls ({} interrupted, {} of them after their line was written), \
-         {} put calls ({} started more than once, i.e. re-executed), {} s",
+         {} put calls ({} in flight at a crash, i.e. re-executed), {} runs resumed from a \
+         planning snapshot, {} s",
         logs.len(),
         created.acknowledged.len(),
         created.failed_posts,
@@ -223,6 +262,7 @@ async fn crash_test(backend: &str, db: &str, dir: &Path) {
         report.interrupted_with_effect,
         report.puts,
         report.reexecuted_puts,
+        report.planning_at_crash,
         started.elapsed().as_secs_f32(),
     );
     eprintln!(
@@ -243,6 +283,141 @@ async fn crash_test(backend: &str, db: &str, dir: &Path) {
     }
 }
 
+/// The local ports of a process's TCP sockets (from `/proc`): its PostgreSQL
+/// backends are the ones whose `client_port` is among them.
+fn tcp_ports(pid: u32) -> Vec<i32> {
+    let mut inodes = HashSet::new();
+    if let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) {
+        for fd in fds.flatten() {
+            let Ok(target) = std::fs::read_link(fd.path()) else {
+                continue;
+            };
+            if let Some(inode) = target
+                .to_str()
+                .and_then(|t| t.strip_prefix("socket:["))
+                .and_then(|t| t.strip_suffix(']'))
+            {
+                inodes.insert(inode.to_owned());
+            }
+        }
+    }
+    let mut ports = Vec::new();
+    for table in ["tcp", "tcp6"] {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/net/{table}")).unwrap_or_default();
+        for line in text.lines().skip(1) {
+            let cols: Vec<&str> = line.split_whitespace().collect();
+            if cols.len() > 9
+                && inodes.contains(cols[9])
+                && let Some(port) = cols[1]
+                    .rsplit(':')
+                    .next()
+                    .and_then(|p| i32::from_str_radix(p, 16).ok())
+            {
+                ports.push(port);
+            }
+        }
+    }
+    ports
+}
+
+/// Waits (at most 10 s) until no PostgreSQL backend serves a connection
+/// from one of `ports`: a killed client's backend finishes the statement it
+/// was running (a COMMIT lands) before it notices the client is gone.
+/// Returns how many there were at first.
+async fn wait_for_backends(base: &str, ports: &[i32]) -> i64 {
+    let mut conn = PgConnection::connect(base).await.unwrap();
+    let mut first = None;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (left,): (i64,) = sqlx::query_as(
+            "SELECT count(*) FROM pg_stat_activity \
+             WHERE application_name = 'weft' AND client_port = ANY($1)",
+        )
+        .bind(ports)
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+        let first = *first.get_or_insert(left);
+        if left == 0 {
+            let _ = conn.close().await;
+            return first;
+        }
+        if Instant::now() > deadline {
+            panic!("{left} PostgreSQL backend(s) of a killed server still alive after 10 s");
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// The last committed snapshot of every run the store says is running,
+/// read while no server is up (right after a kill): what the next server
+/// resumes, and which tool calls were in flight at the crash.
+async fn unfinished_snapshots(db: &str) -> Vec<(String, RunMachine)> {
+    let store = weft_store::connect(db).await.unwrap();
+    let running = store
+        .list_runs(&RunFilter {
+            statuses: vec![RunStatus::Running],
+            ..RunFilter::default()
+        })
+        .await
+        .unwrap();
+    let mut out = Vec::new();
+    for record in running {
+        if let Some(stored) = store.load_run(&record.run_id).await.unwrap() {
+            out.push((record.run_id.to_string(), stored.snapshot));
+        }
+    }
+    out
+}
+
+/// Whether tool call `call` of `run` was in flight at one of the crashes:
+/// part of the batch being executed in the last committed snapshot, without
+/// a `tool_finished` event among the events committed with that snapshot.
+fn in_flight_at_a_crash(
+    at_crashes: &[(String, RunMachine)],
+    run: &str,
+    call: &str,
+    events: &[RunEvent],
+) -> bool {
+    let id = ToolCallId::new(call);
+    at_crashes.iter().any(|(r, machine)| {
+        r == run
+            && machine.phase_name() == PhaseName::Executing
+            && machine.pending_call(&id).is_some()
+            && !events.iter().any(|e| {
+                e.seq <= machine.event_seq()
+                    && matches!(&e.kind, EventKind::ToolFinished { output } if output.tool_call_id == id)
+            })
+    })
+}
+
+/// The phases (and committed event counts) of a run's snapshots at the kills.
+fn crash_phases(at_crashes: &[(String, RunMachine)], run: &str) -> String {
+    let phases: Vec<String> = at_crashes
+        .iter()
+        .filter(|(r, _)| r == run)
+        .map(|(_, m)| format!("{:?} after event {}", m.phase_name(), m.event_seq()))
+        .collect();
+    format!("[{}]", phases.join(", "))
+}
+
+/// A run's log in brief: `seq:type[call]` per event.
+fn describe(events: &[RunEvent]) -> String {
+    events
+        .iter()
+        .map(|e| {
+            let kind = serde_json::to_value(&e.kind).unwrap_or_default();
+            let call = kind["tool_call_id"]
+                .as_str()
+                .or(kind["output"]["tool_call_id"].as_str())
+                .map(|c| format!("[{c}]"))
+                .unwrap_or_default();
+            format!("{}:{}{call}", e.seq, kind["type"].as_str().unwrap_or("?"))
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// What the final checks found.
 #[derive(Default)]
 struct Report {
@@ -252,6 +427,7 @@ struct Report {
     interrupted_with_effect: usize,
     puts: usize,
     reexecuted_puts: usize,
+    planning_at_crash: usize,
 }
 
 /// One `tool_finished` event of a run.
@@ -264,11 +440,18 @@ struct Finished {
 /// Checks the stored logs against the journal directory.
 fn check(
     logs: &BTreeMap<String, (RunRecord, Vec<RunEvent>)>,
+    at_crashes: &[(String, RunMachine)],
     acknowledged: &[String],
     listed: &[(String, String)],
     journal: &Path,
 ) -> Report {
-    let mut r = Report::default();
+    let mut r = Report {
+        planning_at_crash: at_crashes
+            .iter()
+            .filter(|(_, m)| m.phase_name() == PhaseName::Planning)
+            .count(),
+        ..Report::default()
+    };
     let v = &mut r.violations;
 
     for id in acknowledged {
@@ -345,9 +528,10 @@ fn check(
             .collect();
         if finishes.len() != 1 {
             v.push(format!(
-                "run {run_id}: {} run_finished events (status {})",
+                "run {run_id}: {} run_finished events (status {}); its log: {}",
                 finishes.len(),
-                record.status.as_str()
+                record.status.as_str(),
+                describe(events)
             ));
         } else if finishes[0] + 1 != events.len() {
             v.push(format!(
@@ -364,31 +548,24 @@ fn check(
         }
 
         // Tool calls: one result each.
-        let mut started: HashMap<String, usize> = HashMap::new();
         let mut finished: HashMap<String, Finished> = HashMap::new();
         for e in events {
-            match &e.kind {
-                EventKind::ToolStarted { tool_call_id, .. } => {
-                    *started.entry(tool_call_id.to_string()).or_default() += 1;
+            if let EventKind::ToolFinished { output } = &e.kind {
+                let call = output.tool_call_id.to_string();
+                let entry = Finished {
+                    tool: output.name.as_str().to_owned(),
+                    text: output
+                        .payload
+                        .get("text")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned),
+                    result: output.result.clone(),
+                };
+                if finished.insert(call.clone(), entry).is_some() {
+                    v.push(format!(
+                        "run {run_id}: tool call {call} has two tool_finished events"
+                    ));
                 }
-                EventKind::ToolFinished { output } => {
-                    let call = output.tool_call_id.to_string();
-                    let entry = Finished {
-                        tool: output.name.as_str().to_owned(),
-                        text: output
-                            .payload
-                            .get("text")
-                            .and_then(Value::as_str)
-                            .map(str::to_owned),
-                        result: output.result.clone(),
-                    };
-                    if finished.insert(call.clone(), entry).is_some() {
-                        v.push(format!(
-                            "run {run_id}: tool call {call} has two tool_finished events"
-                        ));
-                    }
-                }
-                _ => {}
             }
         }
         let mut run_texts: HashMap<String, usize> = HashMap::new();
@@ -401,12 +578,23 @@ fn check(
                     r.appends += 1;
                     append_calls.insert(key.clone(), text.clone());
                     let n = lines.get(&key).map_or(0, Vec::len);
+                    let in_flight = in_flight_at_a_crash(at_crashes, run_id, call, events);
                     match &f.result {
                         ToolResultBody::Error(ToolError { code, .. })
                             if code == ToolError::UNAVAILABLE =>
                         {
                             r.interrupted += 1;
                             r.interrupted_with_effect += n;
+                            if !in_flight {
+                                v.push(format!(
+                                    "run {run_id}: journal.append {call} got an \"interrupted\" \
+                                     result but was in flight at no crash (no stored snapshot \
+                                     at a kill had it pending without a result); {n} journal \
+                                     line(s); snapshots at kills: {}; its log: {}",
+                                    crash_phases(at_crashes, run_id),
+                                    describe(events)
+                                ));
+                            }
                         }
                         ToolResultBody::Error(e) => v.push(format!(
                             "run {run_id}: journal.append {call} failed: {} {}",
@@ -417,6 +605,12 @@ fn check(
                                 v.push(format!(
                                     "run {run_id}: journal.append {call} succeeded but wrote \
                                      {n} journal lines"
+                                ));
+                            }
+                            if in_flight {
+                                v.push(format!(
+                                    "run {run_id}: journal.append {call} was in flight at a \
+                                     crash, yet its result is a success: it ran again"
                                 ));
                             }
                         }
@@ -432,7 +626,7 @@ fn check(
                 }
                 "journal.put" => {
                     r.puts += 1;
-                    if started.get(call).copied().unwrap_or(0) > 1 {
+                    if in_flight_at_a_crash(at_crashes, run_id, call, events) {
                         r.reexecuted_puts += 1;
                     }
                     put_calls.insert(key, text.clone());
@@ -539,7 +733,7 @@ async fn create_runs(
                         .to_owned();
                     created.acknowledged.push(id);
                     // Spread the runs over several server lifetimes.
-                    tokio::time::sleep(Duration::from_millis(rng.below(60))).await;
+                    tokio::time::sleep(Duration::from_millis(rng.below(120))).await;
                 }
                 // The server died while sending the body: the run may exist.
                 Err(_) => created.failed_posts += 1,
@@ -563,16 +757,18 @@ async fn create_runs(
 }
 
 /// `(run_id, status)` of every run the server lists for the tenant.
-async fn list_runs(client: &reqwest::Client, base: &str) -> Vec<(String, String)> {
+async fn list_runs(
+    client: &reqwest::Client,
+    base: &str,
+) -> Result<Vec<(String, String)>, reqwest::Error> {
     let response = client
         .get(format!("{base}/v1/runs"))
         .bearer_auth(TOKEN)
         .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    let body: Value = response.json().await.unwrap();
-    body["runs"]
+        .await?
+        .error_for_status()?;
+    let body: Value = response.json().await?;
+    Ok(body["runs"]
         .as_array()
         .unwrap()
         .iter()
@@ -582,7 +778,7 @@ async fn list_runs(client: &reqwest::Client, base: &str) -> Vec<(String, String)
                 r["status"].as_str().unwrap().to_owned(),
             )
         })
-        .collect()
+        .collect())
 }
 
 /// Starts servers over one store.
