@@ -417,22 +417,6 @@ impl Runtime {
             shared.request_cancel(reason);
             return Ok(());
         }
-        let status = self
-            .inner
-            .store
-            .load_run(run_id)
-            .await?
-            .ok_or_else(|| RuntimeError::RunNotFound(run_id.clone()))?
-            .record
-            .status;
-        if status == RunStatus::Running {
-            // Driven by another process, or by none after a crash before
-            // `resume_unfinished`: only its driver may change it.
-            return Err(RuntimeError::NotAwaiting {
-                run_id: run_id.clone(),
-                status: status.as_str(),
-            });
-        }
         self.inner.cancel_stored(run_id, reason).await
     }
 
