@@ -211,7 +211,7 @@ pub trait SessionStore: Send + Sync {
 
 /// Stores each session's transcript and memory.
 #[async_trait]
-pub trait MemoryStore: Send + Sync {
+pub trait SessionMemoryStore: Send + Sync {
     /// Appends transcript entries, in sequence order; already-stored sequence
     /// numbers are skipped, a gap is [`SessionError::TranscriptGap`].
     async fn append_transcript(
@@ -286,6 +286,6 @@ pub trait PromptStore: Send + Sync {
 /// A store that keeps runs, sessions, memory and prompts: what the runtime and
 /// the server need. `Arc<dyn FullStore>` coerces to `Arc<dyn RunStore>` (or
 /// any other of its traits).
-pub trait FullStore: RunStore + SessionStore + MemoryStore + PromptStore {}
+pub trait FullStore: RunStore + SessionStore + SessionMemoryStore + PromptStore {}
 
-impl<T: RunStore + SessionStore + MemoryStore + PromptStore + ?Sized> FullStore for T {}
+impl<T: RunStore + SessionStore + SessionMemoryStore + PromptStore + ?Sized> FullStore for T {}

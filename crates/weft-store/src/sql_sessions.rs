@@ -1,5 +1,5 @@
 //! The SQL implementation of the session traits (`SessionStore`,
-//! `MemoryStore`, `PromptStore` from `weft_core::session`), shared by both
+//! `SessionMemoryStore`, `PromptStore` from `weft_core::session`), shared by both
 //! backends through [`impl_session_store!`]; see [`crate::sql_runs`] for what
 //! a backend type provides.
 //!
@@ -162,7 +162,7 @@ macro_rules! impl_session_store {
         }
 
         #[async_trait::async_trait]
-        impl weft_core::session::MemoryStore for $store {
+        impl weft_core::session::SessionMemoryStore for $store {
             async fn append_transcript(
                 &self,
                 session_id: &weft_core::SessionId,
