@@ -463,7 +463,7 @@ async fn pause_stops_at_the_next_step_and_resume_continues() {
             PlanResult::final_text("done"),
         ],
         Policy {
-            time_budget: Some(Duration::from_millis(400)),
+            time_budget: Some(Duration::from_millis(1500)),
             ..Policy::default()
         },
         Duration::from_secs(5),
@@ -486,7 +486,7 @@ async fn pause_stops_at_the_next_step_and_resume_continues() {
         "the add call waits for resume"
     );
     // Paused time does not count: sleep past the budget, then resume.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    tokio::time::sleep(Duration::from_millis(1600)).await;
     assert!(rt.resume(handle.run_id()).await.is_ok());
     assert!(
         rt.resume(handle.run_id()).await.is_err(),
