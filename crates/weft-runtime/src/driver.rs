@@ -131,6 +131,14 @@ impl RunTask {
             if let Err(e) = self.commit().await {
                 return DriveEnd::StoreFailed(e);
             }
+            // The commit above announced and stored an outcome or an await:
+            // the task is done without another write.
+            if let Some(outcome) = self.machine.outcome() {
+                return DriveEnd::Finished(outcome.clone());
+            }
+            if self.announced_await && self.machine.phase_name() == PhaseName::Awaiting {
+                return DriveEnd::Paused;
+            }
         }
     }
 

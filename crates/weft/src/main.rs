@@ -145,6 +145,10 @@ enum Bench {
         /// Runs started at once.
         #[arg(long, default_value_t = 1000)]
         concurrent: usize,
+        /// Also measure the concurrent runs with a store that keeps only
+        /// this many finished runs (the runtime's own memory per run).
+        #[arg(long, default_value_t = 0)]
+        live_only_keep: usize,
     },
     /// W(k) through each store (memory, SQLite, PostgreSQL): µs per durable step.
     DurableLoop {
@@ -237,6 +241,9 @@ fn main() -> ExitCode {
         }
         Err(e) => {
             eprintln!("weft: {e:#}");
+            if std::env::var_os("WEFT_DEBUG_ERRORS").is_some() {
+                eprintln!("{e:?}");
+            }
             ExitCode::from(2)
         }
     }
@@ -248,14 +255,23 @@ fn run_bench(bench: Bench) -> anyhow::Result<ExitCode> {
             k,
             seconds,
             concurrent,
+            live_only_keep,
         } => {
             let s = agent_loop::Settings {
                 k,
                 seconds,
                 concurrent,
+                keep_finished: None,
             };
-            // Concurrent first, so the memory figure is not inflated by the
-            // sequential part's runs.
+            // The concurrent parts come first, on a fresh heap, so their
+            // memory figures are not hidden by memory freed earlier: first
+            // with a store that forgets finished runs (the runtime's own
+            // memory per run), then with one that keeps every run.
+            let live = agent_loop::Settings {
+                keep_finished: Some(live_only_keep),
+                ..s
+            };
+            println!("{}", agent_loop::concurrent(live)?);
             println!("{}", agent_loop::concurrent(s)?);
             println!("{}", agent_loop::sequential(s)?);
         }

@@ -64,6 +64,10 @@ pub struct Settings {
     pub seconds: f64,
     /// Runs started at once in the concurrent part.
     pub concurrent: usize,
+    /// Keep only this many finished runs in the store during the concurrent
+    /// part (all when absent), to separate the runtime's own memory per run
+    /// from what the store retains.
+    pub keep_finished: Option<usize>,
 }
 
 fn runtime(k: u32, store: MemoryStore) -> Runtime {
@@ -131,10 +135,17 @@ pub fn concurrent(s: Settings) -> Result<Value, RuntimeError> {
             message: e.to_string(),
         })?;
     tokio.block_on(async {
-        let rt = runtime(s.k, MemoryStore::new());
+        let store = match s.keep_finished {
+            Some(n) => MemoryStore::keep_finished(n),
+            None => MemoryStore::new(),
+        };
+        let rt = runtime(s.k, store);
         // Warm up: list tools, fill allocator caches.
         for _ in 0..10 {
-            one_run(&rt).await?;
+            match one_run(&rt).await {
+                Err(e) if s.keep_finished.is_some() && forgotten(&e) => {}
+                other => other?,
+            }
         }
         let peak_reset = rss::reset_peak();
         let baseline = rss::current_kib().unwrap_or(0);
@@ -144,8 +155,13 @@ pub fn concurrent(s: Settings) -> Result<Value, RuntimeError> {
             handles.push(rt.start("w", StartRequest::user("go")).await?);
         }
         for h in &handles {
-            if !h.outcome().await?.is_success() {
-                return Err(RuntimeError::Interrupted(h.run_id().clone()));
+            match h.outcome().await {
+                Ok(o) if o.is_success() => {}
+                // With a bounded store, a run that finished before we asked
+                // may already be forgotten: that is its only way to vanish.
+                Err(e) if s.keep_finished.is_some() && forgotten(&e) => {}
+                Ok(_) => return Err(RuntimeError::Interrupted(h.run_id().clone())),
+                Err(e) => return Err(e),
             }
         }
         let wall = started.elapsed();
@@ -160,9 +176,19 @@ pub fn concurrent(s: Settings) -> Result<Value, RuntimeError> {
             "rss_baseline_kib": baseline,
             "rss_peak_kib": peak,
             "peak_reset": peak_reset,
+            "store_keeps_finished": s.keep_finished,
             "kib_per_run": round(per_run, 2),
         }))
     })
+}
+
+/// Whether `e` says the run is gone from a store that forgets finished runs.
+fn forgotten(e: &RuntimeError) -> bool {
+    matches!(
+        e,
+        RuntimeError::RunNotFound(_)
+            | RuntimeError::Store(weft_core::store::StoreError::RunNotFound { .. })
+    )
 }
 
 fn round(v: f64, digits: i32) -> f64 {
