@@ -61,6 +61,17 @@ fn tools(executions: Arc<AtomicUsize>) -> Arc<dyn ToolSet> {
     )
 }
 
+fn clarification(id: &str, question: &str) -> PlanResult {
+    PlanResult::await_items(vec![AwaitItem::Clarification(Clarification {
+        id: AwaitItemId::new(id),
+        question: question.into(),
+        missing_fields: vec![],
+        restrict_to_tool: None,
+        example_input: None,
+        clarifying_prompt: None,
+    })])
+}
+
 fn call(name: &str, args: Value) -> PlanResult {
     PlanResult::tool_calls(vec![ToolCallRequest::new(name, args)])
 }
@@ -146,14 +157,7 @@ async fn a_run_completes_with_tool_calls_and_a_gap_free_event_log() {
 
 #[tokio::test]
 async fn await_provide_resume() {
-    let ask = PlanResult::await_items(vec![AwaitItem::Clarification(Clarification {
-        id: AwaitItemId::new("which"),
-        question: "Which numbers?".into(),
-        missing_fields: vec!["a".into(), "b".into()],
-        restrict_to_tool: None,
-        example_input: None,
-        clarifying_prompt: None,
-    })]);
+    let ask = clarification("which", "Which numbers?");
     let (rt, executions) = runtime(
         vec![
             ask,
@@ -504,14 +508,7 @@ async fn pause_stops_at_the_next_step_and_resume_continues() {
 
 #[tokio::test]
 async fn cancel_a_paused_run_finishes_it() {
-    let ask = PlanResult::await_items(vec![AwaitItem::Clarification(Clarification {
-        id: AwaitItemId::new("q"),
-        question: "?".into(),
-        missing_fields: vec![],
-        restrict_to_tool: None,
-        example_input: None,
-        clarifying_prompt: None,
-    })]);
+    let ask = clarification("q", "?");
     let (rt, _) = runtime(vec![ask], Policy::default(), Duration::from_secs(5));
     let handle = rt.start("a", StartRequest::user("go")).await.unwrap();
     wait_status(&rt, handle.run_id(), RunStatus::Awaiting).await;
@@ -546,14 +543,7 @@ async fn cancel_a_paused_run_finishes_it() {
 #[tokio::test]
 async fn pause_and_cancel_while_the_driver_hands_the_run_back_are_not_lost() {
     for round in 0..20 {
-        let ask = PlanResult::await_items(vec![AwaitItem::Clarification(Clarification {
-            id: AwaitItemId::new("q"),
-            question: "?".into(),
-            missing_fields: vec![],
-            restrict_to_tool: None,
-            example_input: None,
-            clarifying_prompt: None,
-        })]);
+        let ask = clarification("q", "?");
         let (rt, _) = runtime(vec![ask], Policy::default(), Duration::from_secs(5));
         let handle = rt.start("a", StartRequest::user("go")).await.unwrap();
         let mut events = handle.events().await.unwrap();
