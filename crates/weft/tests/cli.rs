@@ -118,11 +118,15 @@ fn bench_agent_loop_prints_json_lines() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(lines.len(), 2);
+    assert_eq!(lines.len(), 3);
     assert_eq!(lines[0]["mode"], "concurrent");
     assert_eq!(lines[0]["runs"], 20);
-    assert!(lines[1]["us_per_step"].as_f64().unwrap() > 0.0);
-    assert!(lines[1]["runs"].as_u64().unwrap() > 0);
+    assert_eq!(lines[0]["store_keeps_finished"], 0);
+    assert_eq!(lines[1]["mode"], "concurrent");
+    assert_eq!(lines[1]["store_keeps_finished"], Value::Null);
+    assert_eq!(lines[2]["mode"], "sequential");
+    assert!(lines[2]["us_per_step"].as_f64().unwrap() > 0.0);
+    assert!(lines[2]["runs"].as_u64().unwrap() > 0);
 }
 
 #[test]
