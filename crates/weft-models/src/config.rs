@@ -1,5 +1,6 @@
 //! Model configuration: parsing model ids (`anthropic/<m>`, `openai/<m>`,
-//! `openai-responses/<m>`, `compat/<m>`, `scripted/<script file>`), finding API keys and base URLs
+//! `openai-responses/<m>`, `compat/<m>`, `scripted/<script file>`, `local/<name or .gguf path>`),
+//! finding API keys and base URLs
 //! (explicit config first, then `ANTHROPIC_API_KEY` / `OPENAI_API_KEY` and
 //! `ANTHROPIC_BASE_URL` / `OPENAI_BASE_URL`), and a registry of built clients.
 //!
@@ -59,6 +60,8 @@ pub enum Provider {
     Compat,
     /// A [`crate::ScriptedModel`] playing a JSON or YAML script file (`scripted/<path>`).
     Scripted,
+    /// A GGUF model run in-process (`local/<name>` or `local/<path>.gguf`).
+    Local,
 }
 
 impl Provider {
@@ -67,7 +70,7 @@ impl Provider {
         match self {
             Provider::Anthropic => Some("ANTHROPIC_API_KEY"),
             Provider::OpenAi | Provider::OpenAiResponses => Some("OPENAI_API_KEY"),
-            Provider::Compat | Provider::Scripted => None,
+            Provider::Compat | Provider::Scripted | Provider::Local => None,
         }
     }
 
@@ -76,7 +79,7 @@ impl Provider {
         match self {
             Provider::Anthropic => Some("ANTHROPIC_BASE_URL"),
             Provider::OpenAi | Provider::OpenAiResponses => Some("OPENAI_BASE_URL"),
-            Provider::Compat | Provider::Scripted => None,
+            Provider::Compat | Provider::Scripted | Provider::Local => None,
         }
     }
 }
@@ -84,7 +87,7 @@ impl Provider {
 /// Splits a model id into its provider and model name.
 pub fn parse_model_id(id: &str) -> Result<(Provider, &str), ModelError> {
     let (prefix, model) = id.split_once('/').ok_or_else(|| ModelError::Config {
-        message: format!("model id `{id}` has no provider prefix (anthropic/, openai/, openai-responses/, compat/, scripted/)"),
+        message: format!("model id `{id}` has no provider prefix (anthropic/, openai/, openai-responses/, compat/, scripted/, local/)"),
     })?;
     let provider = match prefix {
         "anthropic" => Provider::Anthropic,
@@ -92,10 +95,11 @@ pub fn parse_model_id(id: &str) -> Result<(Provider, &str), ModelError> {
         "openai-responses" => Provider::OpenAiResponses,
         "compat" => Provider::Compat,
         "scripted" => Provider::Scripted,
+        "local" => Provider::Local,
         other => {
             return Err(ModelError::Config {
                 message: format!(
-                    "unknown model provider `{other}` in `{id}` (expected anthropic, openai, openai-responses, compat or scripted)"
+                    "unknown model provider `{other}` in `{id}` (expected anthropic, openai, openai-responses, compat, scripted or local)"
                 ),
             });
         }
@@ -204,6 +208,25 @@ pub fn build_model_with_env(
             })?;
             Arc::new(script)
         }
+        Provider::Local => local_model(model, env)?,
+    })
+}
+
+#[cfg(feature = "local")]
+fn local_model(
+    name: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Arc<dyn ModelClient>, ModelError> {
+    Ok(Arc::new(crate::local::LocalModel::open(name, env)?))
+}
+
+#[cfg(not(feature = "local"))]
+fn local_model(
+    name: &str,
+    _env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Arc<dyn ModelClient>, ModelError> {
+    Err(ModelError::Config {
+        message: format!("local/{name}: weft-models was built without the `local` feature"),
     })
 }
 

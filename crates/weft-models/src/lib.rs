@@ -11,6 +11,8 @@
 //! - [`names`]: reversible tool-name mapping (`toolset.tool` ⇄ provider names).
 //! - [`bench`]: the SSE decode benchmark behind `weft bench sse-decode`.
 //! - [`scripted`]: the [`ScriptedModel`] for tests, examples and benchmarks.
+//! - [`local`] (feature `local`, on by default): GGUF models run in-process
+//!   by llama.cpp, with grammar-constrained tool calls.
 //!
 //! Every client implements [`weft_core::model::ModelClient`]; this crate
 //! depends on `weft-core` alone among weft crates.
@@ -22,6 +24,8 @@ pub mod bench;
 pub mod config;
 pub mod decode;
 pub mod http;
+#[cfg(feature = "local")]
+pub mod local;
 pub mod names;
 pub mod openai_chat;
 pub mod openai_responses;

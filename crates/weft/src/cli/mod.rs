@@ -2,5 +2,6 @@
 
 pub mod admin;
 pub mod ask;
+pub mod models;
 pub mod run;
 pub mod serve;

@@ -1,0 +1,121 @@
+//! The local-model benchmark behind `weft bench local-model`: time to first
+//! token and decode speed of a GGUF model on this machine's CPU.
+//!
+//! Each run renders the same chat with the model's template, evaluates the
+//! prompt and decodes a fixed number of tokens greedily (end-of-turn tokens
+//! are masked so every run decodes the same count). Time to first token runs
+//! from the start of the generation (tokenising and prompt evaluation
+//! included) to the first sampled token; decode speed counts the tokens after
+//! the first over the time after it. One JSON line per run, then a summary
+//! line with the medians; the summary carries the rendered prompt so another
+//! engine can be timed on exactly the same tokens.
+
+use std::time::Instant;
+
+use serde_json::{Value, json};
+use weft_core::model::ModelError;
+
+use super::engine::{Constraint, Generate, Sampling};
+use super::prompt::Turn;
+use super::LocalModel;
+
+/// What to measure.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Tokens decoded per run.
+    pub tokens: u32,
+    /// Measured runs (after one warm-up run).
+    pub runs: u32,
+    /// The user's message.
+    pub prompt: String,
+}
+
+/// The system message of every benchmark prompt.
+pub const SYSTEM: &str = "You are a concise assistant.";
+
+/// Runs the benchmark; returns the JSON lines.
+pub fn bench_local_model(model: &LocalModel, settings: &Settings) -> Result<Vec<Value>, ModelError> {
+    let load_start = Instant::now();
+    let engine = model.engine()?;
+    let load_ms = load_start.elapsed().as_secs_f64() * 1e3;
+    let prompt = engine.render(&[
+        Turn {
+            role: "system",
+            content: SYSTEM.to_owned(),
+        },
+        Turn {
+            role: "user",
+            content: settings.prompt.clone(),
+        },
+    ])?;
+    let generate = Generate {
+        prompt: prompt.clone(),
+        max_tokens: settings.tokens,
+        sampling: Sampling {
+            temperature: 0.0,
+            top_p: 1.0,
+            top_k: 0,
+            seed: 0,
+        },
+        constraint: Constraint::None,
+        stop: Vec::new(),
+        ignore_eog: true,
+    };
+    let mut lines = Vec::new();
+    let mut ttft = Vec::new();
+    let mut speed = Vec::new();
+    let mut prompt_tokens = 0;
+    for run in 0..=settings.runs {
+        let g = engine.generate(&generate, &mut |_| true)?;
+        prompt_tokens = g.prompt_tokens;
+        if run == 0 {
+            continue; // warm-up: page in the weights, settle the threads
+        }
+        let ttft_ms = g.first_token.as_secs_f64() * 1e3;
+        let decoded = g.output_tokens.saturating_sub(1);
+        let tok_s = f64::from(decoded) / g.decode.as_secs_f64().max(1e-9);
+        lines.push(json!({
+            "bench": "local-model",
+            "engine": "weft",
+            "run": run,
+            "prompt_tokens": g.prompt_tokens,
+            "decoded_tokens": g.output_tokens,
+            "ttft_ms": round(ttft_ms),
+            "decode_tok_s": round(tok_s),
+        }));
+        ttft.push(ttft_ms);
+        speed.push(tok_s);
+    }
+    lines.push(json!({
+        "bench": "local-model",
+        "engine": "weft",
+        "summary": true,
+        "model": model.path().file_name().map(|f| f.to_string_lossy().into_owned()),
+        "threads": model.threads(),
+        "load_ms": round(load_ms),
+        "runs": settings.runs,
+        "prompt_tokens": prompt_tokens,
+        "decoded_tokens": settings.tokens,
+        "ttft_ms_median": round(median(&mut ttft)),
+        "decode_tok_s_median": round(median(&mut speed)),
+        "prompt": prompt,
+    }));
+    Ok(lines)
+}
+
+fn median(xs: &mut [f64]) -> f64 {
+    if xs.is_empty() {
+        return 0.0;
+    }
+    xs.sort_by(f64::total_cmp);
+    let mid = xs.len() / 2;
+    if xs.len() % 2 == 1 {
+        xs[mid]
+    } else {
+        (xs[mid - 1] + xs[mid]) / 2.0
+    }
+}
+
+fn round(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
