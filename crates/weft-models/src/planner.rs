@@ -16,7 +16,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use futures_util::StreamExt;
 use weft_core::ToolCallId;
-use weft_core::message::{Message, Part, Thinking};
+use weft_core::message::{Message, Part, Role, Thinking};
 use weft_core::model::{ModelClient, ModelError, ModelRequest, StreamAssembler, ToolChoice, Usage};
 use weft_core::planner::{
     Decision, PlanInput, PlanResult, PlanResumeInput, Planner, PlannerError, PlannerEvents,
@@ -39,6 +39,12 @@ pub struct ModelPlannerConfig {
     pub temperature: Option<f32>,
     /// Token budget for extended thinking / reasoning.
     pub thinking_budget: Option<u32>,
+    /// Whether and which tool the model must call (weft tool names).
+    pub tool_choice: ToolChoice,
+    /// Keep `tool_choice` on the turns that follow tool results; by default
+    /// it applies until the run has tool results and then goes back to
+    /// `Auto`, so a forced call cannot loop (as in the OpenAI Agents SDK).
+    pub keep_tool_choice: bool,
 }
 
 /// A [`Planner`] over any [`ModelClient`]; see the module docs.
@@ -107,17 +113,27 @@ impl ModelPlanner {
             system: self.system_prompt(input, finalize),
             messages,
             tools,
-            tool_choice: if finalize.is_some() {
-                ToolChoice::None
-            } else {
-                ToolChoice::Auto
-            },
+            tool_choice: self.tool_choice(input, finalize),
             max_tokens: self.config.max_tokens,
             temperature: self.config.temperature,
             thinking_budget: self.config.thinking_budget,
             ..ModelRequest::default()
         };
         (request, names)
+    }
+
+    fn tool_choice(&self, input: &PlanInput<'_>, finalize: Option<&Termination>) -> ToolChoice {
+        if finalize.is_some() {
+            return ToolChoice::None;
+        }
+        let after_tools = input.messages.last().is_some_and(|m| m.role == Role::Tool);
+        if after_tools && !self.config.keep_tool_choice {
+            return ToolChoice::Auto;
+        }
+        match &self.config.tool_choice {
+            ToolChoice::Tool(name) => ToolChoice::Tool(encode(name)),
+            other => other.clone(),
+        }
     }
 
     fn system_prompt(

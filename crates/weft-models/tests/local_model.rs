@@ -177,14 +177,18 @@ async fn every_tool_call_over_fifty_prompts_matches_its_schema() {
         let mut req = request(&prompt);
         req.tools = tools.clone();
         req.max_tokens = Some(96);
+        let t0 = std::time::Instant::now();
         let free = complete(&m, &req).await;
+        let t1 = t0.elapsed();
         free_calls += check_calls(&free, &tools, &prompt);
         if !free.tool_calls.is_empty() {
             assert_eq!(free.stop_reason, Some(StopReason::ToolUse), "{prompt:?}");
         }
         // A call is required: the whole answer is calls.
         req.tool_choice = ToolChoice::Required;
+        let t2 = std::time::Instant::now();
         let forced = complete(&m, &req).await;
+        eprintln!("{prompt:?}: free {:?} {}+{} tok, {} calls; forced {:?} {}+{} tok", t1, free.usage.input_tokens, free.usage.output_tokens, free.tool_calls.len(), t2.elapsed(), forced.usage.input_tokens, forced.usage.output_tokens);
         let n = check_calls(&forced, &tools, &prompt);
         assert!(
             n >= 1 || forced.stop_reason == Some(StopReason::MaxTokens),

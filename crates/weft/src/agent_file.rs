@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::Value;
-use weft_core::model::ModelError;
+use weft_core::model::{ModelError, ToolChoice};
 use weft_core::planner::{PlanResult, Planner, ToolCallRequest};
 use weft_core::run::Policy;
 use weft_core::tool::ToolIdent;
@@ -91,6 +91,10 @@ pub enum PlannerSpec {
         /// Sampling temperature.
         #[serde(default)]
         temperature: Option<f32>,
+        /// `auto` (default), `required`, `none`, or a tool's name: what the
+        /// model must call until the run has tool results.
+        #[serde(default)]
+        tool_choice: Option<String>,
     },
 }
 
@@ -254,7 +258,7 @@ impl AgentFile {
     /// The planner the file names; `model` overrides the file's model (and
     /// turns a scripted agent into a model-driven one).
     pub fn planner(&self, model: Option<&str>) -> Result<Arc<dyn Planner>, ModelError> {
-        let (id, base_url, max_tokens, temperature) = match (&self.planner, model) {
+        let (id, settings) = match (&self.planner, model) {
             (PlannerSpec::Scripted { .. }, None) => {
                 if let Some(p) = self.scripted_planner() {
                     return Ok(Arc::new(p));
@@ -263,29 +267,31 @@ impl AgentFile {
                     message: "the agent has no planner".into(),
                 });
             }
-            (PlannerSpec::Scripted { .. }, Some(m)) => (m.to_owned(), None, None, None),
+            (PlannerSpec::Scripted { .. }, Some(m)) => (m.to_owned(), ModelSettings::default()),
             (
                 PlannerSpec::Model {
                     model: file_model,
                     base_url,
                     max_tokens,
                     temperature,
+                    tool_choice,
                 },
                 m,
             ) => (
                 m.unwrap_or(file_model).to_owned(),
-                base_url.clone(),
-                *max_tokens,
-                *temperature,
+                ModelSettings {
+                    base_url: base_url.clone(),
+                    max_tokens: *max_tokens,
+                    temperature: *temperature,
+                    tool_choice: tool_choice.as_deref().map_or(ToolChoice::Auto, parse_tool_choice),
+                },
             ),
         };
         model_planner(
             &id,
-            base_url,
             self.instructions.clone().unwrap_or_default(),
             &self.toolsets(),
-            max_tokens,
-            temperature,
+            settings,
         )
     }
 
@@ -310,18 +316,39 @@ impl AgentFile {
     }
 }
 
+/// How an agent asks its model, beyond the model id.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ModelSettings {
+    /// The server's base URL (required for `compat/` models).
+    pub base_url: Option<String>,
+    /// Output token limit per call.
+    pub max_tokens: Option<u32>,
+    /// Sampling temperature.
+    pub temperature: Option<f32>,
+    /// What the model must call until the run has tool results.
+    pub tool_choice: ToolChoice,
+}
+
+/// `auto`, `required`, `none`, or else a tool's name.
+fn parse_tool_choice(s: &str) -> ToolChoice {
+    match s {
+        "auto" => ToolChoice::Auto,
+        "required" => ToolChoice::Required,
+        "none" => ToolChoice::None,
+        tool => ToolChoice::Tool(tool.to_owned()),
+    }
+}
+
 /// A model planner for model `id`, prompted with `instruction` and the
 /// toolsets' own instructions.
 pub fn model_planner(
     id: &str,
-    base_url: Option<String>,
     instruction: String,
     toolsets: &[Arc<dyn ToolSet>],
-    max_tokens: Option<u32>,
-    temperature: Option<f32>,
+    settings: ModelSettings,
 ) -> Result<Arc<dyn Planner>, ModelError> {
     let config = ModelConfig {
-        base_url,
+        base_url: settings.base_url,
         ..ModelConfig::new(id)
     };
     let model = weft_models::build_model(&config)?;
@@ -336,9 +363,10 @@ pub fn model_planner(
         ModelPlannerConfig {
             instruction,
             toolset_instructions,
-            max_tokens,
-            temperature,
-            thinking_budget: None,
+            max_tokens: settings.max_tokens,
+            temperature: settings.temperature,
+            tool_choice: settings.tool_choice,
+            ..ModelPlannerConfig::default()
         },
     )))
 }

@@ -60,6 +60,7 @@ pub fn bench_local_model(model: &LocalModel, settings: &Settings) -> Result<Vec<
         constraint: Constraint::None,
         stop: Vec::new(),
         ignore_eog: true,
+        reuse_prefix: false,
     };
     let mut lines = Vec::new();
     let mut ttft = Vec::new();

@@ -5,37 +5,28 @@
 //! sampler, the token is drawn first and only checked against the grammar;
 //! only when the grammar rejects it is the whole vocabulary masked and the
 //! token drawn again, which keeps constrained decoding nearly as fast as free
-//! decoding. Generation is blocking; [`super::LocalModel`] runs it on a
-//! blocking thread and streams what it releases.
-//!
-//! One generation runs at a time per loaded model: on a CPU the threads of
-//! one generation already use every core, so a second one would only slow
-//! both down.
+//! decoding. Generation runs on the model's own thread (see
+//! [`super::worker`]); [`Engine::generate`] blocks until it ends, and
+//! [`super::LocalModel`] calls it from a blocking task and streams what it
+//! releases.
 
-use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Sender;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
-use llama_cpp_2::context::LlamaContext;
-use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::llama_backend::LlamaBackend;
-use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
-use llama_cpp_2::sampling::LlamaSampler;
-use llama_cpp_2::token::LlamaToken;
-use llama_cpp_2::token::data::LlamaTokenData;
-use llama_cpp_2::token::data_array::LlamaTokenDataArray;
-use llama_cpp_2::token::logit_bias::LlamaLogitBias;
 use weft_core::model::{ModelError, StopReason};
 
-use super::grammar::CALL_OPEN;
-use super::output::{Piece, Splitter};
+use super::output::Piece;
 use super::prompt::Turn;
+use super::worker::{self, Job, Msg};
 
 /// The process-wide llama.cpp backend, initialised once.
-fn backend() -> Result<&'static LlamaBackend, ModelError> {
+pub(super) fn backend() -> Result<&'static LlamaBackend, ModelError> {
     static BACKEND: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
     BACKEND
         .get_or_init(|| {
@@ -48,7 +39,7 @@ fn backend() -> Result<&'static LlamaBackend, ModelError> {
         .map_err(|e| other(format!("llama.cpp backend: {e}")))
 }
 
-fn other(message: String) -> ModelError {
+pub(super) fn other(message: String) -> ModelError {
     ModelError::Other { message }
 }
 
@@ -91,6 +82,9 @@ pub struct Generate {
     pub stop: Vec<String>,
     /// Keep generating past end-of-turn tokens (benchmarks only).
     pub ignore_eog: bool,
+    /// Evaluate only the prompt's tokens past what the KV cache already
+    /// holds (off in benchmarks, which time a cold prompt).
+    pub reuse_prefix: bool,
 }
 
 /// What a generation did and how long it took.
@@ -111,10 +105,10 @@ pub struct Generated {
 /// A loaded GGUF model.
 pub struct Engine {
     path: PathBuf,
-    model: LlamaModel,
+    model: Arc<LlamaModel>,
     template: LlamaChatTemplate,
     threads: i32,
-    gate: Mutex<()>,
+    jobs: Mutex<Sender<Job>>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -140,12 +134,20 @@ impl Engine {
                 path.display()
             ),
         })?;
+        let model = Arc::new(model);
+        let threads = i32::try_from(threads.max(1)).unwrap_or(1);
+        let (jobs, queue) = std::sync::mpsc::channel();
+        let shared = model.clone();
+        std::thread::Builder::new()
+            .name("weft-local-model".into())
+            .spawn(move || worker::run(shared, threads, queue))
+            .map_err(|e| other(format!("cannot start the generation thread: {e}")))?;
         Ok(Self {
             path: path.to_owned(),
             model,
             template,
-            threads: i32::try_from(threads.max(1)).unwrap_or(1),
-            gate: Mutex::new(()),
+            threads,
+            jobs: Mutex::new(jobs),
         })
     }
 
@@ -174,312 +176,37 @@ impl Engine {
         self.model.n_ctx_train()
     }
 
-    /// Runs one generation, handing each released piece to `sink`; a sink
-    /// returning `false` ends generation early (the reader went away).
+    /// Runs one generation on the model's thread, handing each released
+    /// piece to `sink`; a sink returning `false` ends generation early (the
+    /// reader went away).
     pub fn generate(
         &self,
         req: &Generate,
         sink: &mut dyn FnMut(Piece) -> bool,
     ) -> Result<Generated, ModelError> {
-        let _one_at_a_time = self.gate.lock().unwrap_or_else(|p| p.into_inner());
-        let start = Instant::now();
-        let backend = backend()?;
-        let vocab = self.model.vocab();
-        let prompt = vocab.tokenize(req.prompt.as_bytes(), false, true);
-        let prompt_tokens = u32::try_from(prompt.len()).unwrap_or(u32::MAX);
-        let limit = self.context_length();
-        if prompt_tokens >= limit {
-            return Err(ModelError::Config {
-                message: format!(
-                    "the prompt has {prompt_tokens} tokens; the model's context holds {limit}"
-                ),
-            });
-        }
-        let max_tokens = req.max_tokens.min(limit - prompt_tokens);
-        let n_ctx = (prompt_tokens + max_tokens).max(64);
-        let params = LlamaContextParams::default()
-            .with_n_ctx(NonZeroU32::new(n_ctx))
-            .with_n_batch(n_ctx)
-            .with_n_threads(self.threads)
-            .with_n_threads_batch(self.threads);
-        let mut ctx = self
-            .model
-            .new_context(backend, params)
-            .map_err(|e| other(format!("cannot create a llama.cpp context: {e}")))?;
-        let mut picker = self.picker(req)?;
-
-        let mut batch = LlamaBatch::new(prompt.len().max(1), 1);
-        let last = prompt.len().saturating_sub(1);
-        for (i, token) in prompt.iter().enumerate() {
-            batch
-                .add(*token, pos(i), &[0], i == last)
-                .map_err(|e| other(format!("prompt batch: {e}")))?;
-        }
-        ctx.decode(&mut batch)
-            .map_err(|e| other(format!("prompt evaluation failed: {e}")))?;
-
-        let calls = !matches!(req.constraint, Constraint::None);
-        let mut splitter = Splitter::new(&req.stop, calls);
-        let mut text = Utf8Stream::default();
-        let mut released = Vec::new();
-        let mut produced = 0u32;
-        let mut first_token = None;
-        let mut any_call = false;
-        let mut n_past = prompt.len();
-        let stop = loop {
-            if produced >= max_tokens {
-                break StopReason::MaxTokens;
-            }
-            let token = picker.pick(&ctx, batch.n_tokens() - 1)?;
-            produced += 1;
-            first_token.get_or_insert_with(|| start.elapsed());
-            if !req.ignore_eog && vocab.is_eog(token) {
-                break StopReason::EndTurn;
-            }
-            let bytes = vocab.token_to_piece(token, false, None);
-            let piece = text.push(&bytes);
-            splitter
-                .push(&piece, &mut released)
-                .map_err(|e| malformed(&e))?;
-            for p in released.drain(..) {
-                any_call |= matches!(p, Piece::Call { .. });
-                if !sink(p) {
-                    return Ok(self.finished(prompt_tokens, produced, start, first_token, StopReason::EndTurn));
-                }
-            }
-            if splitter.stopped() {
-                break StopReason::StopSequence;
-            }
-            batch.clear();
-            batch
-                .add(token, pos(n_past), &[0], true)
-                .map_err(|e| other(format!("token batch: {e}")))?;
-            n_past += 1;
-            ctx.decode(&mut batch)
-                .map_err(|e| other(format!("decoding failed: {e}")))?;
+        let stopped = || other("the local model's generation thread has stopped".to_owned());
+        let (out, results) = std::sync::mpsc::channel();
+        let cancel = Arc::new(AtomicBool::new(false));
+        let job = Job {
+            req: req.clone(),
+            out,
+            cancel: cancel.clone(),
         };
-        let tail = text.finish();
-        let mut end = splitter.push(&tail, &mut released).and_then(|()| {
-            if splitter.stopped() {
-                Ok(())
-            } else {
-                splitter.finish(&mut released)
-            }
-        });
-        if stop == StopReason::MaxTokens
-            && let Err(super::output::SplitError::Unfinished { text }) = &end
-        {
-            // The budget ran out inside a call: the call is dropped, never
-            // released half-written.
-            tracing::debug!(partial = %text, "local model: max tokens inside a tool call");
-            end = Ok(());
-        }
-        end.map_err(|e| malformed(&e))?;
-        for p in released.drain(..) {
-            any_call |= matches!(p, Piece::Call { .. });
-            if !sink(p) {
-                break;
-            }
-        }
-        let stop = match stop {
-            StopReason::EndTurn if any_call => StopReason::ToolUse,
-            s => s,
-        };
-        Ok(self.finished(prompt_tokens, produced, start, first_token, stop))
-    }
-
-    fn finished(
-        &self,
-        prompt_tokens: u32,
-        output_tokens: u32,
-        start: Instant,
-        first_token: Option<Duration>,
-        stop: StopReason,
-    ) -> Generated {
-        let total = start.elapsed();
-        let first_token = first_token.unwrap_or(total);
-        Generated {
-            prompt_tokens,
-            output_tokens,
-            first_token,
-            decode: total.saturating_sub(first_token),
-            stop,
-        }
-    }
-
-    fn picker(&self, req: &Generate) -> Result<Picker, ModelError> {
-        let rejected = |text: &str, e: &dyn std::fmt::Display| {
-            other(format!("tool-call grammar rejected by llama.cpp: {e}\n{text}"))
-        };
-        let grammar = match &req.constraint {
-            Constraint::None => None,
-            Constraint::Lazy(g) => {
-                // Triggered when the output opens a call; the grammar then
-                // reads from the opening tag on.
-                let pattern = format!(r"[\s\S]*?({})[\s\S]*", regex_escape(CALL_OPEN));
-                Some(
-                    LlamaSampler::grammar_lazy_patterns(&self.model, g, "root", &[pattern], &[])
-                        .map_err(|e| rejected(g, &e))?,
-                )
-            }
-            Constraint::Strict(g) => Some(
-                LlamaSampler::grammar(&self.model, g, "root").map_err(|e| rejected(g, &e))?,
-            ),
-        };
-        let mut chain = Vec::with_capacity(5);
-        if req.ignore_eog {
-            let vocab = self.model.vocab();
-            let biases: Vec<LlamaLogitBias> = (0..vocab.n_tokens())
-                .map(LlamaToken::new)
-                .filter(|t| vocab.is_eog(*t))
-                .map(|t| LlamaLogitBias::new(t, f32::NEG_INFINITY))
-                .collect();
-            chain.push(LlamaSampler::logit_bias(self.model.n_vocab(), &biases));
-        }
-        let s = req.sampling;
-        if s.temperature <= 0.0 {
-            chain.push(LlamaSampler::greedy());
-        } else {
-            if s.top_k > 0 {
-                chain.push(LlamaSampler::top_k(s.top_k));
-            }
-            if s.top_p < 1.0 {
-                chain.push(LlamaSampler::top_p(s.top_p, 1));
-            }
-            chain.push(LlamaSampler::temp(s.temperature));
-            chain.push(LlamaSampler::dist(s.seed));
-        }
-        Ok(Picker {
-            grammar,
-            chain: LlamaSampler::chain_simple(chain),
-        })
-    }
-}
-
-/// Picks each token: the sampler chain draws, the grammar (if any) checks.
-struct Picker {
-    grammar: Option<LlamaSampler>,
-    chain: LlamaSampler,
-}
-
-impl Picker {
-    fn pick(&mut self, ctx: &LlamaContext<'_>, idx: i32) -> Result<LlamaToken, ModelError> {
-        let none = || other("the sampler chose no token".to_owned());
-        let mut cur = ctx.token_data_array_ith(idx);
-        cur.apply_sampler(&mut self.chain);
-        let mut token = cur.selected_token().ok_or_else(none)?;
-        if let Some(grammar) = &mut self.grammar {
-            let mut one = LlamaTokenDataArray::new(vec![LlamaTokenData::new(token, 1.0, 0.0)], false);
-            one.apply_sampler(grammar);
-            if one.data.first().is_none_or(|t| t.logit() == f32::NEG_INFINITY) {
-                let mut cur = ctx.token_data_array_ith(idx);
-                cur.apply_sampler(grammar);
-                cur.apply_sampler(&mut self.chain);
-                token = cur.selected_token().ok_or_else(none)?;
-            }
-            grammar.accept(token);
-        }
-        self.chain.accept(token);
-        Ok(token)
-    }
-}
-
-fn pos(i: usize) -> i32 {
-    i32::try_from(i).unwrap_or(i32::MAX)
-}
-
-fn malformed(e: &super::output::SplitError) -> ModelError {
-    ModelError::Malformed {
-        line: String::new(),
-        message: e.to_string(),
-    }
-}
-
-fn regex_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() * 2);
-    for c in s.chars() {
-        if "\\.^$|?*+()[]{}".contains(c) {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// Token bytes to text: a token may end inside a UTF-8 sequence, which the
-/// next token completes; bytes that can never be UTF-8 become U+FFFD.
-#[derive(Debug, Default)]
-struct Utf8Stream {
-    pending: Vec<u8>,
-}
-
-impl Utf8Stream {
-    fn push(&mut self, bytes: &[u8]) -> String {
-        self.pending.extend_from_slice(bytes);
-        let mut out = String::new();
-        loop {
-            match std::str::from_utf8(&self.pending) {
-                Ok(s) => {
-                    out.push_str(s);
-                    self.pending.clear();
-                    return out;
-                }
-                Err(e) => {
-                    let valid = e.valid_up_to();
-                    // Safe split: `valid` bytes are UTF-8 by the error's word.
-                    out.push_str(&String::from_utf8_lossy(&self.pending[..valid]));
-                    match e.error_len() {
-                        Some(bad) => {
-                            out.push(char::REPLACEMENT_CHARACTER);
-                            self.pending.drain(..valid + bad);
-                        }
-                        None => {
-                            self.pending.drain(..valid);
-                            return out;
-                        }
+        self.jobs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .send(job)
+            .map_err(|_| stopped())?;
+        for msg in results {
+            match msg {
+                Msg::Piece(p) => {
+                    if !sink(p) {
+                        cancel.store(true, Ordering::Relaxed);
                     }
                 }
+                Msg::Done(result) => return result,
             }
         }
-    }
-
-    fn finish(&mut self) -> String {
-        let out = String::from_utf8_lossy(&self.pending).into_owned();
-        self.pending.clear();
-        out
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    proptest! {
-        /// Any byte string cut anywhere decodes as it does whole.
-        #[test]
-        fn utf8_stream_is_independent_of_cuts(s in "\\PC{0,40}", cut in 0usize..200) {
-            let bytes = s.as_bytes();
-            let cut = cut.min(bytes.len());
-            let mut u = Utf8Stream::default();
-            let mut out = u.push(&bytes[..cut]);
-            out.push_str(&u.push(&bytes[cut..]));
-            out.push_str(&u.finish());
-            prop_assert_eq!(out, s);
-        }
-    }
-
-    #[test]
-    fn invalid_bytes_become_replacement_characters() {
-        let mut u = Utf8Stream::default();
-        let mut out = u.push(b"a\xffb\xe2\x82");
-        out.push_str(&u.finish());
-        assert_eq!(out, "a\u{fffd}b\u{fffd}");
-    }
-
-    #[test]
-    fn the_trigger_pattern_escapes_the_tag() {
-        assert_eq!(regex_escape("<tool_call>"), "<tool_call>");
-        assert_eq!(regex_escape("a.b(c)"), r"a\.b\(c\)");
+        Err(stopped())
     }
 }

@@ -23,6 +23,7 @@ pub mod grammar;
 pub mod output;
 pub mod prompt;
 pub mod weights;
+mod worker;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -135,6 +136,7 @@ impl LocalModel {
             constraint,
             stop: request.stop.clone(),
             ignore_eog: false,
+            reuse_prefix: true,
         })
     }
 }

@@ -11,7 +11,7 @@ use weft_core::run::Policy;
 use weft_core::store::RunStore;
 use weft_runtime::{Agent, Runtime, StartRequest};
 
-use crate::agent_file::{AgentFile, model_planner};
+use crate::agent_file::{AgentFile, ModelSettings, model_planner};
 use crate::builtin;
 use crate::cli::ask;
 use crate::render::{OutputFormat, Renderer};
@@ -45,11 +45,9 @@ fn agent(args: &RunArgs) -> anyhow::Result<Agent> {
             let toolsets = vec![builtin::calc(), builtin::text()];
             let planner = model_planner(
                 model,
-                None,
                 DEFAULT_INSTRUCTIONS.to_owned(),
                 &toolsets,
-                None,
-                None,
+                ModelSettings::default(),
             )?;
             let mut b = Agent::builder("assistant", planner).policy(Policy::default());
             for t in toolsets {
