@@ -610,3 +610,42 @@ async fn a_call_cut_off_by_max_tokens_is_never_executed() {
     assert_eq!(result["type"], "tool_result");
     assert_eq!(result["is_error"], true);
 }
+
+#[tokio::test]
+async fn a_required_tool_choice_applies_until_the_run_has_tool_results() {
+    let script = r#"[
+      {"tool_calls": [{"id": "c1", "name": "calc.add", "arguments": {"a": 1, "b": 2}}]},
+      {"tool_calls": [{"id": "c2", "name": "calc.add", "arguments": {"a": 3, "b": 4}}]},
+      {"text": "done"}
+    ]"#;
+    for (keep, second) in [
+        (false, ToolChoice::Auto),
+        (true, ToolChoice::Tool("calc__add".into())),
+    ] {
+        let model = Arc::new(ScriptedModel::from_json("choice", script).unwrap());
+        let planner = ModelPlanner::new(
+            model.clone(),
+            ModelPlannerConfig {
+                tool_choice: ToolChoice::Tool("calc.add".into()),
+                keep_tool_choice: keep,
+                ..ModelPlannerConfig::default()
+            },
+        );
+        let log = Log::default();
+        let (outcome, _) = drive(&planner, &["calc.add", "weather.current"], "go", &log).await;
+        assert_eq!(final_text(&outcome), "done");
+        let choices: Vec<ToolChoice> = model
+            .requests()
+            .into_iter()
+            .map(|r| r.tool_choice)
+            .collect();
+        // The tool's name reaches the model encoded, like the tools themselves.
+        assert_eq!(
+            choices[0],
+            ToolChoice::Tool("calc__add".into()),
+            "keep={keep}"
+        );
+        assert_eq!(choices[1], second, "keep={keep}");
+        assert_eq!(choices.len(), 3);
+    }
+}

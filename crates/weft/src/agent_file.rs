@@ -283,7 +283,9 @@ impl AgentFile {
                     base_url: base_url.clone(),
                     max_tokens: *max_tokens,
                     temperature: *temperature,
-                    tool_choice: tool_choice.as_deref().map_or(ToolChoice::Auto, parse_tool_choice),
+                    tool_choice: tool_choice
+                        .as_deref()
+                        .map_or(ToolChoice::Auto, parse_tool_choice),
                 },
             ),
         };

