@@ -171,6 +171,14 @@ impl Engine {
             })
     }
 
+    /// Whether llama.cpp accepts `grammar` (root rule `root`) for this
+    /// model's vocabulary; the error says why not.
+    pub fn check_grammar(&self, grammar: &str) -> Result<(), ModelError> {
+        llama_cpp_2::sampling::LlamaSampler::grammar(&self.model, grammar, "root")
+            .map(drop)
+            .map_err(|e| other(format!("llama.cpp rejects the grammar: {e}")))
+    }
+
     /// Tokens the model was trained to attend over.
     pub fn context_length(&self) -> u32 {
         self.model.n_ctx_train()
