@@ -13,7 +13,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use llama_cpp_2::llama_backend::LlamaBackend;
@@ -108,7 +108,7 @@ pub struct Engine {
     model: Arc<LlamaModel>,
     template: LlamaChatTemplate,
     threads: i32,
-    jobs: Mutex<Sender<Job>>,
+    jobs: Sender<Job>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -147,7 +147,7 @@ impl Engine {
             model,
             template,
             threads,
-            jobs: Mutex::new(jobs),
+            jobs,
         })
     }
 
@@ -200,11 +200,7 @@ impl Engine {
             out,
             cancel: cancel.clone(),
         };
-        self.jobs
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .send(job)
-            .map_err(|_| stopped())?;
+        self.jobs.send(job).map_err(|_| stopped())?;
         for msg in results {
             match msg {
                 Msg::Piece(p) => {
