@@ -1,18 +1,15 @@
 //! End-to-end tests of the real `weft` binary.
 
-use std::path::PathBuf;
+mod common;
+
 use std::process::Command;
+
+use common::example;
 
 use serde_json::Value;
 
 fn weft() -> Command {
     Command::new(env!("CARGO_BIN_EXE_weft"))
-}
-
-fn example(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../examples")
-        .join(name)
 }
 
 #[test]

@@ -3,16 +3,13 @@
 //! final answer. The weights come from `weft models fetch`, which
 //! `scripts/test` runs.
 
-use std::path::PathBuf;
+mod common;
+
 use std::process::Command;
 
-use serde_json::Value;
+use common::example;
 
-fn example(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../examples")
-        .join(name)
-}
+use serde_json::Value;
 
 #[test]
 fn the_example_agent_runs_to_a_final_answer_on_the_local_model() {
