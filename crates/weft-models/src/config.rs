@@ -124,7 +124,16 @@ pub struct ModelConfig {
     pub base_url: Option<String>,
     /// Timeouts and retries.
     pub http: HttpConfig,
+    /// Opens `local/<name>` models; the local engine lives in its own crate
+    /// (`weft-local`) so that only those who run local models build llama.cpp.
+    pub local_loader: Option<LocalLoader>,
 }
+
+/// Opens a local model by name or `.gguf` path, reading variables through `env`.
+pub type LocalLoader = fn(
+    name: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Arc<dyn ModelClient>, ModelError>;
 
 impl ModelConfig {
     /// A config for `id` with everything else defaulted.
@@ -208,26 +217,24 @@ pub fn build_model_with_env(
             })?;
             Arc::new(script)
         }
-        Provider::Local => local_model(model, env)?,
+        Provider::Local => local_model(config, model, env)?,
     })
 }
 
-#[cfg(feature = "local")]
 fn local_model(
+    config: &ModelConfig,
     name: &str,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Arc<dyn ModelClient>, ModelError> {
-    Ok(Arc::new(crate::local::LocalModel::open(name, env)?))
-}
-
-#[cfg(not(feature = "local"))]
-fn local_model(
-    name: &str,
-    _env: &dyn Fn(&str) -> Option<String>,
-) -> Result<Arc<dyn ModelClient>, ModelError> {
-    Err(ModelError::Config {
-        message: format!("local/{name}: weft-models was built without the `local` feature"),
-    })
+    match config.local_loader {
+        Some(load) => load(name, env),
+        None => Err(ModelError::Config {
+            message: format!(
+                "local/{name}: this build has no local-model engine (the `weft` binary has one; \
+                 a library user adds the `weft-local` crate and sets `ModelConfig::local_loader`)"
+            ),
+        }),
+    }
 }
 
 /// Model clients by id, built on first use and shared afterwards.

@@ -11,8 +11,9 @@
 //! - [`names`]: reversible tool-name mapping (`toolset.tool` ⇄ provider names).
 //! - [`bench`]: the SSE decode benchmark behind `weft bench sse-decode`.
 //! - [`scripted`]: the [`ScriptedModel`] for tests, examples and benchmarks.
-//! - [`local`] (feature `local`, on by default): GGUF models run in-process
-//!   by llama.cpp, with grammar-constrained tool calls.
+//!
+//! Local GGUF models (`local/...`) live in the `weft-local` crate, which
+//! builds llama.cpp; [`ModelConfig::local_loader`] plugs them in.
 //!
 //! Every client implements [`weft_core::model::ModelClient`]; this crate
 //! depends on `weft-core` alone among weft crates.
@@ -24,8 +25,6 @@ pub mod bench;
 pub mod config;
 pub mod decode;
 pub mod http;
-#[cfg(feature = "local")]
-pub mod local;
 pub mod names;
 pub mod openai_chat;
 pub mod openai_responses;
@@ -35,7 +34,8 @@ pub mod sse;
 mod util;
 
 pub use config::{
-    ApiKey, ModelConfig, ModelRegistry, Provider, build_model, build_model_with_env, parse_model_id,
+    ApiKey, LocalLoader, ModelConfig, ModelRegistry, Provider, build_model, build_model_with_env,
+    parse_model_id,
 };
 pub use http::{HttpConfig, RetryPolicy, Timeouts};
 pub use planner::{ModelPlanner, ModelPlannerConfig};

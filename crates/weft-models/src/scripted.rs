@@ -87,7 +87,7 @@ pub enum ScriptError {
     Json(#[from] serde_json::Error),
     /// The YAML is not a script.
     #[error("invalid YAML script: {0}")]
-    Yaml(#[from] serde_yaml::Error),
+    Yaml(#[from] serde_yaml_ng::Error),
     /// The script file could not be read.
     #[error("cannot read script {path}: {source}")]
     Io {
@@ -125,7 +125,7 @@ impl ScriptedModel {
 
     /// A model from a YAML script.
     pub fn from_yaml(name: &str, script: &str) -> Result<Self, ScriptError> {
-        Ok(Self::new(name, turns(serde_yaml::from_str(script)?)))
+        Ok(Self::new(name, turns(serde_yaml_ng::from_str(script)?)))
     }
 
     /// A model from a script file: YAML for `.yaml`/`.yml`, JSON otherwise.

@@ -341,6 +341,14 @@ fn parse_tool_choice(s: &str) -> ToolChoice {
     }
 }
 
+/// The local-model engine of this build, if it has one (feature `local`).
+pub fn local_loader() -> Option<weft_models::LocalLoader> {
+    #[cfg(feature = "local")]
+    return Some(weft_local::loader);
+    #[cfg(not(feature = "local"))]
+    None
+}
+
 /// A model planner for model `id`, prompted with `instruction` and the
 /// toolsets' own instructions.
 pub fn model_planner(
@@ -351,6 +359,7 @@ pub fn model_planner(
 ) -> Result<Arc<dyn Planner>, ModelError> {
     let config = ModelConfig {
         base_url: settings.base_url,
+        local_loader: local_loader(),
         ..ModelConfig::new(id)
     };
     let model = weft_models::build_model(&config)?;

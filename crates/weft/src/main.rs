@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use weft::bench::{agent_loop, durable_loop};
 use weft::cli::admin::{self, RunsCommand, SessionsCommand};
+#[cfg(feature = "local")]
 use weft::cli::models;
 use weft::cli::run::{self, RunArgs};
 use weft::cli::serve::{self, ServeArgs};
@@ -71,6 +72,7 @@ enum Command {
         command: SessionsCmd,
     },
     /// Local GGUF models: list them, fetch their weights.
+    #[cfg(feature = "local")]
     Models {
         #[command(subcommand)]
         command: ModelsCmd,
@@ -139,6 +141,7 @@ enum SessionsCmd {
     },
 }
 
+#[cfg(feature = "local")]
 #[derive(Subcommand)]
 enum ModelsCmd {
     /// Lists the known local models, one JSON line each, with where their weights go.
@@ -198,9 +201,10 @@ enum Bench {
         bytes: usize,
     },
     /// A local GGUF model on this CPU: time to first token and decode tokens/s.
+    #[cfg(feature = "local")]
     LocalModel {
         /// The model: `local/<name>` or `local/<path>.gguf`.
-        #[arg(long, default_value = weft_models::local::DEFAULT_LOCAL_MODEL)]
+        #[arg(long, default_value = weft_local::DEFAULT_LOCAL_MODEL)]
         model: String,
         /// Tokens decoded per run.
         #[arg(long, default_value_t = 128)]
@@ -266,6 +270,7 @@ fn main() -> ExitCode {
                 SessionsCmd::End { session } => SessionsCommand::End { session },
             },
         ),
+        #[cfg(feature = "local")]
         Command::Models { command } => match command {
             ModelsCmd::List => models::list(),
             ModelsCmd::Fetch { name } => models::fetch(&name),
@@ -339,6 +344,7 @@ fn run_bench(bench: Bench) -> anyhow::Result<ExitCode> {
                 println!("{line}");
             }
         }
+        #[cfg(feature = "local")]
         Bench::LocalModel {
             model,
             tokens,
@@ -346,7 +352,7 @@ fn run_bench(bench: Bench) -> anyhow::Result<ExitCode> {
             prompt,
             threads,
         } => {
-            use weft_models::local::{LocalModel, bench};
+            use weft_local::{LocalModel, bench};
             let name = model
                 .strip_prefix("local/")
                 .ok_or_else(|| anyhow::anyhow!("`{model}` is not a local/ model id"))?;

@@ -2,6 +2,7 @@
 
 pub mod admin;
 pub mod ask;
+#[cfg(feature = "local")]
 pub mod models;
 pub mod run;
 pub mod serve;

@@ -5,7 +5,7 @@
 use std::process::{Command, ExitCode};
 
 use anyhow::{Context, bail};
-use weft_models::local::weights::{self, KnownModel};
+use weft_local::weights::{self, KnownModel};
 
 fn env(name: &str) -> Option<String> {
     std::env::var(name).ok()

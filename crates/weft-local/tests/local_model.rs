@@ -10,7 +10,7 @@ use weft_core::model::{
     ModelClient, ModelRequest, ModelSummary, StopReason, StreamChunk, ToolChoice,
 };
 use weft_core::tool::{ToolIdent, ToolSpec};
-use weft_models::local::LocalModel;
+use weft_local::LocalModel;
 
 fn model() -> LocalModel {
     match LocalModel::open("smollm2-135m", &|k| std::env::var(k).ok()) {
@@ -324,7 +324,7 @@ async fn a_missing_gguf_file_is_a_config_error() {
 mod grammar_compiles {
     use proptest::prelude::*;
     use serde_json::{Value, json};
-    use weft_models::local::grammar::{GrammarTool, tool_call_grammar};
+    use weft_local::grammar::{GrammarTool, tool_call_grammar};
 
     fn leaf() -> impl Strategy<Value = Value> {
         prop_oneof![

@@ -1,11 +1,16 @@
-//! Local models: GGUF chat models run in-process on the CPU by llama.cpp
+//! weft-local: GGUF chat models run in-process on the CPU by llama.cpp
 //! (`local/<name>` or `local/<path>.gguf`), so an agent runs with no key and
 //! no network.
+//!
+//! This crate is the only one that builds llama.cpp (C++, through
+//! `llama-cpp-2`); weft-models reaches it through [`loader`], which the
+//! `weft` binary plugs into `weft_models::ModelConfig::local_loader`.
 //!
 //! - [`bench`]: time to first token and decode speed (`weft bench local-model`).
 //! - [`weights`]: known models, the models directory, the fetch command.
 //! - [`engine`]: the llama.cpp engine (loading, chat template, sampling).
-//! - [`grammar`]: JSON Schema to GBNF, so tool calls always parse and match.
+//! - [`grammar`]: the tool-call grammar (llama.cpp's JSON-Schema converter per
+//!   tool, wrapped in the call block), so tool calls always parse and match.
 //! - [`output`]: the sans-IO splitter of generated text into text and calls.
 //! - [`prompt`]: requests as chat turns, tools described in the system prompt.
 //!
@@ -16,6 +21,8 @@
 //! agent on a local model is repeatable; with a temperature, top-k 40 and
 //! top-p (0.95 unless given) apply and the draw follows the request's seed
 //! (a random one when none is given): the same seed gives the same output.
+
+#![warn(missing_docs)]
 
 pub mod bench;
 pub mod engine;
@@ -42,6 +49,14 @@ use self::grammar::{GrammarTool, tool_call_grammar};
 use self::output::Piece;
 
 pub use self::weights::{DEFAULT_LOCAL_MODEL, KNOWN, KnownModel, MODELS_DIR_VAR};
+
+/// Opens `local/<name>` as a model client; fits `weft_models::LocalLoader`.
+pub fn loader(
+    name: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Arc<dyn ModelClient>, ModelError> {
+    Ok(Arc::new(LocalModel::open(name, env)?))
+}
 
 /// Output limit when a request sets none.
 pub const DEFAULT_MAX_TOKENS: u32 = 1024;
