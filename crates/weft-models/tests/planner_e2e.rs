@@ -135,10 +135,7 @@ async fn drive(
     let catalog = Catalog(tools.iter().map(|t| spec(t)).collect());
     let now = Timestamp::from_millis(1_000);
     let mut machine = RunMachine::new(
-        RunConfig {
-            messages: vec![Message::user(prompt)],
-            ..RunConfig::default()
-        },
+        RunConfig::new("agent", "session", vec![Message::user(prompt)]),
         now,
     );
     let run = RunContext {

@@ -2,7 +2,10 @@
 //!
 //! Each iteration does what the step says (plan, resolve, execute, pause or
 //! finish), feeds the result back to the machine and commits the step's
-//! events with the new snapshot in one store write. Tool calls of a batch run
+//! events with the new snapshot in one store write. The events are the
+//! machine's own (collected in order) plus what the driver saw happen (tool
+//! starts, streamed text, usage); the driver infers nothing from the
+//! machine's state. Tool calls of a batch run
 //! concurrently inside the task; cancellation and the machine's deadline are
 //! raced against them. A paused run's task ends; `provide` starts a new one.
 
@@ -57,10 +60,9 @@ pub(crate) struct RunTask {
     pub(crate) recovering: bool,
     /// Identifies this task among the run's drivers over time.
     pub(crate) epoch: u64,
-    /// Whether `RunFinished` was emitted.
-    pub(crate) announced_finish: bool,
-    /// Whether the current await was announced.
-    pub(crate) announced_await: bool,
+    /// The run's control lock, taken before the commit that ends this task
+    /// and held until the task has released the run.
+    pub(crate) held: Option<tokio::sync::OwnedMutexGuard<()>>,
 }
 
 /// Whether the previous commit failed and how often to retry a commit.
@@ -69,36 +71,43 @@ const COMMIT_ATTEMPTS: u32 = 3;
 impl RunTask {
     pub(crate) async fn drive(mut self) -> DriveEnd {
         let end = self.drive_inner().await;
-        self.inner.driver_done(&self.shared, self.epoch, &end).await;
+        let held = self.held.take();
+        self.inner
+            .driver_done(&self.shared, self.epoch, &end, held)
+            .await;
         end
     }
 
+    /// Takes the run's control lock (once) before a commit that ends the
+    /// task, so no control call sees the run between that commit and the
+    /// task's release of it.
+    async fn hold_control(&mut self) {
+        if self.held.is_none() {
+            self.held = Some(self.shared.control.clone().lock_owned().await);
+        }
+    }
+
+    /// Commits the step that ends this task, under the run's control lock.
+    async fn final_commit(&mut self, end: DriveEnd) -> DriveEnd {
+        self.hold_control().await;
+        match self.commit().await {
+            Ok(()) => end,
+            Err(e) => DriveEnd::StoreFailed(e),
+        }
+    }
+
     async fn drive_inner(&mut self) -> DriveEnd {
-        // A termination already in the snapshot had its event committed with it.
-        let mut termination_reported = self.machine.termination().is_some();
         loop {
             let now = self.inner.clock.now();
             if self.shared.pause_requested.swap(false, Ordering::AcqRel)
                 && self.machine.outcome().is_none()
                 && self.machine.pause(now).is_ok()
             {
-                self.emit(EventKind::RunPaused {
-                    reason: "paused by request".to_owned(),
-                });
-                return match self.commit().await {
-                    Ok(()) => DriveEnd::Paused,
-                    Err(e) => DriveEnd::StoreFailed(e),
-                };
+                return self.final_commit(DriveEnd::Paused).await;
             }
             match self.machine.next_step(now) {
                 Step::Plan { kind, finalize } => {
                     let finalize = finalize.cloned();
-                    if let (Some(t), false) = (&finalize, termination_reported) {
-                        termination_reported = true;
-                        self.emit(EventKind::Termination {
-                            termination: t.clone(),
-                        });
-                    }
                     self.plan(kind, finalize).await;
                 }
                 Step::Resolve { context } => {
@@ -112,74 +121,47 @@ impl RunTask {
                     }
                     continue;
                 }
-                // `commit` announces the await or the outcome in the same
-                // write that stores the new status.
-                Step::Await { .. } => {
-                    return match self.commit().await {
-                        Ok(()) => DriveEnd::Paused,
-                        Err(e) => DriveEnd::StoreFailed(e),
-                    };
-                }
+                // The await's or the outcome's events are committed in the
+                // same write that stores the new status.
+                Step::Await { .. } => return self.final_commit(DriveEnd::Paused).await,
                 Step::Finish { outcome } => {
                     let outcome = outcome.clone();
-                    return match self.commit().await {
-                        Ok(()) => DriveEnd::Finished(outcome),
-                        Err(e) => DriveEnd::StoreFailed(e),
-                    };
+                    return self.final_commit(DriveEnd::Finished(outcome)).await;
                 }
+            }
+            // A step that stored an outcome or an await ends the task
+            // without another write.
+            if let Some(outcome) = self.machine.outcome() {
+                let outcome = outcome.clone();
+                return self.final_commit(DriveEnd::Finished(outcome)).await;
+            }
+            if self.machine.phase_name() == PhaseName::Awaiting {
+                return self.final_commit(DriveEnd::Paused).await;
             }
             if let Err(e) = self.commit().await {
                 return DriveEnd::StoreFailed(e);
             }
-            // The commit above announced and stored an outcome or an await:
-            // the task is done without another write.
-            if let Some(outcome) = self.machine.outcome() {
-                return DriveEnd::Finished(outcome.clone());
-            }
-            if self.announced_await && self.machine.phase_name() == PhaseName::Awaiting {
-                return DriveEnd::Paused;
-            }
         }
     }
 
-    fn emit(&self, kind: EventKind) {
+    /// Records what the driver saw, after the machine's events so far.
+    fn emit(&mut self, kind: EventKind) {
+        self.collect();
         self.shared.emit(&*self.inner.clock, kind);
+    }
+
+    /// Records the events the machine produced since the last collection.
+    fn collect(&mut self) {
+        self.shared.collect(&*self.inner.clock, &mut self.machine);
     }
 
     fn now(&self) -> Timestamp {
         self.inner.clock.now()
     }
 
-    /// Emits the events that go with the machine's new phase, once: the
-    /// outcome when it finished, the await when it started waiting. They must
-    /// be in the same commit as the status they explain, or a crash between
-    /// two commits would leave a finished run without its `RunFinished`.
-    fn announce(&mut self) {
-        if let Some(outcome) = self.machine.outcome() {
-            if !self.announced_finish {
-                self.announced_finish = true;
-                let outcome = outcome.clone();
-                self.emit(EventKind::RunFinished { outcome });
-            }
-        } else if self.machine.phase_name() == PhaseName::Awaiting && !self.machine.is_paused() {
-            if !self.announced_await
-                && let Step::Await { items, .. } = self.machine.next_step(self.inner.clock.now())
-            {
-                let items = items.to_vec();
-                self.announced_await = true;
-                self.emit(EventKind::AwaitRequested { items });
-                self.emit(EventKind::RunPaused {
-                    reason: "awaiting answers".to_owned(),
-                });
-            }
-        } else {
-            self.announced_await = false;
-        }
-    }
-
     /// Commits pending events with the current snapshot, retrying briefly.
     async fn commit(&mut self) -> Result<(), RuntimeError> {
-        self.announce();
+        self.collect();
         let events = self.shared.begin_commit();
         self.machine.set_event_seq(self.shared.seq());
         let status = status_of(&self.machine);
@@ -207,6 +189,9 @@ impl RunTask {
     }
 
     async fn plan(&mut self, kind: PlanKind, finalize: Option<Termination>) {
+        // The planner streams its events straight into the log: what the
+        // machine said before (a termination) goes first.
+        self.collect();
         let run_id: &RunId = &self.shared.run_id;
         let run = RunContext {
             agent_id: self.agent.id.clone(),
@@ -282,23 +267,18 @@ impl RunTask {
             }
             Some(Err(e)) => self.planner_failed(e),
             Some(Ok(result)) => {
-                let final_text = match &result.decision {
-                    Decision::FinalResponse { message } if !result.streamed => {
-                        Some(message.joined_text())
+                // An answer that was not streamed is shown whole, before
+                // the machine records the run's end.
+                if let Decision::FinalResponse { message } = &result.decision
+                    && !result.streamed
+                {
+                    let text = message.joined_text();
+                    if !text.is_empty() {
+                        self.emit(EventKind::AssistantChunk { text });
                     }
-                    _ => None,
-                };
+                }
                 match self.machine.plan_result(result, now, &self.tools.catalog) {
-                    Ok(PlanOutcome::Continue {
-                        response_hook_suppressed,
-                    }) => {
-                        if let (false, Some(text)) = (response_hook_suppressed, final_text)
-                            && !text.is_empty()
-                        {
-                            self.emit(EventKind::AssistantChunk { text });
-                        }
-                    }
-                    Ok(PlanOutcome::TurnRetried) => {}
+                    Ok(PlanOutcome::Continue { .. } | PlanOutcome::TurnRetried) => {}
                     Ok(PlanOutcome::NeedsResolution(context)) => self.resolve(*context),
                     Err(e) => {
                         let _ = self.machine.fail(RunFailure::Planner {
@@ -354,6 +334,7 @@ impl RunTask {
 
     /// Executes a batch concurrently, committing each result as it lands.
     async fn execute(&mut self, calls: Vec<ToolCall>) -> Result<(), RuntimeError> {
+        self.collect();
         let limits = Limits {
             timeout: self.agent.tool_timeout,
             payload_budget: self.inner.payload_budget,
@@ -420,6 +401,9 @@ impl RunTask {
                     let _ = self.machine.next_step(now);
                 }
             }
+            if self.machine.outcome().is_some() {
+                self.hold_control().await;
+            }
             self.commit().await?;
         }
         Ok(())
@@ -427,10 +411,6 @@ impl RunTask {
 
     fn finish_call(&mut self, out: ToolOutput) {
         let now = self.now();
-        let out = Arc::new(out);
-        self.emit(EventKind::ToolFinished {
-            output: out.clone(),
-        });
         if let Err(e) = self.machine.tool_result(out, now) {
             // The call was abandoned (time budget, cancel) before it finished.
             tracing::debug!(run_id = %self.shared.run_id, error = %e, "late tool result dropped");

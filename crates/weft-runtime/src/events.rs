@@ -19,7 +19,7 @@ use weft_core::ids::ToolCallId;
 use weft_core::message::Thinking;
 use weft_core::model::Usage;
 use weft_core::planner::PlannerEvents;
-use weft_core::run::RunOutcome;
+use weft_core::run::{RunMachine, RunOutcome};
 use weft_core::store::RunStore;
 use weft_core::tool::Labels;
 
@@ -43,6 +43,10 @@ pub(crate) struct RunShared {
     pub(crate) finished: OnceLock<Result<RunOutcome, RuntimeError>>,
     /// Wakes outcome waiters when `finished` is set.
     pub(crate) done: Notify,
+    /// Serializes the control of this run (answer, pause, continue, cancel,
+    /// recover) with a driver's final commit and release of the run, so a
+    /// control call sees the run either still driven or already stored.
+    pub(crate) control: Arc<tokio::sync::Mutex<()>>,
 }
 
 #[derive(Default)]
@@ -67,6 +71,7 @@ impl RunShared {
             pause_requested: AtomicBool::new(false),
             finished: OnceLock::new(),
             done: Notify::new(),
+            control: Arc::new(tokio::sync::Mutex::new(())),
         }
     }
 
@@ -123,6 +128,17 @@ impl RunShared {
             let _ = tx.send(Arc::new(event.clone()));
         }
         log.pending.push(event);
+    }
+
+    /// Appends the events `machine` produced and the driver has not yet
+    /// collected, in the machine's order.
+    pub(crate) fn collect(&self, clock: &dyn Clock, machine: &mut RunMachine) {
+        if !machine.has_events() {
+            return;
+        }
+        for kind in machine.drain_events() {
+            self.emit(clock, kind);
+        }
     }
 
     /// Continues the log after `seq` (a resumed run's last stored event).

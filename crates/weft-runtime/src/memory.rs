@@ -215,7 +215,10 @@ mod tests {
     }
 
     fn machine() -> RunMachine {
-        RunMachine::new(RunConfig::default(), Timestamp::from_millis(0))
+        RunMachine::new(
+            RunConfig::new("a", "s", Vec::new()),
+            Timestamp::from_millis(0),
+        )
     }
 
     fn commit<'a>(run_id: &'a RunId, events: &'a [RunEvent], status: RunStatus) -> Commit<'a> {

@@ -7,7 +7,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use weft_core::awaiting::AwaitAnswer;
-use weft_core::event::EventKind;
 use weft_core::message::Message;
 use weft_core::run::{AwaitProgress, Policy, RunConfig, RunMachine, RunOutcome};
 use weft_core::store::{Commit, RunFilter, RunRecord, RunStatus, RunStore};
@@ -37,7 +36,6 @@ pub(crate) struct Inner {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) payload_budget: u64,
     live: Mutex<HashMap<RunId, Arc<RunShared>>>,
-    control: tokio::sync::Mutex<()>,
     nonce: u64,
     counter: AtomicU64,
 }
@@ -87,7 +85,6 @@ impl RuntimeBuilder {
                 clock: self.clock,
                 payload_budget: self.payload_budget,
                 live: Mutex::new(HashMap::new()),
-                control: tokio::sync::Mutex::new(()),
                 nonce,
                 counter: AtomicU64::new(0),
             }),
@@ -185,21 +182,12 @@ impl Runtime {
             .session_id
             .unwrap_or_else(|| SessionId::new(format!("session-{run_id}")));
         let shared = self.inner.live_entry(&run_id, 0);
-        shared.emit(
-            &*self.inner.clock,
-            EventKind::RunStarted {
-                agent_id: agent.id.clone(),
-                session_id: session_id.clone(),
-                input: request.messages.clone(),
-            },
-        );
         let mut machine = RunMachine::new(
-            RunConfig {
-                policy: request.policy.unwrap_or_else(|| agent.policy.clone()),
-                messages: request.messages,
-            },
+            RunConfig::new(agent.id.clone(), session_id.clone(), request.messages)
+                .with_policy(request.policy.unwrap_or_else(|| agent.policy.clone())),
             now,
         );
+        shared.collect(&*self.inner.clock, &mut machine);
         let events = shared.begin_commit();
         machine.set_event_seq(shared.seq());
         let record = RunRecord {
@@ -257,7 +245,9 @@ impl Runtime {
                 .await?
                 .ok_or_else(|| RuntimeError::RunNotFound(run_id.clone()))?;
             if !stored.record.status.is_finished() {
-                shared = Some(self.inner.live_entry(run_id, stored.snapshot.event_seq()));
+                let entry = self.inner.live_entry(run_id, stored.snapshot.event_seq());
+                entry.resume_at(stored.snapshot.event_seq());
+                shared = Some(entry);
             }
         }
         EventStream::open(
@@ -298,6 +288,7 @@ impl Runtime {
             // Paused or owned by another process: wait on a live entry, which
             // a resume in this process will drive.
             let shared = self.inner.live_entry(run_id, stored.snapshot.event_seq());
+            shared.resume_at(stored.snapshot.event_seq());
             let notified = shared.done.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
@@ -316,7 +307,7 @@ impl Runtime {
         item: &AwaitItemId,
         answer: AwaitAnswer,
     ) -> Result<AwaitProgress, RuntimeError> {
-        let _guard = self.inner.control.lock().await;
+        let (_guard, _entry) = self.inner.lock_run(run_id).await;
         let mut progress = AwaitProgress::Satisfied;
         let (record, machine, shared) = self
             .inner
@@ -329,15 +320,8 @@ impl Runtime {
                         status: status_of(machine).as_str(),
                     });
                 }
-                progress = machine.provide(item, answer.clone(), now)?;
-                let mut events = vec![EventKind::AwaitSatisfied {
-                    item_id: item.clone(),
-                    answer,
-                }];
-                if progress == AwaitProgress::Satisfied {
-                    events.push(EventKind::RunResumed);
-                }
-                Ok(events)
+                progress = machine.provide(item, answer, now)?;
+                Ok(())
             })
             .await?;
         let agent = self.inner.agent(record.agent_id.as_str())?;
@@ -360,10 +344,8 @@ impl Runtime {
     /// call or tool batch completes first); a run awaiting answers pauses at
     /// once. Paused time does not count against the time budget.
     pub async fn pause(&self, run_id: &RunId) -> Result<(), RuntimeError> {
-        let _guard = self.inner.control.lock().await;
-        if let Some(shared) = self.inner.live_get(run_id)
-            && shared.is_driven()
-        {
+        let (_guard, shared) = self.inner.lock_run(run_id).await;
+        if shared.is_driven() {
             shared.pause_requested.store(true, Ordering::Release);
             return Ok(());
         }
@@ -372,10 +354,8 @@ impl Runtime {
 
     /// Resumes a paused run.
     pub async fn resume(&self, run_id: &RunId) -> Result<(), RuntimeError> {
-        let _guard = self.inner.control.lock().await;
-        if let Some(shared) = self.inner.live_get(run_id)
-            && shared.is_driven()
-        {
+        let (_guard, shared) = self.inner.lock_run(run_id).await;
+        if shared.is_driven() {
             // Still driving: withdraw a pause that has not happened yet.
             if shared.pause_requested.swap(false, Ordering::AcqRel) {
                 return Ok(());
@@ -388,7 +368,7 @@ impl Runtime {
                 machine
                     .unpause(now)
                     .map_err(|_| RuntimeError::NotPaused(run_id.clone()))?;
-                Ok(vec![EventKind::RunResumed])
+                Ok(())
             })
             .await?;
         if machine.phase_name() != weft_core::run::PhaseName::Awaiting {
@@ -410,10 +390,8 @@ impl Runtime {
     /// Cancels a run: a live run stops its tools and finishes; a paused run
     /// finishes at once.
     pub async fn cancel(&self, run_id: &RunId, reason: &str) -> Result<(), RuntimeError> {
-        let _guard = self.inner.control.lock().await;
-        if let Some(shared) = self.inner.live_get(run_id)
-            && shared.is_driven()
-        {
+        let (_guard, shared) = self.inner.lock_run(run_id).await;
+        if shared.is_driven() {
             shared.request_cancel(reason);
             return Ok(());
         }
@@ -447,8 +425,8 @@ impl Runtime {
     /// Resumes one run the store says is running and nobody drives here
     /// (after a crash); false when it is not in that state.
     pub async fn recover(&self, run_id: &RunId) -> Result<bool, RuntimeError> {
-        let _guard = self.inner.control.lock().await;
-        if self.inner.live_get(run_id).is_some_and(|s| s.is_driven()) {
+        let (_guard, shared) = self.inner.lock_run(run_id).await;
+        if shared.is_driven() {
             return Ok(false);
         }
         let Some(stored) = self.inner.store.load_run(run_id).await? else {
@@ -460,7 +438,6 @@ impl Runtime {
         let agent = self.inner.agent(stored.record.agent_id.as_str())?;
         let tools = self.inner.tools(&agent).await?;
         let seq = stored.snapshot.event_seq();
-        let shared = self.inner.live_entry(run_id, seq);
         shared.resume_at(seq);
         // Only calls pending in the stored snapshot may have been in flight;
         // a run stored while planning starts its next batch afresh.
@@ -529,8 +506,7 @@ impl Inner {
             machine,
             recovering,
             epoch,
-            announced_finish: false,
-            announced_await: false,
+            held: None,
         };
         tokio::spawn(task.drive());
     }
@@ -561,14 +537,11 @@ impl Inner {
     }
 
     /// Loads a run that no task drives, changes its machine, and commits the
-    /// change with the events `change` returns.
+    /// change with the events the machine produced.
     async fn update_stored(
         &self,
         run_id: &RunId,
-        change: impl FnOnce(
-            &mut RunMachine,
-            weft_core::Timestamp,
-        ) -> Result<Vec<EventKind>, RuntimeError>,
+        change: impl FnOnce(&mut RunMachine, weft_core::Timestamp) -> Result<(), RuntimeError>,
     ) -> Result<(RunRecord, RunMachine, Arc<RunShared>), RuntimeError> {
         let stored = self
             .store
@@ -580,12 +553,10 @@ impl Inner {
         }
         let mut machine = stored.snapshot;
         let now = self.clock.now();
-        let events = change(&mut machine, now)?;
+        change(&mut machine, now)?;
         let shared = self.live_entry(run_id, machine.event_seq());
         shared.resume_at(machine.event_seq());
-        for kind in events {
-            shared.emit(&*self.clock, kind);
-        }
+        shared.collect(&*self.clock, &mut machine);
         let pending = shared.begin_commit();
         machine.set_event_seq(shared.seq());
         let result = self
@@ -625,16 +596,7 @@ impl Inner {
             });
         }
         let (_, machine, shared) = self
-            .update_stored(run_id, |machine, _| {
-                machine.cancel(reason.to_owned())?;
-                Ok(machine
-                    .outcome()
-                    .map(|outcome| EventKind::RunFinished {
-                        outcome: outcome.clone(),
-                    })
-                    .into_iter()
-                    .collect())
-            })
+            .update_stored(run_id, |machine, _| Ok(machine.cancel(reason.to_owned())?))
             .await?;
         if let Some(outcome) = machine.outcome() {
             self.finished(&shared, Ok(outcome.clone()));
@@ -644,14 +606,9 @@ impl Inner {
 
     /// Pauses a run no task drives.
     async fn pause_stored(self: &Arc<Self>, run_id: &RunId) -> Result<(), RuntimeError> {
-        self.update_stored(run_id, |machine, now| {
-            machine.pause(now)?;
-            Ok(vec![EventKind::RunPaused {
-                reason: "paused by request".to_owned(),
-            }])
-        })
-        .await
-        .map(|_| ())
+        self.update_stored(run_id, |machine, now| Ok(machine.pause(now)?))
+            .await
+            .map(|_| ())
     }
 
     fn finished(&self, shared: &Arc<RunShared>, end: Result<RunOutcome, RuntimeError>) {
@@ -660,14 +617,45 @@ impl Inner {
         shared.done.notify_waiters();
     }
 
-    /// Bookkeeping when the driver task with `epoch` ends. A pause or cancel
-    /// requested while the driver was handing the run back is applied here,
-    /// under the control lock, so no request is lost.
+    /// Takes the run's control lock. The guard comes first so that it is
+    /// dropped last, after the caller's clone of the entry: an entry nobody
+    /// uses any more is then dropped from the live map.
+    async fn lock_run(self: &Arc<Self>, run_id: &RunId) -> (RunGuard, Arc<RunShared>) {
+        let shared = self.live_entry(run_id, 0);
+        let lock = shared.control.clone().lock_owned().await;
+        let guard = RunGuard {
+            inner: self.clone(),
+            shared: shared.clone(),
+            _lock: Some(lock),
+        };
+        (guard, shared)
+    }
+
+    /// Drops a run's live entry when nothing drives, watches or waits on it.
+    fn drop_idle(&self, shared: &Arc<RunShared>) {
+        let mut live = self.live();
+        // The map's reference and the caller's.
+        if Arc::strong_count(shared) <= 2
+            && !shared.is_driven()
+            && !shared.has_subscribers()
+            && live
+                .get(&shared.run_id)
+                .is_some_and(|e| Arc::ptr_eq(e, shared))
+        {
+            live.remove(&shared.run_id);
+        }
+    }
+
+    /// Bookkeeping when the driver task with `epoch` ends, under the run's
+    /// control lock (`guard`, taken before the driver's last commit). A pause
+    /// or cancel requested while the driver was handing the run back is
+    /// applied here, so no request is lost.
     pub(crate) async fn driver_done(
         self: &Arc<Self>,
         shared: &Arc<RunShared>,
         epoch: u64,
         end: &DriveEnd,
+        guard: Option<tokio::sync::OwnedMutexGuard<()>>,
     ) {
         match end {
             DriveEnd::Finished(outcome) => {
@@ -679,7 +667,10 @@ impl Inner {
                 self.finished(shared, Err(e.clone()));
             }
             DriveEnd::Paused => {
-                let _guard = self.control.lock().await;
+                let _guard = match guard {
+                    Some(g) => g,
+                    None => shared.control.clone().lock_owned().await,
+                };
                 if !shared.release(epoch) {
                     return;
                 }
@@ -698,7 +689,23 @@ impl Inner {
                 if Arc::strong_count(shared) <= 2 && !shared.has_subscribers() {
                     live.remove(&shared.run_id);
                 }
+                drop(live);
             }
         }
+    }
+}
+
+/// A held control lock on one run; dropping it also drops the run's live
+/// entry when nothing else uses it.
+struct RunGuard {
+    inner: Arc<Inner>,
+    shared: Arc<RunShared>,
+    _lock: Option<tokio::sync::OwnedMutexGuard<()>>,
+}
+
+impl Drop for RunGuard {
+    fn drop(&mut self) {
+        self._lock = None;
+        self.inner.drop_idle(&self.shared);
     }
 }

@@ -60,10 +60,7 @@ fn machine() -> RunMachine {
         })
         .collect();
     RunMachine::new(
-        RunConfig {
-            messages,
-            ..RunConfig::default()
-        },
+        RunConfig::new("bench", "bench", messages),
         Timestamp::from_millis(0),
     )
 }

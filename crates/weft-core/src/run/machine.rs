@@ -8,7 +8,8 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
 use crate::awaiting::{AwaitAnswer, AwaitItem, Confirmation};
-use crate::ids::{AwaitItemId, ToolCallId};
+use crate::event::EventKind;
+use crate::ids::{AgentId, AwaitItemId, SessionId, ToolCallId};
 use crate::message::{Message, Part, Role};
 use crate::planner::{
     CallArguments, Decision, PlanResult, Reminder, Termination, TerminationReason,
@@ -18,23 +19,50 @@ use crate::run::catalog::{
 };
 use crate::run::clock::Clock;
 use crate::run::error::RunError;
+use crate::run::outbox::Outbox;
 use crate::run::policy::Policy;
 use crate::run::render::render_tool_output;
 use crate::run::step::{PendingCalls, PhaseName, PlanKind, RunFailure, RunOutcome, Step, ToolCall};
 use crate::run::transcript::Transcript;
 use crate::time::Timestamp;
-use crate::tool::{ToolError, ToolIdent, ToolOutput, ToolResultBody};
+use crate::tool::{ToolError, ToolErrorCode, ToolIdent, ToolOutput, ToolResultBody};
 
 /// The snapshot format this build writes and reads.
 pub const FORMAT_VERSION: u32 = 1;
 
 /// How to create a run.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct RunConfig {
+    /// The agent running.
+    pub agent_id: AgentId,
+    /// The session the run belongs to.
+    pub session_id: SessionId,
     /// The run's limits.
     pub policy: Policy,
     /// The conversation the run starts from (session history plus input).
     pub messages: Vec<Message>,
+}
+
+impl RunConfig {
+    /// A run of `agent_id` in `session_id` on `messages`, with the default policy.
+    pub fn new(
+        agent_id: impl Into<AgentId>,
+        session_id: impl Into<SessionId>,
+        messages: Vec<Message>,
+    ) -> Self {
+        Self {
+            agent_id: agent_id.into(),
+            session_id: session_id.into(),
+            policy: Policy::default(),
+            messages,
+        }
+    }
+
+    /// The same run under `policy`.
+    pub fn with_policy(mut self, policy: Policy) -> Self {
+        self.policy = policy;
+        self
+    }
 }
 
 /// Progress of an await after an answer.
@@ -75,6 +103,8 @@ pub struct RunMachine {
     event_seq: u64,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     paused: bool,
+    #[serde(skip)]
+    outbox: Outbox,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -137,8 +167,15 @@ struct Finalize {
 }
 
 impl RunMachine {
-    /// A new run at `now`, about to plan its first turn.
+    /// A new run at `now`, about to plan its first turn; its first event
+    /// (`RunStarted`) waits in the outbox.
     pub fn new(config: RunConfig, now: Timestamp) -> Self {
+        let mut outbox = Outbox::default();
+        outbox.push(EventKind::RunStarted {
+            agent_id: config.agent_id,
+            session_id: config.session_id,
+            input: config.messages.clone(),
+        });
         Self {
             format: Format,
             policy: config.policy,
@@ -159,6 +196,7 @@ impl RunMachine {
             reminders: Vec::new(),
             event_seq: 0,
             paused: false,
+            outbox,
         }
     }
 
@@ -239,6 +277,36 @@ impl RunMachine {
     /// Active reminders.
     pub fn reminders(&self) -> &[Reminder] {
         &self.reminders
+    }
+
+    /// The results recorded so far for the batch being executed or confirmed.
+    pub fn batch_results(&self) -> impl Iterator<Item = &Arc<ToolOutput>> {
+        let batch = match &self.phase {
+            Phase::Executing(b) => Some(b),
+            Phase::Awaiting(a) => match &a.then {
+                AfterAwait::Execute(b) => Some(b),
+                AfterAwait::Plan => None,
+            },
+            _ => None,
+        };
+        batch.into_iter().flat_map(|b| b.results.iter().flatten())
+    }
+
+    /// The oldest event the machine produced that the driver has not
+    /// collected; see [`crate::run`]. The driver records exactly these
+    /// (plus its own IO facts: tool starts, streamed text, usage).
+    pub fn poll_event(&mut self) -> Option<EventKind> {
+        self.outbox.pop_front()
+    }
+
+    /// Every event the driver has not collected yet, oldest first.
+    pub fn drain_events(&mut self) -> impl Iterator<Item = EventKind> + '_ {
+        self.outbox.drain()
+    }
+
+    /// Whether events wait to be collected.
+    pub fn has_events(&self) -> bool {
+        !self.outbox.is_empty()
     }
 
     /// Whether the planner may call `tool` this turn.
@@ -337,11 +405,9 @@ impl RunMachine {
         if let Some(f) = &self.finalize {
             if f.deadline.is_some_and(|d| now >= d) {
                 let termination = f.termination.clone();
-                self.phase = Phase::Finished {
-                    outcome: RunOutcome::Failed {
-                        failure: RunFailure::FinalizerTimeout { termination },
-                    },
-                };
+                self.finish(RunOutcome::Failed {
+                    failure: RunFailure::FinalizerTimeout { termination },
+                });
             }
             return;
         }
@@ -352,13 +418,13 @@ impl RunMachine {
         if self.clock.active_ms(now) < budget_ms {
             return;
         }
-        self.finalize = Some(Finalize {
-            termination: Termination {
+        self.terminate(
+            Termination {
                 reason: TerminationReason::TimeBudget,
                 message: format!("time budget of {budget_ms} ms exhausted"),
             },
-            deadline: Some(now.saturating_add(self.policy.finalizer_grace)),
-        });
+            Some(now.saturating_add(self.policy.finalizer_grace)),
+        );
         let phase = std::mem::replace(
             &mut self.phase,
             Phase::Planning {
@@ -369,11 +435,15 @@ impl RunMachine {
             Phase::Executing(mut batch) => {
                 for (call, slot) in batch.calls.iter().zip(batch.results.iter_mut()) {
                     if slot.is_none() {
-                        *slot = Some(Arc::new(not_executed(
+                        let out = Arc::new(not_executed(
                             call,
                             ToolError::CANCELLED,
                             "cancelled: the run's time budget was exhausted",
-                        )));
+                        ));
+                        self.outbox.push(EventKind::ToolFinished {
+                            output: out.clone(),
+                        });
+                        *slot = Some(out);
                     }
                 }
                 self.complete_batch(batch);
@@ -406,24 +476,20 @@ impl RunMachine {
             Decision::FinalResponse { message } => {
                 self.turn += 1;
                 self.transcript.push(message.clone());
-                self.phase = Phase::Finished {
-                    outcome: RunOutcome::Response {
-                        message,
-                        termination: self.termination().cloned(),
-                    },
-                };
+                self.finish(RunOutcome::Response {
+                    message,
+                    termination: self.termination().cloned(),
+                });
                 Ok(PlanOutcome::Continue {
                     response_hook_suppressed: result.streamed,
                 })
             }
             Decision::FinalToolResult { result: value } => {
                 self.turn += 1;
-                self.phase = Phase::Finished {
-                    outcome: RunOutcome::ToolResult {
-                        result: value,
-                        termination: self.termination().cloned(),
-                    },
-                };
+                self.finish(RunOutcome::ToolResult {
+                    result: value,
+                    termination: self.termination().cloned(),
+                });
                 Ok(PlanOutcome::Continue {
                     response_hook_suppressed: result.streamed,
                 })
@@ -514,9 +580,7 @@ impl RunMachine {
         };
         match resolution {
             Resolution::Fail => {
-                self.phase = Phase::Finished {
-                    outcome: RunOutcome::Failed { failure },
-                };
+                self.finish(RunOutcome::Failed { failure });
                 Ok(PlanOutcome::Continue {
                     response_hook_suppressed: false,
                 })
@@ -578,7 +642,8 @@ impl RunMachine {
         if batch.results[i].is_some() {
             return Err(RunError::DuplicateToolResult(output.tool_call_id.clone()));
         }
-        batch.results[i] = Some(output);
+        batch.results[i] = Some(output.clone());
+        self.outbox.push(EventKind::ToolFinished { output });
         if batch.results.iter().all(Option::is_some) {
             let phase = std::mem::replace(
                 &mut self.phase,
@@ -653,8 +718,12 @@ impl RunMachine {
                 item: item.clone(),
                 error,
             })?;
-        a.answers[i] = Some(answer);
+        a.answers[i] = Some(answer.clone());
         let remaining = a.answers.iter().filter(|x| x.is_none()).count();
+        self.outbox.push(EventKind::AwaitSatisfied {
+            item_id: item.clone(),
+            answer,
+        });
         if remaining > 0 {
             return Ok(AwaitProgress::Pending { remaining });
         }
@@ -667,6 +736,7 @@ impl RunMachine {
         if let Phase::Awaiting(a) = phase {
             if !self.paused {
                 self.clock.resume(now);
+                self.outbox.push(EventKind::RunResumed);
             }
             self.apply_answers(*a);
         }
@@ -681,18 +751,22 @@ impl RunMachine {
         }
         self.paused = true;
         self.clock.suspend(now);
+        self.outbox.push(EventKind::RunPaused {
+            reason: "paused by request".to_owned(),
+        });
         Ok(())
     }
 
     /// Ends a pause at `now`; the run's time counts again (unless it awaits answers).
     pub fn unpause(&mut self, now: Timestamp) -> Result<(), RunError> {
-        if !self.paused {
+        if !self.paused || matches!(self.phase, Phase::Finished { .. }) {
             return Err(self.wrong_phase("unpause"));
         }
         self.paused = false;
         if !matches!(self.phase, Phase::Awaiting(_)) {
             self.clock.resume(now);
         }
+        self.outbox.push(EventKind::RunResumed);
         Ok(())
     }
 
@@ -701,11 +775,9 @@ impl RunMachine {
         if let Phase::Finished { .. } = self.phase {
             return Err(self.wrong_phase("cancel"));
         }
-        self.phase = Phase::Finished {
-            outcome: RunOutcome::Cancelled {
-                reason: reason.into(),
-            },
-        };
+        self.finish(RunOutcome::Cancelled {
+            reason: reason.into(),
+        });
         Ok(())
     }
 
@@ -714,13 +786,51 @@ impl RunMachine {
         if let Phase::Finished { .. } = self.phase {
             return Err(self.wrong_phase("fail"));
         }
-        self.phase = Phase::Finished {
-            outcome: RunOutcome::Failed { failure },
-        };
+        self.finish(RunOutcome::Failed { failure });
         Ok(())
     }
 
     // ---- internals -----------------------------------------------------
+
+    /// Ends the run with `outcome` and says so. Results of a batch cut short
+    /// (by a cancel or a failure) stay among the run's outputs: those calls
+    /// ran, and their events said so.
+    fn finish(&mut self, outcome: RunOutcome) {
+        self.outbox.push(EventKind::RunFinished {
+            outcome: outcome.clone(),
+        });
+        let batch = match std::mem::replace(&mut self.phase, Phase::Finished { outcome }) {
+            Phase::Executing(b) => Some(b),
+            Phase::Awaiting(a) => match a.then {
+                AfterAwait::Execute(b) => Some(b),
+                AfterAwait::Plan => None,
+            },
+            _ => None,
+        };
+        if let Some(b) = batch {
+            self.outputs.extend(b.results.into_iter().flatten());
+        }
+    }
+
+    /// Makes the run finalize because of `termination` and says so.
+    fn terminate(&mut self, termination: Termination, deadline: Option<Timestamp>) {
+        self.outbox.push(EventKind::Termination {
+            termination: termination.clone(),
+        });
+        self.finalize = Some(Finalize {
+            termination,
+            deadline,
+        });
+    }
+
+    /// An output the machine recorded itself, announced as finished.
+    fn record(&mut self, output: ToolOutput) -> Arc<ToolOutput> {
+        let output = Arc::new(output);
+        self.outbox.push(EventKind::ToolFinished {
+            output: output.clone(),
+        });
+        output
+    }
 
     fn wrong_phase(&self, input: &'static str) -> RunError {
         RunError::WrongPhase {
@@ -912,13 +1022,13 @@ impl RunMachine {
         let mut confirm = Vec::new();
         for (i, call) in calls.iter().enumerate() {
             let slot = if u32::try_from(i).unwrap_or(u32::MAX) >= per_turn {
-                Some(Arc::new(not_executed(
+                Some(self.record(not_executed(
                     call,
                     ToolError::NOT_EXECUTED,
                     &format!("not executed: a turn may make at most {per_turn} tool calls"),
                 )))
             } else if executed >= remaining {
-                Some(Arc::new(not_executed(
+                Some(self.record(not_executed(
                     call,
                     ToolError::NOT_EXECUTED,
                     "not executed: the run's tool call cap was reached",
@@ -957,6 +1067,12 @@ impl RunMachine {
     fn enter_await(&mut self, items: Vec<AwaitItem>, then: AfterAwait, now: Timestamp) {
         self.clock.suspend(now);
         let answers = vec![None; items.len()];
+        self.outbox.push(EventKind::AwaitRequested {
+            items: items.clone(),
+        });
+        self.outbox.push(EventKind::RunPaused {
+            reason: "awaiting answers".to_owned(),
+        });
         self.phase = Phase::Awaiting(Box::new(Awaiting {
             items,
             answers,
@@ -1009,10 +1125,7 @@ impl RunMachine {
                 })
         };
         if let Some(termination) = termination {
-            self.finalize = Some(Finalize {
-                termination,
-                deadline: None,
-            });
+            self.terminate(termination, None);
         }
     }
 
@@ -1053,7 +1166,7 @@ impl RunMachine {
             {
                 e.field_issues = issues;
             }
-            results.push(Arc::new(out));
+            results.push(self.record(out));
         }
         self.transcript.push(Message {
             role: Role::Assistant,
@@ -1090,7 +1203,7 @@ impl RunMachine {
                         .position(|call| call.id == c.tool_call_id)
                     {
                         let why = reason.unwrap_or_else(|| "no reason given".to_owned());
-                        batch.results[i] = Some(Arc::new(not_executed(
+                        batch.results[i] = Some(self.record(not_executed(
                             &batch.calls[i],
                             ToolError::NOT_EXECUTED,
                             &format!("denied by a human: {why}"),
@@ -1113,10 +1226,14 @@ impl RunMachine {
                         }
                         (AwaitItem::Questions(q), Some(AwaitAnswer::Questions { answers })) => {
                             let result = serde_json::to_value(&answers).unwrap_or(Value::Null);
-                            let out =
-                                ToolOutput::ok(q.tool_call_id, q.tool_name, q.payload, result);
+                            let out = self.record(ToolOutput::ok(
+                                q.tool_call_id,
+                                q.tool_name,
+                                q.payload,
+                                result,
+                            ));
                             tool_parts.push(render_tool_output(&out));
-                            self.outputs.push(Arc::new(out));
+                            self.outputs.push(out);
                         }
                         (
                             AwaitItem::ExternalTools(e),
@@ -1127,9 +1244,9 @@ impl RunMachine {
                                     .iter()
                                     .position(|r| r.tool_call_id == call.tool_call_id)
                                 {
-                                    let out = results.swap_remove(i);
+                                    let out = self.record(results.swap_remove(i));
                                     tool_parts.push(render_tool_output(&out));
-                                    self.outputs.push(Arc::new(out));
+                                    self.outputs.push(out);
                                 }
                             }
                         }
@@ -1171,7 +1288,7 @@ fn raw_payload(arguments: &CallArguments) -> Value {
     }
 }
 
-fn not_executed(call: &ToolCall, code: &str, message: &str) -> ToolOutput {
+fn not_executed(call: &ToolCall, code: ToolErrorCode, message: &str) -> ToolOutput {
     ToolOutput::error(
         call.id.clone(),
         call.name.clone(),

@@ -16,10 +16,16 @@
 //!   wrong phase, or one that breaks the protocol, is a typed [`RunError`]
 //!   and changes nothing;
 //! - **`poll_timeout()`** gives the next deadline at which `next_step` must be
-//!   called even if no input arrives.
+//!   called even if no input arrives;
+//! - **`poll_event()`** (and `drain_events()`) hands over the events the
+//!   transitions produced — run started, tool finished, await requested and
+//!   satisfied, paused, resumed, termination, run finished with its outcome —
+//!   in order. The driver records exactly these, adding only what it saw
+//!   itself (tool starts, streamed text, usage); it never infers an event
+//!   from the machine's state.
 //!
 //! A driver loops: `next_step(now)`, do what it says, feed the result back,
-//! repeat until [`Step::Finish`]. Serialize the machine at any point (the
+//! collect the events, repeat until [`Step::Finish`]. Serialize the machine at any point (the
 //! format carries [`FORMAT_VERSION`]) and a deserialized copy continues
 //! exactly where the original was.
 
@@ -27,7 +33,9 @@ mod catalog;
 mod clock;
 mod error;
 mod machine;
+mod outbox;
 mod policy;
+mod projection;
 mod render;
 mod step;
 mod transcript;
@@ -41,6 +49,7 @@ pub use catalog::{InvalidReason, InvalidToolCallContext, PlanOutcome, Resolution
 pub use error::RunError;
 pub use machine::{AwaitProgress, FORMAT_VERSION, RunConfig, RunMachine};
 pub use policy::Policy;
+pub use projection::RunProjection;
 pub use render::render_tool_output;
 pub use step::{PendingCalls, PhaseName, PlanKind, RunFailure, RunOutcome, Step, ToolCall};
 pub use transcript::Transcript;

@@ -11,6 +11,7 @@ use serde_json::json;
 use super::tests::TestCatalog;
 use super::*;
 use crate::awaiting::{AwaitAnswer, AwaitItem, Clarification};
+use crate::event::EventKind;
 use crate::ids::{AwaitItemId, ToolCallId};
 use crate::message::Message;
 use crate::planner::{PlanResult, ToolCallRequest};
@@ -56,6 +57,16 @@ fn drive_one(
     if !c.exhausted() && c.next(50) == 0 {
         obs.log.push("cancel".into());
         let _ = m.cancel("random cancel");
+    }
+    if !c.exhausted() && c.next(20) == 0 {
+        // A human pauses or continues the run; the driver keeps stepping
+        // (time accounting is what a pause changes for the machine).
+        obs.log.push("pause toggle".into());
+        let _ = if m.is_paused() {
+            m.unpause(at)
+        } else {
+            m.pause(at)
+        };
     }
     let step = m.next_step(at);
     obs.log.push(format!("{step:?}"));
@@ -158,21 +169,28 @@ fn drive_one(
         }
         Step::Await { items, .. } => {
             let ids: Vec<AwaitItemId> = items.iter().map(|i| i.id().clone()).collect();
-            for id in ids {
+            let confirms: Vec<bool> = items
+                .iter()
+                .map(|i| matches!(i, AwaitItem::Confirmation(_)))
+                .collect();
+            for (id, confirm) in ids.into_iter().zip(confirms) {
                 let before = m.clone();
                 assert!(
                     m.provide(&id, AwaitAnswer::Clarification { text: "  ".into() }, at)
                         .is_err()
                 );
                 assert_eq!(&before, m);
-                m.provide(
-                    &id,
+                let answer = if confirm {
+                    AwaitAnswer::Confirmation {
+                        approved: c.next(2) == 0,
+                        reason: None,
+                    }
+                } else {
                     AwaitAnswer::Clarification {
                         text: "answer".into(),
-                    },
-                    at,
-                )
-                .unwrap();
+                    }
+                };
+                m.provide(&id, answer, at).unwrap();
             }
             true
         }
@@ -187,16 +205,59 @@ fn policy_from(p: (u8, u8, u8, u16)) -> Policy {
         time_budget: (!p.3.is_multiple_of(3))
             .then(|| Duration::from_millis(u64::from(p.3) % 2000 + 1)),
         finalizer_grace: Duration::from_millis(100),
+        confirm_tools: if p.1 % 3 == 0 {
+            ["calc.echo".into()].into_iter().collect()
+        } else {
+            Default::default()
+        },
         ..Policy::default()
     }
 }
 
+/// The machine's state as the projection of its events can see it.
+fn check_projection(m: &RunMachine, log: &[EventKind]) -> Result<(), TestCaseError> {
+    let p = RunProjection::of(log);
+    prop_assert_eq!(p.agent_id.as_ref().map(|a| a.as_str()), Some("agent"));
+    prop_assert_eq!(p.outcome.as_ref(), m.outcome());
+    prop_assert_eq!(p.termination.as_ref(), m.termination());
+    prop_assert_eq!(p.paused, m.is_paused() && m.outcome().is_none());
+    // Every recorded output was announced once; in-batch results are
+    // announced as they land, before the batch completes.
+    let mut recorded: Vec<&ToolCallId> = m
+        .tool_outputs()
+        .iter()
+        .chain(m.batch_results())
+        .map(|o| &o.tool_call_id)
+        .collect();
+    let mut announced: Vec<&ToolCallId> = p.outputs.iter().map(|o| &o.tool_call_id).collect();
+    recorded.sort();
+    announced.sort();
+    prop_assert_eq!(recorded, announced);
+    for o in m.tool_outputs() {
+        prop_assert!(p.outputs.iter().any(|a| a == o), "output differs: {o:?}");
+    }
+    let awaiting: Vec<AwaitItemId> = match m.clone().next_step(Timestamp::from_millis(0)) {
+        Step::Await { items, answers } => items
+            .iter()
+            .zip(answers)
+            .filter(|(_, a)| a.is_none())
+            .map(|(i, _)| i.id().clone())
+            .collect(),
+        _ => Vec::new(),
+    };
+    let open: Vec<AwaitItemId> = p
+        .awaiting
+        .iter()
+        .map(|i| i.id().clone())
+        .filter(|id| !p.answered.contains(id))
+        .collect();
+    prop_assert_eq!(awaiting, open);
+    Ok(())
+}
+
 fn new_machine(policy: Policy) -> RunMachine {
     RunMachine::new(
-        RunConfig {
-            policy,
-            messages: vec![Message::user("go")],
-        },
+        RunConfig::new("agent", "session", vec![Message::user("go")]).with_policy(policy),
         Timestamp::from_millis(0),
     )
 }
@@ -275,5 +336,36 @@ proptest! {
         }
         prop_assert_eq!(&obs1, &obs2);
         prop_assert_eq!(&copy, &m);
+    }
+
+    #[test]
+    fn the_event_log_tells_the_machine_state(
+        p in any::<(u8, u8, u8, u16)>(),
+        raw in proptest::collection::vec(any::<u32>(), 0..300),
+    ) {
+        let cat = TestCatalog::new();
+        let mut m = new_machine(policy_from(p));
+        let mut c = Choices { raw: &raw, pos: 0 };
+        let mut obs = Observed::default();
+        let mut now = 0u64;
+        let mut log: Vec<EventKind> = m.drain_events().collect();
+        let starts = matches!(log.as_slice(), [EventKind::RunStarted { .. }]);
+        prop_assert!(starts, "the first event is RunStarted");
+        let mut steps = 0;
+        loop {
+            let running = drive_one(&mut m, &mut now, &mut c, &mut obs, &cat);
+            log.extend(m.drain_events());
+            check_projection(&m, &log)?;
+            if !running {
+                break;
+            }
+            steps += 1;
+            prop_assert!(steps < MAX_STEPS);
+        }
+        // The log ends with the outcome, announced once.
+        let finished = log.iter().filter(|e| e.is_terminal()).count();
+        prop_assert_eq!(finished, 1);
+        let last_is_terminal = log.last().is_some_and(EventKind::is_terminal);
+        prop_assert!(last_is_terminal);
     }
 }

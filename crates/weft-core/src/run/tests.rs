@@ -79,10 +79,7 @@ fn t(ms: u64) -> Timestamp {
 
 fn machine(policy: Policy) -> RunMachine {
     RunMachine::new(
-        RunConfig {
-            policy,
-            messages: vec![Message::user("add things")],
-        },
+        RunConfig::new("agent", "session", vec![Message::user("add things")]).with_policy(policy),
         t(0),
     )
 }

@@ -1,4 +1,9 @@
-//! Tools as the contract sees them: specs, requests, outputs, errors, retry hints.
+//! Tools as the contract sees them: specs, requests, outputs, retry hints;
+//! errors and their codes are in [`error`].
+
+mod error;
+
+pub use error::{FieldIssue, FieldIssueKind, ToolError, ToolErrorCode};
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -300,100 +305,6 @@ pub struct Telemetry {
     /// The model used, for tools backed by a model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
-}
-
-/// A structured tool failure.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
-#[error("{code}: {message}")]
-pub struct ToolError {
-    /// Machine-readable code, one of the `ToolError::*` constants or a tool's own.
-    pub code: String,
-    /// What went wrong, for humans and models.
-    pub message: String,
-    /// Per-field problems with the arguments.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub field_issues: Vec<FieldIssue>,
-    /// Underlying causes, outermost first.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub causes: Vec<String>,
-}
-
-impl ToolError {
-    /// Arguments were malformed or violated the schema.
-    pub const INVALID_ARGUMENTS: &'static str = "invalid_arguments";
-    /// The call ran past its timeout.
-    pub const TIMEOUT: &'static str = "timeout";
-    /// The tool panicked.
-    pub const PANICKED: &'static str = "panicked";
-    /// The call was cancelled.
-    pub const CANCELLED: &'static str = "cancelled";
-    /// The tool or its toolset could not be reached.
-    pub const UNAVAILABLE: &'static str = "tool_unavailable";
-    /// The call was not executed (another call of its turn was invalid, or a human denied it).
-    pub const NOT_EXECUTED: &'static str = "not_executed";
-    /// Any other failure.
-    pub const INTERNAL: &'static str = "internal";
-
-    /// An error with a code and a message.
-    pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
-        Self {
-            code: code.into(),
-            message: message.into(),
-            field_issues: Vec::new(),
-            causes: Vec::new(),
-        }
-    }
-
-    /// Attaches field issues.
-    pub fn with_field_issues(mut self, issues: Vec<FieldIssue>) -> Self {
-        self.field_issues = issues;
-        self
-    }
-
-    /// Builds an error from any std error, recording its source chain as causes.
-    /// Pair it with [`RetryHintProvider::retry_hint`] for the output's hint.
-    pub fn from_error<E>(code: impl Into<String>, err: &E) -> Self
-    where
-        E: std::error::Error + ?Sized,
-    {
-        let mut causes = Vec::new();
-        let mut source = err.source();
-        while let Some(cause) = source {
-            causes.push(cause.to_string());
-            source = cause.source();
-        }
-        Self {
-            code: code.into(),
-            message: err.to_string(),
-            field_issues: Vec::new(),
-            causes,
-        }
-    }
-}
-
-/// One problem with one argument field.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FieldIssue {
-    /// JSON pointer to the field (`/a`, `/items/0/name`); empty for the whole value.
-    pub field: String,
-    /// What kind of problem.
-    pub kind: FieldIssueKind,
-    /// What is wrong, in words.
-    pub message: String,
-}
-
-/// Kinds of argument field problems.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FieldIssueKind {
-    /// A required field is absent.
-    Missing,
-    /// The field has the wrong JSON type.
-    WrongType,
-    /// The field is not allowed.
-    Unexpected,
-    /// The field has the right type but an invalid value.
-    Invalid,
 }
 
 /// Structured guidance for the planner after a tool failure.

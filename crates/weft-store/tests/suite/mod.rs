@@ -76,7 +76,7 @@ impl ToolCatalog for Catalog {
 /// A machine driven through one tool turn, now planning its second turn.
 pub fn driven_machine() -> RunMachine {
     let now = Timestamp::from_millis(0);
-    let mut m = RunMachine::new(RunConfig::default(), now);
+    let mut m = RunMachine::new(RunConfig::new("agent", "session", Vec::new()), now);
     assert!(matches!(m.next_step(now), Step::Plan { .. }));
     let call = ToolCallRequest::new("demo.echo", json!({"text": "hi"})).with_id("call-1");
     let outcome = m
@@ -102,7 +102,10 @@ pub fn driven_machine() -> RunMachine {
 
 /// A fresh machine.
 pub fn machine() -> RunMachine {
-    RunMachine::new(RunConfig::default(), Timestamp::from_millis(0))
+    RunMachine::new(
+        RunConfig::new("agent", "session", Vec::new()),
+        Timestamp::from_millis(0),
+    )
 }
 
 /// A run record.

@@ -13,7 +13,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use weft_core::tool::{
-    FieldIssue, FieldIssueKind, RetryHintProvider, ToolError, ToolIdent, ToolRequest,
+    FieldIssue, FieldIssueKind, RetryHintProvider, ToolError, ToolErrorCode, ToolIdent, ToolRequest,
 };
 
 use crate::schema::{ArgsValidator, invalid_arguments};
@@ -45,7 +45,7 @@ pub trait IntoToolFailure {
 /// `Error + RetryHintProvider` would conflict with the one for `ToolError`.
 pub trait DomainError: std::error::Error + RetryHintProvider {
     /// The error's code in the resulting [`ToolError`].
-    fn code(&self) -> &str {
+    fn code(&self) -> ToolErrorCode {
         ToolError::INTERNAL
     }
 }

@@ -37,8 +37,8 @@ impl RetryHintProvider for UnknownCity {
 }
 
 impl DomainError for UnknownCity {
-    fn code(&self) -> &str {
-        "unknown_city"
+    fn code(&self) -> weft_core::tool::ToolErrorCode {
+        "unknown_city".into()
     }
 }
 

@@ -1,0 +1,96 @@
+//! [`RunProjection`]: what a run's event log says about the run, folded from
+//! the events alone — status, outcome, tool outputs, the open await, the
+//! termination. Readers that only have the log (a UI, a replay, another
+//! process following a run) derive the run's state with it, and the property
+//! tests check that it always agrees with the machine that produced the log.
+
+use std::sync::Arc;
+
+use crate::awaiting::AwaitItem;
+use crate::event::EventKind;
+use crate::ids::{AgentId, AwaitItemId, SessionId};
+use crate::planner::Termination;
+use crate::run::step::RunOutcome;
+use crate::tool::ToolOutput;
+
+/// The state of a run as its events tell it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunProjection {
+    /// The agent, once `RunStarted` was seen.
+    pub agent_id: Option<AgentId>,
+    /// The session, once `RunStarted` was seen.
+    pub session_id: Option<SessionId>,
+    /// Every tool output recorded, in the order the events announced them.
+    pub outputs: Vec<Arc<ToolOutput>>,
+    /// The items of the open await, if the run awaits answers.
+    pub awaiting: Vec<AwaitItem>,
+    /// The items of the open await answered so far.
+    pub answered: Vec<AwaitItemId>,
+    /// Whether a human paused the run.
+    pub paused: bool,
+    /// The termination being finalized, if a limit was hit.
+    pub termination: Option<Termination>,
+    /// The outcome, once the run finished.
+    pub outcome: Option<RunOutcome>,
+    /// The last event was `AwaitRequested`, whose `RunPaused` follows it.
+    await_pause_due: bool,
+}
+
+impl RunProjection {
+    /// The projection of `events`, in order.
+    pub fn of<'a>(events: impl IntoIterator<Item = &'a EventKind>) -> Self {
+        let mut p = Self::default();
+        for e in events {
+            p.apply(e);
+        }
+        p
+    }
+
+    /// Folds one more event in.
+    pub fn apply(&mut self, event: &EventKind) {
+        let await_pause_due = std::mem::take(&mut self.await_pause_due);
+        match event {
+            EventKind::RunStarted {
+                agent_id,
+                session_id,
+                ..
+            } => {
+                self.agent_id = Some(agent_id.clone());
+                self.session_id = Some(session_id.clone());
+            }
+            EventKind::ToolFinished { output } => self.outputs.push(output.clone()),
+            EventKind::AwaitRequested { items } => {
+                self.awaiting = items.clone();
+                self.answered.clear();
+                self.await_pause_due = true;
+            }
+            EventKind::AwaitSatisfied { item_id, .. } => {
+                self.answered.push(item_id.clone());
+                if self.awaiting.iter().all(|i| self.answered.contains(i.id())) {
+                    self.awaiting.clear();
+                    self.answered.clear();
+                }
+            }
+            // An await is reported as `AwaitRequested` then `RunPaused`;
+            // only a pause on its own is a human's.
+            EventKind::RunPaused { .. } => self.paused |= !await_pause_due,
+            EventKind::RunResumed => self.paused = false,
+            EventKind::Termination { termination } => {
+                self.termination = Some(termination.clone());
+            }
+            EventKind::RunFinished { outcome } => {
+                self.outcome = Some(outcome.clone());
+                self.awaiting.clear();
+                self.answered.clear();
+                self.paused = false;
+            }
+            EventKind::PlannerThought { .. }
+            | EventKind::AssistantChunk { .. }
+            | EventKind::Thinking { .. }
+            | EventKind::ToolCallArgsDelta { .. }
+            | EventKind::ToolStarted { .. }
+            | EventKind::ToolOutputDelta { .. }
+            | EventKind::Usage { .. } => {}
+        }
+    }
+}
