@@ -1,0 +1,314 @@
+//! A turn's tool calls: checking them against the catalog, resolving the
+//! invalid ones, accepting the batch under the caps, and recording its end.
+
+use super::*;
+
+impl RunMachine {
+    pub(super) fn accept_calls(
+        &mut self,
+        preamble: Vec<Part>,
+        calls: Vec<crate::planner::ToolCallRequest>,
+        now: Timestamp,
+        catalog: &dyn ToolCatalog,
+    ) -> Result<PlanOutcome, RunError> {
+        if calls.is_empty() {
+            return Err(RunError::NoToolCalls);
+        }
+        let mut seq = self.next_call_seq;
+        let mut checked: Vec<Checked> = Vec::with_capacity(calls.len());
+        for call in calls {
+            let id = match call.id {
+                Some(id) => id,
+                None => loop {
+                    seq += 1;
+                    let id = ToolCallId::new(format!("call_{seq}"));
+                    if !self.id_in_use(&id) && !checked.iter().any(|c| c.id == id) {
+                        break id;
+                    }
+                },
+            };
+            if self.id_in_use(&id) || checked.iter().any(|c| c.id == id) {
+                return Err(RunError::DuplicateCallId(id));
+            }
+            let verdict = self.check_call(&call.name, &call.arguments, catalog);
+            checked.push(Checked {
+                id,
+                requested: call.name,
+                arguments: call.arguments,
+                parent: call.parent_tool_call_id,
+                verdict,
+            });
+        }
+        self.next_call_seq = seq;
+        self.turn += 1;
+        let resolving = Resolving {
+            preamble,
+            calls: checked,
+            current: 0,
+            context: placeholder_context(),
+        };
+        Ok(self.continue_checking(resolving, now, catalog))
+    }
+
+    pub(super) fn check_call(
+        &self,
+        name: &str,
+        arguments: &CallArguments,
+        catalog: &dyn ToolCatalog,
+    ) -> Verdict {
+        let Some(spec) = catalog.spec(name) else {
+            return Verdict::Invalid(InvalidReason::UnknownTool);
+        };
+        if !self.is_allowed(&spec.name) {
+            return Verdict::Invalid(InvalidReason::NotAllowed);
+        }
+        let payload = match parse_arguments(arguments) {
+            Ok(p) => p,
+            Err(reason) => return Verdict::Invalid(reason),
+        };
+        match catalog.validate(spec, &payload) {
+            Ok(()) => Verdict::Valid {
+                name: spec.name.clone(),
+                payload,
+            },
+            Err(issues) => Verdict::Invalid(InvalidReason::SchemaViolation { issues }),
+        }
+    }
+
+    /// Finds the next invalid call from `r.current` on; with none left the batch is accepted.
+    pub(super) fn continue_checking(
+        &mut self,
+        mut r: Resolving,
+        now: Timestamp,
+        catalog: &dyn ToolCatalog,
+    ) -> PlanOutcome {
+        let next = r
+            .calls
+            .iter()
+            .enumerate()
+            .skip(r.current)
+            .find_map(|(i, c)| match &c.verdict {
+                Verdict::Invalid(reason) => Some((i, reason.clone())),
+                Verdict::Valid { .. } => None,
+            });
+        match next {
+            Some((i, reason)) => {
+                r.current = i;
+                let c = &r.calls[i];
+                r.context = InvalidToolCallContext {
+                    tool_name: c.requested.clone(),
+                    tool_call_id: c.id.clone(),
+                    arguments: c.arguments.clone(),
+                    reason,
+                    available: self.available_tools(catalog),
+                    retries_left: self
+                        .policy
+                        .max_invalid_call_retries
+                        .saturating_sub(self.retries_used),
+                };
+                let context = Box::new(r.context.clone());
+                self.phase = Phase::Resolving(Box::new(r));
+                PlanOutcome::NeedsResolution(context)
+            }
+            None => {
+                self.accept_batch(r, now);
+                PlanOutcome::Continue {
+                    response_hook_suppressed: false,
+                }
+            }
+        }
+    }
+
+    pub(super) fn available_tools(&self, catalog: &dyn ToolCatalog) -> Vec<ToolIdent> {
+        catalog
+            .names()
+            .into_iter()
+            .filter(|t| self.is_allowed(t))
+            .collect()
+    }
+
+    pub(super) fn accept_batch(&mut self, r: Resolving, now: Timestamp) {
+        self.retries_used = 0;
+        self.restrict_to = None;
+        let mut parts = r.preamble;
+        parts.reserve(r.calls.len());
+        let mut calls = Vec::with_capacity(r.calls.len());
+        for c in r.calls {
+            // `continue_checking` only accepts a batch whose calls are all valid.
+            let Verdict::Valid { name, payload } = c.verdict else {
+                continue;
+            };
+            let payload = Arc::new(payload);
+            parts.push(Part::ToolUse {
+                id: c.id.clone(),
+                name: name.to_string(),
+                input: payload.clone(),
+            });
+            calls.push(ToolCall {
+                id: c.id,
+                name,
+                payload,
+                parent_tool_call_id: c.parent,
+            });
+        }
+        self.transcript.push(Message {
+            role: Role::Assistant,
+            parts,
+        });
+        let per_turn = self
+            .policy
+            .max_tool_calls_per_turn
+            .map_or(u32::MAX, |n| n.get());
+        let remaining = self
+            .policy
+            .max_tool_calls
+            .map_or(u32::MAX, |n| n.get().saturating_sub(self.calls_made));
+        let mut executed = 0u32;
+        let mut results = Vec::with_capacity(calls.len());
+        let mut confirm = Vec::new();
+        for (i, call) in calls.iter().enumerate() {
+            let slot = if u32::try_from(i).unwrap_or(u32::MAX) >= per_turn {
+                Some(self.record(not_executed(
+                    call,
+                    ToolError::NOT_EXECUTED,
+                    &format!("not executed: a turn may make at most {per_turn} tool calls"),
+                )))
+            } else if executed >= remaining {
+                Some(self.record(not_executed(
+                    call,
+                    ToolError::NOT_EXECUTED,
+                    "not executed: the run's tool call cap was reached",
+                )))
+            } else {
+                executed += 1;
+                if self.policy.confirm_tools.contains(&call.name) {
+                    confirm.push(AwaitItem::Confirmation(Confirmation {
+                        id: AwaitItemId::new(format!("confirm_{}", call.id)),
+                        tool_name: call.name.clone(),
+                        tool_call_id: call.id.clone(),
+                        payload: (*call.payload).clone(),
+                    }));
+                }
+                None
+            };
+            results.push(slot);
+        }
+        self.calls_made += executed;
+        let batch = Batch { calls, results };
+        if !confirm.is_empty() {
+            self.enter_await(confirm, AfterAwait::Execute(batch), now);
+        } else {
+            self.execute_or_complete(batch);
+        }
+    }
+
+    pub(super) fn execute_or_complete(&mut self, batch: Batch) {
+        if batch.results.iter().all(Option::is_some) {
+            self.complete_batch(batch);
+        } else {
+            self.phase = Phase::Executing(batch);
+        }
+    }
+
+    pub(super) fn complete_batch(&mut self, batch: Batch) {
+        let mut parts = Vec::with_capacity(batch.results.len());
+        for out in batch.results.into_iter().flatten() {
+            match &out.result {
+                ToolResultBody::Error(e)
+                    if e.code == ToolError::NOT_EXECUTED || e.code == ToolError::CANCELLED => {}
+                ToolResultBody::Error(_) => self.failures_in_row += 1,
+                _ => self.failures_in_row = 0,
+            }
+            if let Some(h) = out.retry_hint.as_ref().filter(|h| h.restrict_to_tool) {
+                self.restrict_to = h.tool.clone();
+            }
+            parts.push(render_tool_output(&out));
+            self.outputs.push(out);
+        }
+        self.transcript.push(Message {
+            role: Role::Tool,
+            parts,
+        });
+        self.phase = Phase::Planning {
+            kind: PlanKind::Resume,
+        };
+        if self.finalize.is_some() {
+            return;
+        }
+        let termination = if let Some(max) = self
+            .policy
+            .max_consecutive_failures
+            .filter(|m| self.failures_in_row >= m.get())
+        {
+            Some(Termination {
+                reason: TerminationReason::FailureCap,
+                message: format!("{max} tool calls failed in a row"),
+            })
+        } else {
+            self.policy
+                .max_tool_calls
+                .filter(|m| self.calls_made >= m.get())
+                .map(|max| Termination {
+                    reason: TerminationReason::ToolCap,
+                    message: format!("the run made its maximum of {max} tool calls"),
+                })
+        };
+        if let Some(termination) = termination {
+            self.terminate(termination, None);
+        }
+    }
+
+    /// Records every call of an abandoned turn as answered without executing:
+    /// the current invalid call gets `feedback` (or its own reason), other
+    /// invalid calls their reason, valid calls `others`.
+    pub(super) fn abandon_turn(&mut self, r: Resolving, feedback: Option<String>, others: &str) {
+        self.restrict_to = None;
+        let mut uses = r.preamble;
+        let mut results = Vec::with_capacity(r.calls.len());
+        for (i, c) in r.calls.into_iter().enumerate() {
+            let (name, payload) = match &c.verdict {
+                Verdict::Valid { name, payload } => (name.clone(), Arc::new(payload.clone())),
+                Verdict::Invalid(_) => (
+                    ToolIdent::new(c.requested.as_str()),
+                    Arc::new(raw_payload(&c.arguments)),
+                ),
+            };
+            uses.push(Part::ToolUse {
+                id: c.id.clone(),
+                name: c.requested.clone(),
+                input: payload.clone(),
+            });
+            let message = match (&c.verdict, i == r.current, &feedback) {
+                (_, true, Some(f)) => f.clone(),
+                (Verdict::Invalid(reason), _, _) => reason.describe(&c.requested),
+                (Verdict::Valid { .. }, _, _) => others.to_owned(),
+            };
+            let code = match c.verdict {
+                Verdict::Invalid(_) => ToolError::INVALID_ARGUMENTS,
+                Verdict::Valid { .. } => ToolError::NOT_EXECUTED,
+            };
+            let mut out = ToolOutput::error(c.id, name, payload, ToolError::new(code, message));
+            if let (
+                Verdict::Invalid(InvalidReason::SchemaViolation { issues }),
+                ToolResultBody::Error(e),
+            ) = (c.verdict, &mut out.result)
+            {
+                e.field_issues = issues;
+            }
+            results.push(self.record(out));
+        }
+        self.transcript.push(Message {
+            role: Role::Assistant,
+            parts: uses,
+        });
+        let parts = results.iter().map(|o| render_tool_output(o)).collect();
+        self.outputs.extend(results);
+        self.transcript.push(Message {
+            role: Role::Tool,
+            parts,
+        });
+        self.phase = Phase::Planning {
+            kind: PlanKind::Resume,
+        };
+    }
+}

@@ -1,0 +1,337 @@
+//! The inputs a driver feeds the machine: plan results, resolutions, tool
+//! results, await answers, pause, continue, cancel and failure.
+
+use super::*;
+
+impl RunMachine {
+    // ---- inputs --------------------------------------------------------
+
+    /// Feeds the planner's decision. See [`PlanOutcome`] for what follows.
+    pub fn plan_result(
+        &mut self,
+        result: PlanResult,
+        now: Timestamp,
+        catalog: &dyn ToolCatalog,
+    ) -> Result<PlanOutcome, RunError> {
+        let Phase::Planning { .. } = self.phase else {
+            return Err(self.wrong_phase("plan_result"));
+        };
+        let finalizing = self.finalize.is_some();
+        match result.decision {
+            Decision::FinalResponse { message } => {
+                self.turn += 1;
+                self.transcript.push(message.clone());
+                self.finish(RunOutcome::Response {
+                    message,
+                    termination: self.termination().cloned(),
+                });
+                Ok(PlanOutcome::Continue {
+                    response_hook_suppressed: result.streamed,
+                })
+            }
+            Decision::FinalToolResult { result: value } => {
+                self.turn += 1;
+                self.finish(RunOutcome::ToolResult {
+                    result: value,
+                    termination: self.termination().cloned(),
+                });
+                Ok(PlanOutcome::Continue {
+                    response_hook_suppressed: result.streamed,
+                })
+            }
+            Decision::ToolCalls { .. } | Decision::Await { .. } if finalizing => {
+                Err(RunError::Finalizing)
+            }
+            Decision::ToolCalls { preamble, calls } => {
+                self.accept_calls(preamble, calls, now, catalog)
+            }
+            Decision::Await { preamble, items } => {
+                self.check_await_items(&items)?;
+                self.turn += 1;
+                self.restrict_to = None;
+                let mut parts = preamble;
+                for item in &items {
+                    match item {
+                        AwaitItem::Questions(q) => parts.push(Part::ToolUse {
+                            id: q.tool_call_id.clone(),
+                            name: q.tool_name.to_string(),
+                            input: Arc::new(q.payload.clone()),
+                        }),
+                        AwaitItem::ExternalTools(e) => {
+                            parts.extend(e.items.iter().map(|c| Part::ToolUse {
+                                id: c.tool_call_id.clone(),
+                                name: c.tool_name.to_string(),
+                                input: Arc::new(c.payload.clone()),
+                            }))
+                        }
+                        AwaitItem::Clarification(_) | AwaitItem::Confirmation(_) => {}
+                    }
+                }
+                if !parts.is_empty() {
+                    self.transcript.push(Message {
+                        role: Role::Assistant,
+                        parts,
+                    });
+                }
+                self.enter_await(items, AfterAwait::Plan, now);
+                Ok(PlanOutcome::Continue {
+                    response_hook_suppressed: false,
+                })
+            }
+        }
+    }
+
+    /// Answers an invalid tool call; see [`Resolution`].
+    pub fn resolve(
+        &mut self,
+        resolution: Resolution,
+        now: Timestamp,
+        catalog: &dyn ToolCatalog,
+    ) -> Result<PlanOutcome, RunError> {
+        let Phase::Resolving(r) = &self.phase else {
+            return Err(self.wrong_phase("resolve"));
+        };
+        let repair_spec = match &resolution {
+            Resolution::Retry { .. }
+                if self.retries_used >= self.policy.max_invalid_call_retries =>
+            {
+                return Err(RunError::RetryLimitReached {
+                    max: self.policy.max_invalid_call_retries,
+                });
+            }
+            Resolution::Repair { tool } => match catalog
+                .spec(tool.as_str())
+                .filter(|s| self.is_allowed(&s.name))
+            {
+                Some(spec) => Some(spec),
+                None => return Err(RunError::RepairNotAllowed(tool.clone())),
+            },
+            _ => None,
+        };
+        let failure = RunFailure::InvalidToolCall {
+            tool_name: r.context.tool_name.clone(),
+            tool_call_id: r.context.tool_call_id.clone(),
+            reason: r.context.reason.clone(),
+        };
+        let phase = std::mem::replace(
+            &mut self.phase,
+            Phase::Planning {
+                kind: PlanKind::Resume,
+            },
+        );
+        let Phase::Resolving(mut r) = phase else {
+            self.phase = phase;
+            return Err(self.wrong_phase("resolve"));
+        };
+        match resolution {
+            Resolution::Fail => {
+                self.finish(RunOutcome::Failed { failure });
+                Ok(PlanOutcome::Continue {
+                    response_hook_suppressed: false,
+                })
+            }
+            Resolution::Retry { feedback } => {
+                self.retries_used += 1;
+                self.abandon_turn(
+                    *r,
+                    Some(feedback),
+                    "not executed because another call in this turn was invalid",
+                );
+                Ok(PlanOutcome::TurnRetried)
+            }
+            Resolution::Skip { reason } => {
+                self.abandon_turn(
+                    *r,
+                    Some(reason),
+                    "not executed because another call in this turn was skipped",
+                );
+                Ok(PlanOutcome::Continue {
+                    response_hook_suppressed: false,
+                })
+            }
+            Resolution::Repair { .. } => {
+                let call = &mut r.calls[r.current];
+                if let Some(spec) = repair_spec {
+                    call.requested = spec.name.to_string();
+                    call.verdict = match parse_arguments(&call.arguments) {
+                        Err(reason) => Verdict::Invalid(reason),
+                        Ok(payload) => match catalog.validate(spec, &payload) {
+                            Ok(()) => Verdict::Valid {
+                                name: spec.name.clone(),
+                                payload,
+                            },
+                            Err(issues) => {
+                                Verdict::Invalid(InvalidReason::SchemaViolation { issues })
+                            }
+                        },
+                    };
+                }
+                Ok(self.continue_checking(*r, now, catalog))
+            }
+        }
+    }
+
+    /// Feeds one tool result; the batch completes when every call has one.
+    pub fn tool_result(
+        &mut self,
+        output: impl Into<Arc<ToolOutput>>,
+        _now: Timestamp,
+    ) -> Result<(), RunError> {
+        let output: Arc<ToolOutput> = output.into();
+        let Phase::Executing(batch) = &mut self.phase else {
+            return Err(self.wrong_phase("tool_result"));
+        };
+        let Some(i) = batch.calls.iter().position(|c| c.id == output.tool_call_id) else {
+            return Err(RunError::UnknownToolCall(output.tool_call_id.clone()));
+        };
+        if batch.results[i].is_some() {
+            return Err(RunError::DuplicateToolResult(output.tool_call_id.clone()));
+        }
+        batch.results[i] = Some(output.clone());
+        self.outbox.push(EventKind::ToolFinished { output });
+        if batch.results.iter().all(Option::is_some) {
+            let phase = std::mem::replace(
+                &mut self.phase,
+                Phase::Planning {
+                    kind: PlanKind::Resume,
+                },
+            );
+            if let Phase::Executing(batch) = phase {
+                self.complete_batch(batch);
+            }
+        }
+        Ok(())
+    }
+
+    /// Feeds the results of every pending call at once, in any order. A missing,
+    /// unknown or duplicate id rejects the whole batch.
+    pub fn tool_results(
+        &mut self,
+        outputs: Vec<ToolOutput>,
+        now: Timestamp,
+    ) -> Result<(), RunError> {
+        let Phase::Executing(batch) = &self.phase else {
+            return Err(self.wrong_phase("tool_results"));
+        };
+        for (i, o) in outputs.iter().enumerate() {
+            let Some(j) = batch.calls.iter().position(|c| c.id == o.tool_call_id) else {
+                return Err(RunError::UnknownToolCall(o.tool_call_id.clone()));
+            };
+            if batch.results[j].is_some()
+                || outputs[..i]
+                    .iter()
+                    .any(|p| p.tool_call_id == o.tool_call_id)
+            {
+                return Err(RunError::DuplicateToolResult(o.tool_call_id.clone()));
+            }
+        }
+        let missing: Vec<ToolCallId> = batch
+            .calls
+            .iter()
+            .zip(&batch.results)
+            .filter(|(c, r)| r.is_none() && !outputs.iter().any(|o| o.tool_call_id == c.id))
+            .map(|(c, _)| c.id.clone())
+            .collect();
+        if !missing.is_empty() {
+            return Err(RunError::MissingToolResults(missing));
+        }
+        for o in outputs {
+            self.tool_result(o, now)?;
+        }
+        Ok(())
+    }
+
+    /// Answers one await item.
+    pub fn provide(
+        &mut self,
+        item: &AwaitItemId,
+        answer: AwaitAnswer,
+        now: Timestamp,
+    ) -> Result<AwaitProgress, RunError> {
+        let Phase::Awaiting(a) = &mut self.phase else {
+            return Err(self.wrong_phase("provide"));
+        };
+        let Some(i) = a.items.iter().position(|it| it.id() == item) else {
+            return Err(RunError::UnknownAwaitItem(item.clone()));
+        };
+        if a.answers[i].is_some() {
+            return Err(RunError::AlreadyAnswered(item.clone()));
+        }
+        a.items[i]
+            .validate(&answer)
+            .map_err(|error| RunError::InvalidAnswer {
+                item: item.clone(),
+                error,
+            })?;
+        a.answers[i] = Some(answer.clone());
+        let remaining = a.answers.iter().filter(|x| x.is_none()).count();
+        self.outbox.push(EventKind::AwaitSatisfied {
+            item_id: item.clone(),
+            answer,
+        });
+        if remaining > 0 {
+            return Ok(AwaitProgress::Pending { remaining });
+        }
+        let phase = std::mem::replace(
+            &mut self.phase,
+            Phase::Planning {
+                kind: PlanKind::Resume,
+            },
+        );
+        if let Phase::Awaiting(a) = phase {
+            if !self.paused {
+                self.clock.resume(now);
+                self.outbox.push(EventKind::RunResumed);
+            }
+            self.apply_answers(*a);
+        }
+        Ok(AwaitProgress::Satisfied)
+    }
+
+    /// Pauses the run at `now`: the driver stops driving it and its time
+    /// stops counting against the budget until [`RunMachine::unpause`].
+    pub fn pause(&mut self, now: Timestamp) -> Result<(), RunError> {
+        if matches!(self.phase, Phase::Finished { .. }) || self.paused {
+            return Err(self.wrong_phase("pause"));
+        }
+        self.paused = true;
+        self.clock.suspend(now);
+        self.outbox.push(EventKind::RunPaused {
+            reason: "paused by request".to_owned(),
+        });
+        Ok(())
+    }
+
+    /// Ends a pause at `now`; the run's time counts again (unless it awaits answers).
+    pub fn unpause(&mut self, now: Timestamp) -> Result<(), RunError> {
+        if !self.paused || matches!(self.phase, Phase::Finished { .. }) {
+            return Err(self.wrong_phase("unpause"));
+        }
+        self.paused = false;
+        if !matches!(self.phase, Phase::Awaiting(_)) {
+            self.clock.resume(now);
+        }
+        self.outbox.push(EventKind::RunResumed);
+        Ok(())
+    }
+
+    /// Cancels the run.
+    pub fn cancel(&mut self, reason: impl Into<String>) -> Result<(), RunError> {
+        if let Phase::Finished { .. } = self.phase {
+            return Err(self.wrong_phase("cancel"));
+        }
+        self.finish(RunOutcome::Cancelled {
+            reason: reason.into(),
+        });
+        Ok(())
+    }
+
+    /// Ends the run with a failure the driver observed (e.g. the planner failed).
+    pub fn fail(&mut self, failure: RunFailure) -> Result<(), RunError> {
+        if let Phase::Finished { .. } = self.phase {
+            return Err(self.wrong_phase("fail"));
+        }
+        self.finish(RunOutcome::Failed { failure });
+        Ok(())
+    }
+}

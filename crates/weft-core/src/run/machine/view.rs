@@ -1,0 +1,265 @@
+//! What the machine shows and asks: getters, planner services, `next_step`
+//! and the time budget it applies.
+
+use super::*;
+
+impl RunMachine {
+    // ---- getters -------------------------------------------------------
+
+    /// The run's policy.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// The phase the machine is in.
+    pub fn phase_name(&self) -> PhaseName {
+        match self.phase {
+            Phase::Planning { .. } => PhaseName::Planning,
+            Phase::Resolving(_) => PhaseName::Resolving,
+            Phase::Executing(_) => PhaseName::Executing,
+            Phase::Awaiting(_) => PhaseName::Awaiting,
+            Phase::Finished { .. } => PhaseName::Finished,
+        }
+    }
+
+    /// Planner decisions accepted so far.
+    pub fn turn(&self) -> u32 {
+        self.turn
+    }
+
+    /// Tool calls accepted for execution so far.
+    pub fn tool_calls_made(&self) -> u32 {
+        self.calls_made
+    }
+
+    /// The conversation so far.
+    pub fn transcript(&self) -> &Transcript {
+        &self.transcript
+    }
+
+    /// Every tool output so far, in order.
+    pub fn tool_outputs(&self) -> &[Arc<ToolOutput>] {
+        &self.outputs
+    }
+
+    /// The termination being finalized, if any.
+    pub fn termination(&self) -> Option<&Termination> {
+        self.finalize.as_ref().map(|f| &f.termination)
+    }
+
+    /// The outcome, once finished.
+    pub fn outcome(&self) -> Option<&RunOutcome> {
+        match &self.phase {
+            Phase::Finished { outcome } => Some(outcome),
+            _ => None,
+        }
+    }
+
+    /// Active time used up to `now`, in milliseconds (awaits excluded).
+    pub fn active_ms(&self, now: Timestamp) -> u64 {
+        self.clock.active_ms(now)
+    }
+
+    /// Whether a human paused the run (see [`RunMachine::pause`]).
+    pub fn is_paused(&self) -> bool {
+        self.paused
+    }
+
+    /// Sequence number of the last event the driver recorded for this run.
+    ///
+    /// The driver commits events together with the snapshot, so a resumed
+    /// run continues its log from here without gaps.
+    pub fn event_seq(&self) -> u64 {
+        self.event_seq
+    }
+
+    /// Per-run planner state.
+    pub fn state(&self) -> &BTreeMap<String, Value> {
+        &self.state
+    }
+
+    /// Active reminders.
+    pub fn reminders(&self) -> &[Reminder] {
+        &self.reminders
+    }
+
+    /// The results recorded so far for the batch being executed or confirmed.
+    pub fn batch_results(&self) -> impl Iterator<Item = &Arc<ToolOutput>> {
+        let batch = match &self.phase {
+            Phase::Executing(b) => Some(b),
+            Phase::Awaiting(a) => match &a.then {
+                AfterAwait::Execute(b) => Some(b),
+                AfterAwait::Plan => None,
+            },
+            _ => None,
+        };
+        batch.into_iter().flat_map(|b| b.results.iter().flatten())
+    }
+
+    /// The oldest event the machine produced that the driver has not
+    /// collected; see [`crate::run`]. The driver records exactly these
+    /// (plus its own IO facts: tool starts, streamed text, usage).
+    pub fn poll_event(&mut self) -> Option<EventKind> {
+        self.outbox.pop_front()
+    }
+
+    /// Every event the driver has not collected yet, oldest first.
+    pub fn drain_events(&mut self) -> impl Iterator<Item = EventKind> + '_ {
+        self.outbox.drain()
+    }
+
+    /// Whether events wait to be collected.
+    pub fn has_events(&self) -> bool {
+        !self.outbox.is_empty()
+    }
+
+    /// Whether the planner may call `tool` this turn.
+    pub fn is_allowed(&self, tool: &ToolIdent) -> bool {
+        self.finalize.is_none()
+            && self
+                .policy
+                .allowed_tools
+                .as_ref()
+                .is_none_or(|a| a.contains(tool))
+            && self.restrict_to.as_ref().is_none_or(|r| r == tool)
+    }
+
+    /// The tool call being executed or awaited with this id, if any.
+    pub fn pending_call(&self, id: &ToolCallId) -> Option<&ToolCall> {
+        let batch = match &self.phase {
+            Phase::Executing(b) => b,
+            Phase::Awaiting(a) => match &a.then {
+                AfterAwait::Execute(b) => b,
+                AfterAwait::Plan => return None,
+            },
+            _ => return None,
+        };
+        batch.calls.iter().find(|c| &c.id == id)
+    }
+
+    /// The next time `next_step` must be called even without input.
+    pub fn poll_timeout(&self) -> Option<Timestamp> {
+        match self.phase {
+            Phase::Finished { .. } | Phase::Awaiting(_) => None,
+            _ => match &self.finalize {
+                Some(f) => f.deadline,
+                None => {
+                    let budget = self.policy.time_budget?;
+                    self.clock
+                        .deadline(u64::try_from(budget.as_millis()).unwrap_or(u64::MAX))
+                }
+            },
+        }
+    }
+
+    // ---- mutators (planner services) -------------------------------------
+
+    /// Records that events up to `seq` belong to this snapshot.
+    pub fn set_event_seq(&mut self, seq: u64) {
+        self.event_seq = self.event_seq.max(seq);
+    }
+
+    /// Sets a per-run planner state value.
+    pub fn set_state(&mut self, key: String, value: Value) {
+        self.state.insert(key, value);
+    }
+
+    /// Adds a reminder, replacing one with the same id.
+    pub fn add_reminder(&mut self, reminder: Reminder) {
+        self.reminders.retain(|r| r.id != reminder.id);
+        self.reminders.push(reminder);
+    }
+
+    /// Removes a reminder by id.
+    pub fn remove_reminder(&mut self, id: &str) {
+        self.reminders.retain(|r| r.id != id);
+    }
+
+    // ---- output --------------------------------------------------------
+
+    /// What the driver must do now; see [`Step`]. Applies the time budget.
+    pub fn next_step(&mut self, now: Timestamp) -> Step<'_> {
+        self.check_time(now);
+        match &self.phase {
+            Phase::Planning { kind } => Step::Plan {
+                kind: *kind,
+                finalize: self.finalize.as_ref().map(|f| &f.termination),
+            },
+            Phase::Resolving(r) => Step::Resolve {
+                context: &r.context,
+            },
+            Phase::Executing(b) => Step::ExecuteTools {
+                calls: PendingCalls {
+                    calls: &b.calls,
+                    results: &b.results,
+                },
+            },
+            Phase::Awaiting(a) => Step::Await {
+                items: &a.items,
+                answers: &a.answers,
+            },
+            Phase::Finished { outcome } => Step::Finish { outcome },
+        }
+    }
+
+    pub(super) fn check_time(&mut self, now: Timestamp) {
+        if matches!(self.phase, Phase::Finished { .. } | Phase::Awaiting(_)) {
+            return;
+        }
+        if let Some(f) = &self.finalize {
+            if f.deadline.is_some_and(|d| now >= d) {
+                let termination = f.termination.clone();
+                self.finish(RunOutcome::Failed {
+                    failure: RunFailure::FinalizerTimeout { termination },
+                });
+            }
+            return;
+        }
+        let Some(budget) = self.policy.time_budget else {
+            return;
+        };
+        let budget_ms = u64::try_from(budget.as_millis()).unwrap_or(u64::MAX);
+        if self.clock.active_ms(now) < budget_ms {
+            return;
+        }
+        self.terminate(
+            Termination {
+                reason: TerminationReason::TimeBudget,
+                message: format!("time budget of {budget_ms} ms exhausted"),
+            },
+            Some(now.saturating_add(self.policy.finalizer_grace)),
+        );
+        let phase = std::mem::replace(
+            &mut self.phase,
+            Phase::Planning {
+                kind: PlanKind::Resume,
+            },
+        );
+        match phase {
+            Phase::Executing(mut batch) => {
+                for (call, slot) in batch.calls.iter().zip(batch.results.iter_mut()) {
+                    if slot.is_none() {
+                        let out = Arc::new(not_executed(
+                            call,
+                            ToolError::CANCELLED,
+                            "cancelled: the run's time budget was exhausted",
+                        ));
+                        self.outbox.push(EventKind::ToolFinished {
+                            output: out.clone(),
+                        });
+                        *slot = Some(out);
+                    }
+                }
+                self.complete_batch(batch);
+            }
+            Phase::Resolving(r) => {
+                self.abandon_turn(
+                    *r,
+                    None,
+                    "not executed: the run's time budget was exhausted",
+                );
+            }
+            Phase::Planning { .. } | Phase::Awaiting(_) | Phase::Finished { .. } => {}
+        }
+    }
+}
