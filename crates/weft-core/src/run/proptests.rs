@@ -205,7 +205,7 @@ fn policy_from(p: (u8, u8, u8, u16)) -> Policy {
         time_budget: (!p.3.is_multiple_of(3))
             .then(|| Duration::from_millis(u64::from(p.3) % 2000 + 1)),
         finalizer_grace: Duration::from_millis(100),
-        confirm_tools: if p.1 % 3 == 0 {
+        confirm_tools: if p.1.is_multiple_of(3) {
             ["calc.echo".into()].into_iter().collect()
         } else {
             Default::default()

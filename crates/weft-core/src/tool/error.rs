@@ -226,6 +226,6 @@ mod tests {
             ToolErrorCode::from("queue_full"),
             ToolErrorCode::Other("queue_full".into())
         );
-        assert!(ToolErrorCode::from("timeout") == "timeout");
+        assert!(ToolError::TIMEOUT == "timeout");
     }
 }

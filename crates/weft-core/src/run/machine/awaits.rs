@@ -35,8 +35,6 @@ impl RunMachine {
         }));
     }
 
-    /// Records a finished batch and moves to planning, applying caps.
-
     pub(super) fn apply_answers(&mut self, a: Awaiting) {
         match a.then {
             AfterAwait::Execute(mut batch) => {

@@ -210,6 +210,7 @@ impl RunMachine {
         }
     }
 
+    /// Records a finished batch and moves to planning, applying caps.
     pub(super) fn complete_batch(&mut self, batch: Batch) {
         let mut parts = Vec::with_capacity(batch.results.len());
         for out in batch.results.into_iter().flatten() {
