@@ -5,10 +5,11 @@
 //! thinking from other providers is dropped (Chat has no way to carry it).
 
 use serde_json::{Map, Value, json};
-use weft_core::message::{MediaSource, Message, Part, Role};
+use weft_core::message::{Message, Part, Role};
 use weft_core::model::{ModelRequest, ToolChoice};
 
 use super::ChatFlavor;
+use crate::util::{image_url, insert_sampling};
 
 /// The JSON body for `model`, streaming or not.
 pub fn build(flavor: ChatFlavor, model: &str, req: &ModelRequest, stream: bool) -> Value {
@@ -47,12 +48,7 @@ pub fn build(flavor: ChatFlavor, model: &str, req: &ModelRequest, stream: bool) 
         };
         body.insert(key.into(), json!(n));
     }
-    if let Some(t) = req.temperature {
-        body.insert("temperature".into(), json!(t));
-    }
-    if let Some(p) = req.top_p {
-        body.insert("top_p".into(), json!(p));
-    }
+    insert_sampling(&mut body, req);
     if let Some(s) = req.seed {
         body.insert("seed".into(), json!(s));
     }
@@ -109,11 +105,7 @@ fn push_message(m: &Message, out: &mut Vec<Value>) {
                         "content": Message { role: Role::Tool, parts: content.clone() }.joined_text()})),
                     Part::Text { text } => user.push(json!({"type": "text", "text": text})),
                     Part::Image(media) => {
-                        let url = match &media.source {
-                            MediaSource::Base64(data) => format!("data:{};base64,{data}", media.media_type),
-                            MediaSource::Url(url) => url.clone(),
-                        };
-                        user.push(json!({"type": "image_url", "image_url": {"url": url}}));
+                        user.push(json!({"type": "image_url", "image_url": {"url": image_url(media)}}));
                     }
                     _ => {}
                 }
