@@ -80,7 +80,7 @@ use weft_core::session::FullStore;
 use weft_runtime::Runtime;
 
 pub use auth::{TENANT_LABEL, Tenant, Tenants, TokensError};
-pub use error::{ApiError, FieldError, Problem};
+pub use error::{ApiError, BoxError, FieldError, Problem};
 pub use json::JsonBody;
 pub use openapi::openapi;
 

@@ -179,7 +179,7 @@ async fn session_for_run(
                 // Created concurrently: use whoever won.
                 Err(SessionError::Exists { .. }) => {
                     state.sessions.get_session(&id).await?.ok_or_else(|| {
-                        ApiError::Internal(format!("session `{id}` vanished"))
+                        ApiError::Internal(format!("session `{id}` vanished").into())
                     })?
                 }
                 Err(e) => return Err(e.into()),
