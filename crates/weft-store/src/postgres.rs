@@ -163,7 +163,7 @@ impl PostgresStore {
 
     async fn commit_job(
         &self,
-        job: std::sync::Arc<crate::sql_runs::CommitJob>,
+        job: std::sync::Arc<crate::commit::CommitJob>,
     ) -> Result<(), crate::error::Failure> {
         let mut tx = self.write_tx().await?;
         Self::commit_in(&mut tx, &job).await?;

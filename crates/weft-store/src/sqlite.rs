@@ -18,13 +18,17 @@
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
+
+use futures_util::future::BoxFuture;
 
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
 
-use crate::error::{OpenError, redact};
+use crate::commit::CommitJob;
+use crate::error::{Failure, OpenError, redact};
 use crate::group::GroupCommitter;
 use crate::schema;
 use crate::sql_runs::impl_run_store;
@@ -154,7 +158,7 @@ impl SqliteStore {
         Ok(Self {
             committer: options
                 .group_commit
-                .then(|| GroupCommitter::start(writer.clone())),
+                .then(|| GroupCommitter::start(writer.clone(), apply_commit)),
             writer,
             reader,
             path: options.path,
@@ -177,10 +181,7 @@ impl SqliteStore {
         self.writer.begin_with("BEGIN IMMEDIATE").await
     }
 
-    async fn commit_job(
-        &self,
-        job: std::sync::Arc<crate::sql_runs::CommitJob>,
-    ) -> Result<(), crate::error::Failure> {
+    async fn commit_job(&self, job: Arc<CommitJob>) -> Result<(), Failure> {
         if let Some(committer) = &self.committer {
             return committer.commit(job).await;
         }
@@ -205,6 +206,14 @@ impl SqliteStore {
     fn retry_label(&self) -> &str {
         &self.label
     }
+}
+
+/// [`SqliteStore::commit_in`] as the group committer calls it.
+fn apply_commit<'a>(
+    tx: &'a mut sqlx::Transaction<'_, sqlx::Sqlite>,
+    job: &'a CommitJob,
+) -> BoxFuture<'a, Result<(), Failure>> {
+    Box::pin(SqliteStore::commit_in(tx, job))
 }
 
 /// Refuses a newer schema, then applies this build's migrations.
