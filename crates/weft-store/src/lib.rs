@@ -53,7 +53,7 @@ use std::sync::Arc;
 use weft_core::session::FullStore;
 
 pub use bench::{bench_commit, bench_commit_concurrent};
-pub use error::OpenError;
+pub use error::{MigrationFailure, OpenError};
 pub use postgres::{PostgresOptions, PostgresStore};
 pub use sqlite::{SqliteOptions, SqliteStore, Synchronous};
 

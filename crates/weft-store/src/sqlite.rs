@@ -28,7 +28,7 @@ use sqlx::sqlite::{
 };
 
 use crate::commit::CommitJob;
-use crate::error::{Failure, OpenError, redact};
+use crate::error::{Failure, MigrationFailure, OpenError, redact};
 use crate::group::GroupCommitter;
 use crate::schema;
 use crate::sql_runs::impl_run_store;
@@ -130,9 +130,9 @@ impl SqliteStore {
     /// Opens (creating and migrating when needed) the database `options` names.
     pub async fn open_with(options: SqliteOptions) -> Result<Self, OpenError> {
         let target = options.path.display().to_string();
-        let connect = |e: sqlx::Error| OpenError::Connect {
+        let connect = |source: sqlx::Error| OpenError::Connect {
             target: redact(&target),
-            message: e.to_string(),
+            source,
         };
         let base = SqliteConnectOptions::new()
             .filename(&options.path)
@@ -218,9 +218,7 @@ fn apply_commit<'a>(
 
 /// Refuses a newer schema, then applies this build's migrations.
 async fn migrate(pool: &SqlitePool) -> Result<(), OpenError> {
-    let fail = |e: sqlx::Error| OpenError::Migrate {
-        message: e.to_string(),
-    };
+    let fail = |e: sqlx::Error| OpenError::from(MigrationFailure::from(e));
     let (tables,): (i64,) = sqlx::query_as(
         "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'",
     )
@@ -228,17 +226,13 @@ async fn migrate(pool: &SqlitePool) -> Result<(), OpenError> {
     .await
     .map_err(fail)?;
     if tables > 0 {
-        let applied: Vec<(i64,)> = sqlx::query_as("SELECT version FROM _sqlx_migrations")
+        let applied: Vec<(i64,)> = sqlx::query_as(schema::APPLIED)
             .fetch_all(pool)
             .await
             .map_err(fail)?;
-        let applied: Vec<i64> = applied.into_iter().map(|(v,)| v).collect();
         schema::check_applied(&schema::SQLITE, &applied)?;
     }
-    schema::SQLITE
-        .run(pool)
-        .await
-        .map_err(|e| schema::migrate_error(&schema::SQLITE, e))
+    schema::run(&schema::SQLITE, pool).await
 }
 
 impl FromStr for SqliteOptions {
