@@ -5,7 +5,7 @@ use weft_core::session::FullStore;
 use weft_core::store::{Commit, RunFilter, RunStatus, StoreError};
 use weft_core::{RunId, SessionId, Timestamp};
 
-use super::{driven_machine, events, machine, record, seqs};
+use super::{driven_machine, events, machine, record, seqs, stored_run};
 
 fn commit<'a>(
     run_id: &'a RunId,
@@ -23,11 +23,7 @@ fn commit<'a>(
 }
 
 pub async fn snapshot_round_trip_of_a_driven_machine(store: &dyn FullStore) {
-    let rec = record("r1", "s1", 100);
-    store
-        .create_run(&rec, &events(1, 2), &machine())
-        .await
-        .unwrap();
+    let rec = stored_run(store, record("r1", "s1", 100), 2).await;
     let driven = driven_machine();
     let mut c = commit(&rec.run_id, &[], RunStatus::Awaiting, 200);
     let evs = events(3, 4);
@@ -59,11 +55,7 @@ pub async fn snapshot_round_trip_of_a_driven_machine(store: &dyn FullStore) {
 }
 
 pub async fn appending_a_stored_seq_is_a_no_op(store: &dyn FullStore) {
-    let rec = record("r1", "s1", 1);
-    store
-        .create_run(&rec, &events(1, 3), &machine())
-        .await
-        .unwrap();
+    let rec = stored_run(store, record("r1", "s1", 1), 3).await;
     // The same events again, as a retried commit would send them.
     store
         .commit(commit(&rec.run_id, &events(1, 3), RunStatus::Running, 2))
@@ -90,11 +82,7 @@ pub async fn appending_a_stored_seq_is_a_no_op(store: &dyn FullStore) {
 }
 
 pub async fn a_gap_is_rejected_and_nothing_is_written(store: &dyn FullStore) {
-    let rec = record("r1", "s1", 1);
-    store
-        .create_run(&rec, &events(1, 2), &machine())
-        .await
-        .unwrap();
+    let rec = stored_run(store, record("r1", "s1", 1), 2).await;
     let err = store
         .commit(commit(&rec.run_id, &events(4, 5), RunStatus::Completed, 9))
         .await
@@ -134,11 +122,7 @@ pub async fn a_gap_is_rejected_and_nothing_is_written(store: &dyn FullStore) {
 }
 
 pub async fn a_failing_commit_leaves_nothing_half_written(store: &dyn FullStore) {
-    let rec = record("r1", "s1", 1);
-    store
-        .create_run(&rec, &events(1, 1), &machine())
-        .await
-        .unwrap();
+    let rec = stored_run(store, record("r1", "s1", 1), 1).await;
     let driven = driven_machine();
     // 2 and 3 are fine, 5 is a gap: the whole commit must be refused,
     // including the events before the gap and the snapshot.
@@ -173,11 +157,7 @@ pub async fn a_failing_commit_leaves_nothing_half_written(store: &dyn FullStore)
 }
 
 pub async fn creating_twice_and_committing_to_nothing_fail(store: &dyn FullStore) {
-    let rec = record("r1", "s1", 1);
-    store
-        .create_run(&rec, &events(1, 1), &machine())
-        .await
-        .unwrap();
+    let rec = stored_run(store, record("r1", "s1", 1), 1).await;
     let err = store
         .create_run(&rec, &events(1, 1), &driven_machine())
         .await
@@ -201,11 +181,7 @@ pub async fn creating_twice_and_committing_to_nothing_fail(store: &dyn FullStore
 }
 
 pub async fn read_events_pages_and_knows_unknown_runs(store: &dyn FullStore) {
-    let rec = record("r1", "s1", 1);
-    store
-        .create_run(&rec, &events(1, 10), &machine())
-        .await
-        .unwrap();
+    let rec = stored_run(store, record("r1", "s1", 1), 10).await;
     assert_eq!(
         seqs(&store.read_events(&rec.run_id, 3, Some(4)).await.unwrap()),
         [4, 5, 6, 7]
@@ -248,11 +224,7 @@ pub async fn list_runs_filters_newest_first(store: &dyn FullStore) {
         ("d", "s2", 30, RunStatus::Failed),
         ("e", "s1", 5, RunStatus::Paused),
     ] {
-        let rec = record(run, session, created);
-        store
-            .create_run(&rec, &events(1, 1), &machine())
-            .await
-            .unwrap();
+        let rec = stored_run(store, record(run, session, created), 1).await;
         store
             .commit(commit(&rec.run_id, &[], status, created + 1))
             .await
@@ -338,11 +310,7 @@ pub async fn bench_commit_reports_timing(store: &dyn FullStore) {
 /// refuse to insert an event whose body mentions `poison`. The commit's run
 /// update and its other events must be rolled back with it.
 pub async fn a_commit_refused_by_the_database_is_rolled_back(store: &dyn FullStore) {
-    let rec = record("r1", "s1", 1);
-    store
-        .create_run(&rec, &events(1, 1), &machine())
-        .await
-        .unwrap();
+    let rec = stored_run(store, record("r1", "s1", 1), 1).await;
     let driven = driven_machine();
     let mut poisoned = events(2, 4);
     poisoned[2].kind = weft_core::event::EventKind::AssistantChunk {
