@@ -6,7 +6,7 @@ mod request;
 
 pub use decode::{ChatDecoder, decode_body};
 pub use request::build as build_request;
-pub(crate) use request::effort;
+pub(crate) use request::{effort, tool_choice};
 
 use serde_json::Value;
 use weft_core::model::{ModelError, ModelRequest, StreamChunk};

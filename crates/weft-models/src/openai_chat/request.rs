@@ -33,12 +33,10 @@ pub fn build(flavor: ChatFlavor, model: &str, req: &ModelRequest, stream: bool) 
             })
             .collect();
         body.insert("tools".into(), Value::Array(tools));
-        let choice = match &req.tool_choice {
-            ToolChoice::Auto => json!("auto"),
-            ToolChoice::None => json!("none"),
-            ToolChoice::Required => json!("required"),
-            ToolChoice::Tool(name) => json!({"type": "function", "function": {"name": name}}),
-        };
+        let choice = tool_choice(
+            &req.tool_choice,
+            |name| json!({"type": "function", "function": {"name": name}}),
+        );
         body.insert("tool_choice".into(), choice);
     }
     if let Some(n) = req.max_tokens {
@@ -63,6 +61,16 @@ pub fn build(flavor: ChatFlavor, model: &str, req: &ModelRequest, stream: bool) 
         body.insert("stream_options".into(), json!({"include_usage": true}));
     }
     Value::Object(body)
+}
+
+/// An OpenAI `tool_choice`: a mode word, or `one(name)` for a single tool.
+pub(crate) fn tool_choice(choice: &ToolChoice, one: impl FnOnce(&str) -> Value) -> Value {
+    match choice {
+        ToolChoice::Auto => json!("auto"),
+        ToolChoice::None => json!("none"),
+        ToolChoice::Required => json!("required"),
+        ToolChoice::Tool(name) => one(name.as_str()),
+    }
 }
 
 /// The reasoning effort matching a thinking budget.

@@ -10,9 +10,9 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 use weft_core::message::{Message, Part, Role, Thinking};
-use weft_core::model::{ModelRequest, ToolChoice};
+use weft_core::model::ModelRequest;
 
-use crate::openai_chat::effort;
+use crate::openai_chat::{effort, tool_choice};
 use crate::util::{image_url, insert_sampling};
 
 /// A Responses request body: plain fields plus `input` items, some raw.
@@ -58,12 +58,10 @@ pub fn build(model: &str, req: &ModelRequest, stream: bool) -> ResponsesBody {
             .map(|t| json!({"type": "function", "name": t.name.as_str(), "description": t.description, "parameters": t.input_schema}))
             .collect();
         f.insert("tools".into(), Value::Array(tools));
-        let choice = match &req.tool_choice {
-            ToolChoice::Auto => json!("auto"),
-            ToolChoice::None => json!("none"),
-            ToolChoice::Required => json!("required"),
-            ToolChoice::Tool(name) => json!({"type": "function", "name": name}),
-        };
+        let choice = tool_choice(
+            &req.tool_choice,
+            |name| json!({"type": "function", "name": name}),
+        );
         f.insert("tool_choice".into(), choice);
     }
     if is_reasoning_model(model) || req.thinking_budget.is_some() {
