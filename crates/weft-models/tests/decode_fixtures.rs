@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Api, check_summary, expected, fixture, split};
+use common::{Api, check_summary, expected, fixture, split, streamed_text};
 use serde_json::Value;
 use weft_core::message::Thinking;
 use weft_core::model::{ModelError, StreamChunk};
@@ -96,13 +96,7 @@ fn anthropic_midstream_error_is_a_retryable_stream_error_after_partial_text() {
                     retryable: true,
                 })
             );
-            let text: String = chunks
-                .iter()
-                .filter_map(|c| match c {
-                    StreamChunk::TextDelta { text } => Some(text.as_str()),
-                    _ => None,
-                })
-                .collect();
+            let text = streamed_text(&chunks);
             assert_eq!(text, partial_text, "{name}");
         }
     }

@@ -6,7 +6,7 @@ mod common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{Api, Reply, Server, check_summary, expected, fixture, split};
+use common::{Api, Reply, Server, check_summary, expected, fixture, split, streamed_text};
 use futures_util::StreamExt;
 use weft_core::message::Message;
 use weft_core::model::{
@@ -209,13 +209,7 @@ async fn midstream_error_event_is_a_typed_retryable_error_after_partial_text() {
         }
     );
     assert!(err.is_retryable());
-    let text: String = chunks
-        .iter()
-        .filter_map(|c| match c {
-            StreamChunk::TextDelta { text } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect();
+    let text = streamed_text(&chunks);
     assert_eq!(text, "Hello there");
 }
 

@@ -471,14 +471,20 @@ fn http_model(id: &str, server: &Server) -> Arc<dyn ModelClient> {
 
 const SPLITS: &[usize] = &[3, 17, 1, 40];
 
+/// A server streaming the SSE fixtures `names`, one per request, split at [`SPLITS`].
+async fn streaming_server(names: &[&str]) -> Server {
+    let replies = names
+        .iter()
+        .map(|name| Reply::sse(split(&fixture(name), SPLITS)))
+        .collect();
+    Server::start(replies).await
+}
+
 #[tokio::test]
 async fn anthropic_agent_carries_signed_thinking_to_the_next_turn() {
-    let server = Server::start(vec![
-        Reply::sse(split(
-            &fixture("anthropic/a4_thinking_tool_use_captured.sse"),
-            SPLITS,
-        )),
-        Reply::sse(split(&fixture("anthropic/a1_text_basic.sse"), SPLITS)),
+    let server = streaming_server(&[
+        "anthropic/a4_thinking_tool_use_captured.sse",
+        "anthropic/a1_text_basic.sse",
     ])
     .await;
     let log = Log::default();
@@ -511,15 +517,9 @@ async fn anthropic_agent_carries_signed_thinking_to_the_next_turn() {
 
 #[tokio::test]
 async fn openai_chat_agent_runs_parallel_calls_then_answers() {
-    let server = Server::start(vec![
-        Reply::sse(split(
-            &fixture("openai_chat/c2_parallel_tool_calls.sse"),
-            SPLITS,
-        )),
-        Reply::sse(split(
-            &fixture("openai_chat/c1_text_include_usage.sse"),
-            SPLITS,
-        )),
+    let server = streaming_server(&[
+        "openai_chat/c2_parallel_tool_calls.sse",
+        "openai_chat/c1_text_include_usage.sse",
     ])
     .await;
     let log = Log::default();
@@ -555,12 +555,9 @@ async fn openai_chat_agent_runs_parallel_calls_then_answers() {
 
 #[tokio::test]
 async fn openai_responses_agent_sends_the_reasoning_item_back() {
-    let server = Server::start(vec![
-        Reply::sse(split(
-            &fixture("openai_responses/r3_reasoning_summary_function_call.sse"),
-            SPLITS,
-        )),
-        Reply::sse(split(&fixture("openai_responses/r1_text.sse"), SPLITS)),
+    let server = streaming_server(&[
+        "openai_responses/r3_reasoning_summary_function_call.sse",
+        "openai_responses/r1_text.sse",
     ])
     .await;
     let log = Log::default();
@@ -582,12 +579,9 @@ async fn openai_responses_agent_sends_the_reasoning_item_back() {
 
 #[tokio::test]
 async fn a_call_cut_off_by_max_tokens_is_never_executed() {
-    let server = Server::start(vec![
-        Reply::sse(split(
-            &fixture("anthropic/a6_tool_use_truncated_max_tokens.sse"),
-            SPLITS,
-        )),
-        Reply::sse(split(&fixture("anthropic/a1_text_basic.sse"), SPLITS)),
+    let server = streaming_server(&[
+        "anthropic/a6_tool_use_truncated_max_tokens.sse",
+        "anthropic/a1_text_basic.sse",
     ])
     .await;
     let log = Log::default();

@@ -35,6 +35,17 @@ pub fn expected(path: &str) -> Value {
     v["expected"].clone()
 }
 
+/// The text the text deltas among `chunks` spell.
+pub fn streamed_text(chunks: &[weft_core::model::StreamChunk]) -> String {
+    chunks
+        .iter()
+        .filter_map(|c| match c {
+            weft_core::model::StreamChunk::TextDelta { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Splits `bytes` into chunks of cycling sizes, so boundaries fall mid-line.
 pub fn split(bytes: &[u8], sizes: &[usize]) -> Vec<Bytes> {
     let mut out = Vec::new();
