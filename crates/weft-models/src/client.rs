@@ -76,6 +76,18 @@ impl<A: WireApi> HttpModelClient<A> {
         })
     }
 
+    /// A client for `model` at `base_url` that sends JSON with
+    /// `Authorization: Bearer <key>` when there is a key.
+    pub(crate) fn with_bearer(
+        api: A,
+        model: &str,
+        api_key: Option<&ApiKey>,
+        base_url: &str,
+        http: HttpConfig,
+    ) -> Result<Self, ModelError> {
+        Self::with_api(api, model, base_url, bearer_headers(api_key)?, http)
+    }
+
     /// The provider API this client speaks.
     pub fn api(&self) -> &A {
         &self.api
@@ -110,7 +122,7 @@ impl<A: WireApi> ModelClient for HttpModelClient<A> {
 }
 
 /// JSON content type plus `Authorization: Bearer <key>` when there is a key.
-pub(crate) fn bearer_headers(api_key: Option<&ApiKey>) -> Result<HeaderMap, ModelError> {
+fn bearer_headers(api_key: Option<&ApiKey>) -> Result<HeaderMap, ModelError> {
     let mut headers = HeaderMap::new();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     if let Some(key) = api_key {

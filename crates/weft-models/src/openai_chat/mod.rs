@@ -11,7 +11,7 @@ pub(crate) use request::{effort, tool_choice};
 use serde_json::Value;
 use weft_core::model::{ModelError, ModelRequest, StreamChunk};
 
-use crate::client::{HttpModelClient, WireApi, bearer_headers};
+use crate::client::{HttpModelClient, WireApi};
 use crate::http::HttpConfig;
 use crate::key::ApiKey;
 
@@ -72,7 +72,6 @@ impl HttpModelClient<ChatApi> {
         base_url: &str,
         http: HttpConfig,
     ) -> Result<Self, ModelError> {
-        let headers = bearer_headers(api_key)?;
-        Self::with_api(ChatApi { flavor }, model, base_url, headers, http)
+        Self::with_bearer(ChatApi { flavor }, model, api_key, base_url, http)
     }
 }

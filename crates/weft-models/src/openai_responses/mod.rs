@@ -9,7 +9,7 @@ pub use request::{InputItem, ResponsesBody, build as build_request, is_reasoning
 
 use weft_core::model::{ModelError, ModelRequest, StreamChunk};
 
-use crate::client::{HttpModelClient, WireApi, bearer_headers};
+use crate::client::{HttpModelClient, WireApi};
 use crate::http::HttpConfig;
 use crate::key::ApiKey;
 
@@ -51,7 +51,6 @@ impl HttpModelClient<ResponsesApi> {
         base_url: &str,
         http: HttpConfig,
     ) -> Result<Self, ModelError> {
-        let headers = bearer_headers(api_key)?;
-        Self::with_api(ResponsesApi, model, base_url, headers, http)
+        Self::with_bearer(ResponsesApi, model, api_key, base_url, http)
     }
 }
