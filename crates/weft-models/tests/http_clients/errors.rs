@@ -171,12 +171,9 @@ async fn idle_timeout_between_chunks() {
     let mut reply = Reply::sse(split(&bytes, &[200]));
     reply.stall = Some(Duration::from_millis(800));
     let server = Server::start(vec![reply]).await;
-    let mut config = ModelConfig::new("anthropic/claude-test");
-    config.api_key = Some(ApiKey::new("k"));
-    config.base_url = Some(server.url());
-    config.http = fast_http();
-    config.http.timeouts.idle = Duration::from_millis(200);
-    let c = weft_models::build_model(&config).unwrap();
+    let c = anthropic_at(&server, |http| {
+        http.timeouts.idle = Duration::from_millis(200)
+    });
     let res = run(&*c).await.1;
     assert_eq!(
         res,
@@ -250,12 +247,9 @@ async fn first_byte_timeout_is_typed_and_retried() {
     let mut slow = Reply::sse(split(&ok, SPLITS));
     slow.delay = Some(Duration::from_millis(600));
     let server = Server::start(vec![slow, Reply::sse(split(&ok, SPLITS))]).await;
-    let mut config = ModelConfig::new("anthropic/claude-test");
-    config.api_key = Some(ApiKey::new("k"));
-    config.base_url = Some(server.url());
-    config.http = fast_http();
-    config.http.timeouts.first_byte = Duration::from_millis(200);
-    let c = weft_models::build_model(&config).unwrap();
+    let c = anthropic_at(&server, |http| {
+        http.timeouts.first_byte = Duration::from_millis(200)
+    });
     // The first attempt times out waiting for headers; the retry succeeds.
     assert_eq!(run(&*c).await.1.unwrap().text, "Hello there!");
     assert_eq!(server.seen.lock().unwrap().times.len(), 2);
@@ -263,9 +257,10 @@ async fn first_byte_timeout_is_typed_and_retried() {
     let mut slow = Reply::sse(split(&ok, SPLITS));
     slow.delay = Some(Duration::from_millis(600));
     let server = Server::start(vec![slow]).await;
-    config.base_url = Some(server.url());
-    config.http.retry.max_retries = 0;
-    let c = weft_models::build_model(&config).unwrap();
+    let c = anthropic_at(&server, |http| {
+        http.timeouts.first_byte = Duration::from_millis(200);
+        http.retry.max_retries = 0;
+    });
     assert_eq!(
         run(&*c).await.1,
         Err(ModelError::Timeout {

@@ -9,7 +9,9 @@ mod wire;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{Api, Reply, Server, check_summary, expected, fixture, split, streamed_text};
+use common::{
+    ANTHROPIC_OK, Api, Reply, Server, check_summary, expected, fixture, split, streamed_text,
+};
 use futures_util::StreamExt;
 use weft_core::message::Message;
 use weft_core::model::{
@@ -51,6 +53,16 @@ fn client(id: &str, server: &Server) -> Arc<dyn ModelClient> {
         config.base_url = Some(format!("{}/v1", server.url()));
     }
     build_model_with_env(&config, &env).unwrap()
+}
+
+/// An Anthropic client at `server`, with [`fast_http`] changed by `tune`.
+fn anthropic_at(server: &Server, tune: impl FnOnce(&mut HttpConfig)) -> Arc<dyn ModelClient> {
+    let mut config = ModelConfig::new("anthropic/claude-test");
+    config.api_key = Some(ApiKey::new("k"));
+    config.base_url = Some(server.url());
+    config.http = fast_http();
+    tune(&mut config.http);
+    weft_models::build_model(&config).unwrap()
 }
 
 fn request() -> ModelRequest {

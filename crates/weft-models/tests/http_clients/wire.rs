@@ -10,14 +10,7 @@ async fn every_stream_fixture_decodes_over_http_split_mid_line() {
             "anthropic/claude-test",
             "anthropic",
             Api::Anthropic,
-            &[
-                "a1_text_basic",
-                "a2_tool_use_sdk",
-                "a3_tool_use_docs",
-                "a4_thinking_tool_use_captured",
-                "a5_thinking_docs",
-                "a6_tool_use_truncated_max_tokens",
-            ],
+            ANTHROPIC_OK,
         ),
         (
             "openai/gpt-test",

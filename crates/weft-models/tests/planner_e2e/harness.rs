@@ -120,8 +120,19 @@ pub(crate) fn spec(name: &str) -> ToolSpec {
     }
 }
 
+/// The context of the run every planner call here belongs to.
+pub(crate) fn run_context() -> RunContext {
+    RunContext {
+        agent_id: "agent".into(),
+        run_id: "run".into(),
+        session_id: "session".into(),
+        turn_id: TurnId::new("turn"),
+        labels: Arc::new(Labels::new()),
+    }
+}
+
 /// Runs the machine to its outcome, executing tools with canned results.
-pub(crate) async fn drive(
+async fn drive(
     planner: &ModelPlanner,
     tools: &[&str],
     prompt: &str,
@@ -136,13 +147,7 @@ pub(crate) async fn drive(
         },
         now,
     );
-    let run = RunContext {
-        agent_id: "agent".into(),
-        run_id: "run".into(),
-        session_id: "session".into(),
-        turn_id: TurnId::new("turn"),
-        labels: Arc::new(Labels::new()),
-    };
+    let run = run_context();
     loop {
         let step = machine.next_step(now);
         match step {
@@ -214,7 +219,33 @@ pub(crate) async fn drive(
     }
 }
 
-pub(crate) fn final_text(outcome: &RunOutcome) -> String {
+/// A run driven to its answer.
+pub(crate) struct Answered {
+    /// The answer's text.
+    pub(crate) text: String,
+    /// The machine at the end.
+    pub(crate) machine: RunMachine,
+    /// The log's entries.
+    pub(crate) entries: Vec<String>,
+}
+
+/// Whether the log `entries` hold `entry`.
+pub(crate) fn logged(entries: &[String], entry: &str) -> bool {
+    entries.iter().any(|e| e == entry)
+}
+
+/// Drives `planner` over `tools` from `prompt` to its answer.
+pub(crate) async fn answer(planner: &ModelPlanner, tools: &[&str], prompt: &str) -> Answered {
+    let log = Log::default();
+    let (outcome, machine) = drive(planner, tools, prompt, &log).await;
+    Answered {
+        text: final_text(&outcome),
+        machine,
+        entries: log.entries(),
+    }
+}
+
+fn final_text(outcome: &RunOutcome) -> String {
     match outcome {
         RunOutcome::Response { message, .. } => message.joined_text(),
         other => panic!("run did not answer: {other:?}"),
@@ -232,7 +263,7 @@ pub(crate) fn planner(model: Arc<dyn ModelClient>) -> ModelPlanner {
     )
 }
 
-pub(crate) fn http_model(id: &str, server: &Server) -> Arc<dyn ModelClient> {
+fn http_model(id: &str, server: &Server) -> Arc<dyn ModelClient> {
     let mut config = ModelConfig::new(id);
     config.api_key = Some(ApiKey::new("sk-test"));
     config.base_url = Some(if id.starts_with("anthropic/") {
@@ -245,13 +276,26 @@ pub(crate) fn http_model(id: &str, server: &Server) -> Arc<dyn ModelClient> {
     build_model(&config).unwrap()
 }
 
-pub(crate) const SPLITS: &[usize] = &[3, 17, 1, 40];
+const SPLITS: &[usize] = &[3, 17, 1, 40];
 
 /// A server streaming the SSE fixtures `names`, one per request, split at [`SPLITS`].
-pub(crate) async fn streaming_server(names: &[&str]) -> Server {
+async fn streaming_server(names: &[&str]) -> Server {
     let replies = names
         .iter()
         .map(|name| Reply::sse(split(&fixture(name), SPLITS)))
         .collect();
     Server::start(replies).await
+}
+
+/// Drives a planner over the HTTP model `id`, whose server streams the SSE
+/// fixtures `names` in turn, to its answer; the server keeps what it saw.
+pub(crate) async fn answer_over_http(
+    id: &str,
+    names: &[&str],
+    tools: &[&str],
+    prompt: &str,
+) -> (Answered, Server) {
+    let server = streaming_server(names).await;
+    let run = answer(&planner(http_model(id, &server)), tools, prompt).await;
+    (run, server)
 }

@@ -3,29 +3,31 @@
 //! and calls cut off by the token limit.
 
 use crate::common::fixture;
-use crate::harness::{Log, drive, final_text, http_model, planner, streaming_server};
+use crate::harness::{answer_over_http, logged};
 use serde_json::Value;
 
 #[tokio::test]
 async fn anthropic_agent_carries_signed_thinking_to_the_next_turn() {
-    let server = streaming_server(&[
-        "anthropic/a4_thinking_tool_use_captured.sse",
-        "anthropic/a1_text_basic.sse",
-    ])
+    let (run, server) = answer_over_http(
+        "anthropic/claude-sonnet-4",
+        &[
+            "anthropic/a4_thinking_tool_use_captured.sse",
+            "anthropic/a1_text_basic.sse",
+        ],
+        &["weather", "calc.add"],
+        "Weather in Florence?",
+    )
     .await;
-    let log = Log::default();
-    let p = planner(http_model("anthropic/claude-sonnet-4", &server));
-    let (outcome, _) = drive(&p, &["weather", "calc.add"], "Weather in Florence?", &log).await;
-    assert_eq!(final_text(&outcome), "Hello there!");
-    let entries = log.entries();
+    assert_eq!(run.text, "Hello there!");
+    let entries = run.entries;
     assert_eq!(entries[0], "usage:424/5");
     assert_eq!(entries[1], "thinking:signed");
     assert_eq!(
         entries[2],
         "args:toolu_01Js4AMfx5qpTLhwTusnvT68:weather:{\""
     );
-    assert!(entries.contains(&"tool_start:weather".to_owned()));
-    assert!(entries.contains(&"tool_end:weather".to_owned()));
+    assert!(logged(&entries, "tool_start:weather"), "{entries:?}");
+    assert!(logged(&entries, "tool_end:weather"), "{entries:?}");
     assert_eq!(entries.last().unwrap(), "usage:11/6");
     let seen = server.seen.lock().unwrap();
     let second = &seen.bodies[1]["messages"];
@@ -43,22 +45,21 @@ async fn anthropic_agent_carries_signed_thinking_to_the_next_turn() {
 
 #[tokio::test]
 async fn openai_chat_agent_runs_parallel_calls_then_answers() {
-    let server = streaming_server(&[
-        "openai_chat/c2_parallel_tool_calls.sse",
-        "openai_chat/c1_text_include_usage.sse",
-    ])
-    .await;
-    let log = Log::default();
-    let p = planner(http_model("openai/gpt-4o", &server));
-    let (outcome, machine) = drive(
-        &p,
+    let (run, server) = answer_over_http(
+        "openai/gpt-4o",
+        &[
+            "openai_chat/c2_parallel_tool_calls.sse",
+            "openai_chat/c1_text_include_usage.sse",
+        ],
         &["GetWeatherArgs", "get_stock_price"],
         "Weather and AAPL?",
-        &log,
     )
     .await;
-    assert!(final_text(&outcome).starts_with("I'm unable to provide real-time weather updates."));
-    let entries = log.entries();
+    assert!(
+        run.text
+            .starts_with("I'm unable to provide real-time weather updates.")
+    );
+    let entries = run.entries;
     let starts: Vec<&String> = entries.iter().filter(|e| e.starts_with("tool_")).collect();
     assert_eq!(
         starts,
@@ -69,9 +70,9 @@ async fn openai_chat_agent_runs_parallel_calls_then_answers() {
             "tool_end:get_stock_price"
         ]
     );
-    assert!(entries.contains(&"usage:149/60".to_owned()));
-    assert!(entries.contains(&"usage:14/30".to_owned()));
-    assert_eq!(machine.tool_outputs().len(), 2);
+    assert!(logged(&entries, "usage:149/60"), "{entries:?}");
+    assert!(logged(&entries, "usage:14/30"), "{entries:?}");
+    assert_eq!(run.machine.tool_outputs().len(), 2);
     let seen = server.seen.lock().unwrap();
     let msgs = seen.bodies[1]["messages"].as_array().unwrap();
     assert_eq!(msgs[2]["tool_calls"].as_array().unwrap().len(), 2);
@@ -81,18 +82,20 @@ async fn openai_chat_agent_runs_parallel_calls_then_answers() {
 
 #[tokio::test]
 async fn openai_responses_agent_sends_the_reasoning_item_back() {
-    let server = streaming_server(&[
-        "openai_responses/r3_reasoning_summary_function_call.sse",
-        "openai_responses/r1_text.sse",
-    ])
+    let (run, server) = answer_over_http(
+        "openai-responses/gpt-5",
+        &[
+            "openai_responses/r3_reasoning_summary_function_call.sse",
+            "openai_responses/r1_text.sse",
+        ],
+        &["weather", "calc.add"],
+        "Weather in Florence?",
+    )
     .await;
-    let log = Log::default();
-    let p = planner(http_model("openai-responses/gpt-5", &server));
-    let (outcome, _) = drive(&p, &["weather", "calc.add"], "Weather in Florence?", &log).await;
-    assert_eq!(final_text(&outcome), "Hi in Portuguese is \"Oi!\"");
-    let entries = log.entries();
+    assert_eq!(run.text, "Hi in Portuguese is \"Oi!\"");
+    let entries = run.entries;
     assert_eq!(entries[0], "thinking:openai-reasoning");
-    assert!(entries.contains(&"tool_start:weather".to_owned()));
+    assert!(logged(&entries, "tool_start:weather"), "{entries:?}");
     let seen = server.seen.lock().unwrap();
     let input = &seen.bodies[1]["input"];
     assert_eq!(input[1]["type"], "reasoning");
@@ -105,25 +108,24 @@ async fn openai_responses_agent_sends_the_reasoning_item_back() {
 
 #[tokio::test]
 async fn a_call_cut_off_by_max_tokens_is_never_executed() {
-    let server = streaming_server(&[
-        "anthropic/a6_tool_use_truncated_max_tokens.sse",
-        "anthropic/a1_text_basic.sse",
-    ])
+    let (run, server) = answer_over_http(
+        "anthropic/claude-3-7-sonnet",
+        &[
+            "anthropic/a6_tool_use_truncated_max_tokens.sse",
+            "anthropic/a1_text_basic.sse",
+        ],
+        &["make_file"],
+        "Write a tax guide",
+    )
     .await;
-    let log = Log::default();
-    let p = planner(http_model("anthropic/claude-3-7-sonnet", &server));
-    let (outcome, machine) = drive(&p, &["make_file"], "Write a tax guide", &log).await;
-    assert_eq!(final_text(&outcome), "Hello there!");
-    let entries = log.entries();
-    assert!(
-        entries.contains(&"invalid:make_file".to_owned()),
-        "{entries:?}"
-    );
+    assert_eq!(run.text, "Hello there!");
+    let entries = run.entries;
+    assert!(logged(&entries, "invalid:make_file"), "{entries:?}");
     assert!(
         !entries.iter().any(|e| e.starts_with("tool_start")),
         "{entries:?}"
     );
-    assert!(machine.tool_outputs()[0].is_error());
+    assert!(run.machine.tool_outputs()[0].is_error());
     // The retry tells the model why its call was not run.
     let seen = server.seen.lock().unwrap();
     let result = &seen.bodies[1]["messages"][2]["content"][0];

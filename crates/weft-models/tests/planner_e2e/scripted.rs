@@ -1,13 +1,11 @@
 //! The model planner against the scripted model: tool turns, resolution
 //! of bad calls, finalization, model errors and tool choice.
 
-use crate::harness::{Ctx, Log, drive, final_text, planner, spec};
+use crate::harness::{Ctx, Log, answer, logged, planner, run_context, spec};
 use std::sync::Arc;
-use weft_core::TurnId;
 use weft_core::message::{Message, Part};
 use weft_core::model::{ModelError, ToolChoice};
-use weft_core::planner::{PlanInput, PlanResumeInput, Planner, PlannerError, RunContext};
-use weft_core::tool::Labels;
+use weft_core::planner::{PlanInput, PlanResumeInput, Planner, PlannerError};
 use weft_models::{ModelPlanner, ModelPlannerConfig, ScriptedModel};
 
 #[tokio::test]
@@ -25,17 +23,15 @@ async fn scripted_two_tool_agent_runs_to_a_final_answer() {
         )
         .unwrap(),
     );
-    let log = Log::default();
-    let (outcome, machine) = drive(
+    let run = answer(
         &planner(model.clone()),
         &["calc.add", "weather.current"],
         "2+3 and weather?",
-        &log,
     )
     .await;
-    assert_eq!(final_text(&outcome), "5, and sunny.");
+    assert_eq!(run.text, "5, and sunny.");
     assert_eq!(
-        log.entries(),
+        run.entries,
         vec![
             "text:Checking ",
             "text:both.",
@@ -76,7 +72,7 @@ async fn scripted_two_tool_agent_runs_to_a_final_answer() {
     assert!(
         matches!(&second[2].parts[0], Part::ToolResult { tool_use_id, .. } if tool_use_id.as_str() == "c1")
     );
-    assert_eq!(machine.tool_outputs().len(), 2);
+    assert_eq!(run.machine.tool_outputs().len(), 2);
 }
 
 #[tokio::test]
@@ -93,24 +89,16 @@ async fn malformed_arguments_and_unknown_tools_go_through_resolution_not_a_crash
         )
         .unwrap(),
     );
-    let log = Log::default();
-    let (outcome, _) = drive(
+    let run = answer(
         &planner(model.clone()),
         &["calc.add", "weather.current"],
         "go",
-        &log,
     )
     .await;
-    assert_eq!(final_text(&outcome), "done");
-    let entries = log.entries();
-    assert!(
-        entries.contains(&"invalid:calc.add".to_owned()),
-        "{entries:?}"
-    );
-    assert!(
-        entries.contains(&"invalid:nope.tool".to_owned()),
-        "{entries:?}"
-    );
+    assert_eq!(run.text, "done");
+    let entries = run.entries;
+    assert!(logged(&entries, "invalid:calc.add"), "{entries:?}");
+    assert!(logged(&entries, "invalid:nope.tool"), "{entries:?}");
     // The retry feedback reached the model as the invalid call's result.
     let third = &model.requests()[2].messages;
     let feedback: Vec<String> = third
@@ -146,13 +134,7 @@ async fn finalize_disables_tools_and_returns_text_even_if_the_model_calls_a_tool
     );
     let p = planner(model.clone());
     let transcript = weft_core::run::Transcript::new(vec![Message::user("hi")]);
-    let run = RunContext {
-        agent_id: "a".into(),
-        run_id: "r".into(),
-        session_id: "s".into(),
-        turn_id: TurnId::new("t"),
-        labels: Arc::new(Labels::new()),
-    };
+    let run = run_context();
     let tools = vec![spec("calc.add")];
     let termination = weft_core::planner::Termination {
         reason: weft_core::planner::TerminationReason::ToolCap,
@@ -201,13 +183,7 @@ async fn model_errors_become_planner_errors_with_their_retryability() {
         }],
     ));
     let transcript = weft_core::run::Transcript::new(vec![Message::user("hi")]);
-    let run = RunContext {
-        agent_id: "a".into(),
-        run_id: "r".into(),
-        session_id: "s".into(),
-        turn_id: TurnId::new("t"),
-        labels: Arc::new(Labels::new()),
-    };
+    let run = run_context();
     let err = planner(model)
         .plan_start(PlanInput {
             messages: &transcript,
@@ -249,9 +225,8 @@ async fn a_required_tool_choice_applies_until_the_run_has_tool_results() {
                 ..ModelPlannerConfig::default()
             },
         );
-        let log = Log::default();
-        let (outcome, _) = drive(&planner, &["calc.add", "weather.current"], "go", &log).await;
-        assert_eq!(final_text(&outcome), "done");
+        let run = answer(&planner, &["calc.add", "weather.current"], "go").await;
+        assert_eq!(run.text, "done");
         let choices: Vec<ToolChoice> = model
             .requests()
             .into_iter()
