@@ -4,7 +4,7 @@
 mod common;
 
 use axum::http::StatusCode;
-use common::{Fixture, TOKEN_A, scenarios};
+use common::{Fixture, TOKEN_A, clarification, scenarios};
 use serde_json::json;
 
 #[tokio::test]
@@ -28,7 +28,7 @@ async fn pause_resume_and_cancel_an_awaiting_run() {
         .post(
             &format!("/v1/runs/{run}/answers"),
             TOKEN_A,
-            json!({"item_id": "why", "answer": {"kind": "clarification", "text": "x"}}),
+            clarification("why", "x"),
         )
         .await;
     assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);

@@ -254,3 +254,8 @@ impl Fixture {
         panic!("run {run_id} never reached {status}");
     }
 }
+
+/// An answer to the clarification `item`.
+pub fn clarification(item: &str, text: &str) -> Value {
+    json!({"item_id": item, "answer": {"kind": "clarification", "text": text}})
+}
