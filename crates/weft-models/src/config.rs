@@ -15,37 +15,10 @@ use weft_core::model::{ModelClient, ModelError};
 
 use crate::anthropic::{self, AnthropicClient};
 use crate::http::HttpConfig;
+pub use crate::key::ApiKey;
 use crate::openai_chat::{self, ChatClient, ChatFlavor};
 use crate::openai_responses::ResponsesClient;
 use crate::scripted::ScriptedModel;
-
-/// An API key; its `Debug` and `Display` print `***`.
-#[derive(Clone, PartialEq, Eq)]
-pub struct ApiKey(String);
-
-impl ApiKey {
-    /// Wraps a key.
-    pub fn new(key: impl Into<String>) -> Self {
-        Self(key.into())
-    }
-
-    /// The key itself, for the one place that sends it.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for ApiKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("ApiKey(***)")
-    }
-}
-
-impl fmt::Display for ApiKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("***")
-    }
-}
 
 /// Which API a model id names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -108,6 +108,26 @@ impl<D: EventDecoder> StreamDecoder<D> {
     }
 }
 
+/// Appends one whole tool call: its start, all of its arguments, and its end.
+pub(crate) fn push_whole_call(
+    out: &mut Vec<StreamChunk>,
+    index: u32,
+    id: String,
+    name: String,
+    arguments: String,
+) {
+    out.push(StreamChunk::ToolCallStart {
+        index,
+        id: id.into(),
+        name,
+    });
+    out.push(StreamChunk::ToolCallArgsDelta {
+        index,
+        delta: arguments,
+    });
+    out.push(StreamChunk::ToolCallEnd { index });
+}
+
 /// Decodes a whole SSE body at once.
 pub fn decode_all<D: EventDecoder>(
     provider: D,

@@ -4,7 +4,9 @@
 //! - [`sse`]: the incremental Server-Sent Events decoder.
 //! - [`decode`]: the provider decoder contract and the bytes-to-chunks driver.
 //! - [`anthropic`], [`openai_chat`], [`openai_responses`]: one module per API,
-//!   each with its request builder, its stream/body decoder and its client.
+//!   each with its request builder, its stream/body decoder and its [`WireApi`].
+//! - [`client`]: [`HttpModelClient`], the client skeleton the three APIs fill in
+//!   through [`WireApi`].
 //! - [`http`]: the shared transport (retries, timeouts, error mapping).
 //! - [`config`]: model ids, keys, base URLs and the [`ModelRegistry`].
 //! - [`planner`]: the [`ModelPlanner`], weft's default planner over any model.
@@ -22,9 +24,11 @@
 
 pub mod anthropic;
 pub mod bench;
+pub mod client;
 pub mod config;
 pub mod decode;
 pub mod http;
+mod key;
 pub mod names;
 pub mod openai_chat;
 pub mod openai_responses;
@@ -33,6 +37,7 @@ pub mod scripted;
 pub mod sse;
 mod util;
 
+pub use client::{HttpModelClient, WireApi};
 pub use config::{
     ApiKey, LocalLoader, ModelConfig, ModelRegistry, Provider, build_model, build_model_with_env,
     parse_model_id,

@@ -1,8 +1,11 @@
 //! Small helpers shared by the provider modules: shortening lines for error
-//! messages, parsing JSON into typed errors, and assembling summaries.
+//! messages, parsing JSON into typed errors, assembling summaries, and the
+//! request fields every API spells the same way.
 
 use serde::Deserialize;
-use weft_core::model::{ModelError, ModelSummary, StreamAssembler, StreamChunk};
+use serde_json::{Map, Value, json};
+use weft_core::message::{Media, MediaSource};
+use weft_core::model::{ModelError, ModelRequest, ModelSummary, StreamAssembler, StreamChunk};
 use weft_core::planner::NoopEvents;
 
 /// Longest line quoted in an error message, in characters.
@@ -35,4 +38,22 @@ pub(crate) fn assemble(chunks: Vec<StreamChunk>) -> Result<ModelSummary, ModelEr
             })?;
     }
     Ok(asm.finish(&NoopEvents))
+}
+
+/// Inserts the sampling settings `req` sets: `temperature`, then `top_p`.
+pub(crate) fn insert_sampling(body: &mut Map<String, Value>, req: &ModelRequest) {
+    if let Some(t) = req.temperature {
+        body.insert("temperature".into(), json!(t));
+    }
+    if let Some(p) = req.top_p {
+        body.insert("top_p".into(), json!(p));
+    }
+}
+
+/// An image as the URL OpenAI's APIs take: its own, or a `data:` URL.
+pub(crate) fn image_url(media: &Media) -> String {
+    match &media.source {
+        MediaSource::Base64(data) => format!("data:{};base64,{data}", media.media_type),
+        MediaSource::Url(url) => url.clone(),
+    }
 }

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Api, check_summary, expected, fixture, split};
+use common::{ANTHROPIC_OK, Api, check_summary, expected, fixture, split, streamed_text};
 use serde_json::Value;
 use weft_core::message::Thinking;
 use weft_core::model::{ModelError, StreamChunk};
@@ -12,15 +12,6 @@ use weft_models::anthropic::{self, AnthropicDecoder};
 use weft_models::decode::{EventDecoder, StreamDecoder};
 use weft_models::openai_chat::{self, ChatDecoder};
 use weft_models::openai_responses::{self, ResponsesDecoder};
-
-const ANTHROPIC_OK: &[&str] = &[
-    "a1_text_basic",
-    "a2_tool_use_sdk",
-    "a3_tool_use_docs",
-    "a4_thinking_tool_use_captured",
-    "a5_thinking_docs",
-    "a6_tool_use_truncated_max_tokens",
-];
 
 /// Decodes `bytes` fed in `chunks`, returning the chunks and the final result.
 fn decode<D: EventDecoder>(
@@ -96,13 +87,7 @@ fn anthropic_midstream_error_is_a_retryable_stream_error_after_partial_text() {
                     retryable: true,
                 })
             );
-            let text: String = chunks
-                .iter()
-                .filter_map(|c| match c {
-                    StreamChunk::TextDelta { text } => Some(text.as_str()),
-                    _ => None,
-                })
-                .collect();
+            let text = streamed_text(&chunks);
             assert_eq!(text, partial_text, "{name}");
         }
     }

@@ -1,5 +1,10 @@
-//! Run control handlers: pause, resume and cancel, and the retry that makes
-//! them reliable right after a run's driver stopped.
+//! Run control handlers: answer an await, pause, resume and cancel; and the
+//! retry that makes the last three reliable right after a run's driver
+//! stopped.
+//!
+//! Pause, resume and cancel are one handler body ([`control_run`]) over a
+//! [`Control`], which says what to ask the runtime and what the stored run
+//! looks like once the request took effect.
 //!
 //! The runtime decides between signalling a run's driver and changing the
 //! stored run by whether a driver task still owns the run. A driver releases
@@ -9,26 +14,65 @@
 //! should own (stored status other than `running`) had no visible effect, it
 //! waits briefly and calls again.
 
-use std::future::Future;
 use std::time::Duration;
 
 use axum::Json;
 use axum::extract::{Path, State};
-use weft_core::RunId;
+use weft_core::run::AwaitProgress;
 use weft_core::store::{RunStatus, StoredRun};
-use weft_runtime::RuntimeError;
+use weft_core::{AwaitItemId, RunId};
+use weft_runtime::{Runtime, RuntimeError};
 
 use crate::AppState;
+use crate::access::owned_run;
 use crate::auth::Tenant;
-use crate::dto::{CancelRun, RunView};
+use crate::dto::{AnswerAccepted, CancelRun, ProvideAnswer, RunView};
 use crate::error::{ApiError, Problem};
-use crate::json::OptionalJsonBody;
-use crate::runs::owned_run;
+use crate::json::{JsonBody, OptionalJsonBody};
 
 /// How many times a control call is made before its answer is taken as final.
 const ATTEMPTS: u32 = 20;
 /// The pause between attempts.
 const RETRY_DELAY: Duration = Duration::from_millis(10);
+
+/// Answers one item of a run's await; the run resumes once every item is answered.
+#[utoipa::path(
+    post, path = "/v1/runs/{run_id}/answers", tag = "runs",
+    params(("run_id" = String, Path, description = "The run")),
+    request_body = ProvideAnswer,
+    responses(
+        (status = 200, description = "Accepted", body = AnswerAccepted),
+        (status = 400, description = "Unknown item, or an answer that does not fit it; the run stays paused", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such run for this tenant", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The item is already answered, or the run awaits nothing", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn provide_answer(
+    State(state): State<AppState>,
+    tenant: Tenant,
+    Path(run_id): Path<String>,
+    JsonBody(body): JsonBody<ProvideAnswer>,
+) -> Result<Json<AnswerAccepted>, ApiError> {
+    let stored = owned_run(&state, &tenant, &run_id).await?;
+    let progress = state
+        .runtime
+        .provide(
+            &stored.record.run_id,
+            &AwaitItemId::new(body.item_id),
+            body.answer,
+        )
+        .await?;
+    let remaining = match progress {
+        AwaitProgress::Pending { remaining } => remaining,
+        AwaitProgress::Satisfied => 0,
+    };
+    Ok(Json(AnswerAccepted {
+        remaining,
+        satisfied: remaining == 0,
+    }))
+}
 
 /// Pauses a run (a driven run pauses at its next step).
 #[utoipa::path(
@@ -47,17 +91,7 @@ pub(crate) async fn pause_run(
     tenant: Tenant,
     Path(run_id): Path<String>,
 ) -> Result<Json<RunView>, ApiError> {
-    let id = owned_run(&state, &tenant, &run_id).await?.record.run_id;
-    let runtime = &state.runtime;
-    let stored = settle(
-        &state,
-        &id,
-        || runtime.pause(&id),
-        |s| s.snapshot.is_paused(),
-        |_, _| false,
-    )
-    .await?;
-    Ok(view(stored))
+    control_run(&state, &tenant, &run_id, Control::Pause).await
 }
 
 /// Resumes a paused run.
@@ -77,19 +111,7 @@ pub(crate) async fn resume_run(
     tenant: Tenant,
     Path(run_id): Path<String>,
 ) -> Result<Json<RunView>, ApiError> {
-    let id = owned_run(&state, &tenant, &run_id).await?.record.run_id;
-    let runtime = &state.runtime;
-    let stored = settle(
-        &state,
-        &id,
-        || runtime.resume(&id),
-        |s| !s.snapshot.is_paused(),
-        // A driver that just committed the pause has not let go of the run
-        // yet and the runtime reports it as not paused.
-        |e, s| matches!(e, RuntimeError::NotPaused(_)) && s.snapshot.is_paused(),
-    )
-    .await?;
-    Ok(view(stored))
+    control_run(&state, &tenant, &run_id, Control::Resume).await
 }
 
 /// Cancels a run.
@@ -111,12 +133,16 @@ pub(crate) async fn cancel_run(
     Path(run_id): Path<String>,
     OptionalJsonBody(body): OptionalJsonBody<CancelRun>,
 ) -> Result<Json<RunView>, ApiError> {
-    let id = owned_run(&state, &tenant, &run_id).await?.record.run_id;
     let reason = body
         .reason
         .unwrap_or_else(|| "cancelled by request".to_owned());
-    let stored = cancel(&state, &id, &reason).await?;
-    Ok(view(stored))
+    control_run(
+        &state,
+        &tenant,
+        &run_id,
+        Control::Cancel { reason: &reason },
+    )
+    .await
 }
 
 /// Cancels a run through the runtime (see [`settle`]) and returns it.
@@ -125,45 +151,91 @@ pub(crate) async fn cancel(
     run_id: &RunId,
     reason: &str,
 ) -> Result<StoredRun, ApiError> {
-    let runtime = &state.runtime;
-    settle(
-        state,
-        run_id,
-        || runtime.cancel(run_id, reason),
-        |s| s.record.status.is_finished(),
-        |_, _| false,
-    )
-    .await
+    settle(state, run_id, Control::Cancel { reason }).await
 }
 
-/// Calls `op` until the stored run shows its effect (`settled`), the run is
-/// driven (the driver applies the change at its next step), or attempts run
-/// out. An error on the first call is final unless `race` says it comes from
-/// a driver that is releasing the run; an error on a later call means an
-/// earlier call took effect late when the run is `settled`.
-async fn settle<'a, F, Fut>(
+/// A change of a run's course that the runtime may apply late.
+#[derive(Debug, Clone, Copy)]
+enum Control<'a> {
+    /// Pause at the next step.
+    Pause,
+    /// Resume a paused run.
+    Resume,
+    /// Cancel, for `reason`.
+    Cancel { reason: &'a str },
+}
+
+impl Control<'_> {
+    /// Asks the runtime for the change.
+    async fn call(self, runtime: &Runtime, run_id: &RunId) -> Result<(), RuntimeError> {
+        match self {
+            Control::Pause => runtime.pause(run_id).await,
+            Control::Resume => runtime.resume(run_id).await,
+            Control::Cancel { reason } => runtime.cancel(run_id, reason).await,
+        }
+    }
+
+    /// Whether the stored run shows the change.
+    fn settled(self, stored: &StoredRun) -> bool {
+        match self {
+            Control::Pause => stored.snapshot.is_paused(),
+            Control::Resume => !stored.snapshot.is_paused(),
+            Control::Cancel { .. } => stored.record.status.is_finished(),
+        }
+    }
+
+    /// Whether `error` comes from a driver that is releasing the run, so a
+    /// later call may succeed.
+    fn race(self, error: &RuntimeError, stored: &StoredRun) -> bool {
+        match self {
+            // A driver that just committed the pause has not let go of the
+            // run yet and the runtime reports it as not paused.
+            Control::Resume => {
+                matches!(error, RuntimeError::NotPaused(_)) && stored.snapshot.is_paused()
+            }
+            Control::Pause | Control::Cancel { .. } => false,
+        }
+    }
+}
+
+/// Applies `control` to the caller's run `run_id` and answers with the run.
+async fn control_run(
+    state: &AppState,
+    tenant: &Tenant,
+    run_id: &str,
+    control: Control<'_>,
+) -> Result<Json<RunView>, ApiError> {
+    let id = owned_run(state, tenant, run_id).await?.record.run_id;
+    let stored = settle(state, &id, control).await?;
+    Ok(Json(RunView::new(stored.record, Some(&stored.snapshot))))
+}
+
+/// Makes `control`'s call until the stored run shows its effect (settled),
+/// the run is driven (the driver applies the change at its next step), or
+/// attempts run out. An error on the first call is final unless it comes
+/// from a driver that is releasing the run (`race`); an error on a later
+/// call means an earlier call took effect late when the run is settled.
+async fn settle(
     state: &AppState,
     run_id: &RunId,
-    op: F,
-    settled: impl Fn(&StoredRun) -> bool,
-    race: impl Fn(&RuntimeError, &StoredRun) -> bool,
-) -> Result<StoredRun, ApiError>
-where
-    F: Fn() -> Fut,
-    Fut: Future<Output = Result<(), RuntimeError>> + 'a,
-{
+    control: Control<'_>,
+) -> Result<StoredRun, ApiError> {
     let mut attempt = 1;
     loop {
-        let result = op().await;
+        let result = control.call(&state.runtime, run_id).await;
         let stored = load(state, run_id).await?;
         let last = attempt >= ATTEMPTS;
         match result {
-            Ok(()) if settled(&stored) || stored.record.status == RunStatus::Running || last => {
+            Ok(())
+                if control.settled(&stored)
+                    || stored.record.status == RunStatus::Running
+                    || last =>
+            {
                 return Ok(stored);
             }
             Ok(()) => {}
-            Err(_) if attempt > 1 && settled(&stored) => return Ok(stored),
-            Err(e) if !last && race(&e, &stored) => {}
+            Err(_) if attempt > 1 && control.settled(&stored) => return Ok(stored),
+            Err(e) if !last && control.race(&e, &stored) => {}
             Err(e) => return Err(e.into()),
         }
         attempt += 1;
@@ -178,8 +250,4 @@ async fn load(state: &AppState, run_id: &RunId) -> Result<StoredRun, ApiError> {
         .load_run(run_id)
         .await?
         .ok_or_else(|| RuntimeError::RunNotFound(run_id.clone()).into())
-}
-
-fn view(stored: StoredRun) -> Json<RunView> {
-    Json(RunView::new(stored.record, Some(&stored.snapshot)))
 }

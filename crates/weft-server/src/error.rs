@@ -48,13 +48,17 @@ pub enum ApiError {
     /// The route exists but not with this method (405).
     #[error("method not allowed on this resource")]
     MethodNotAllowed,
-    /// The server could not serve the request (500); the message is logged, not sent.
+    /// The server could not serve the request (500); the error is logged, not sent.
     #[error("internal error: {0}")]
-    Internal(String),
-    /// A dependency is unavailable (503); the message is logged, not sent.
+    Internal(#[source] BoxError),
+    /// A dependency is unavailable (503); the error is logged, not sent.
     #[error("service unavailable: {0}")]
-    Unavailable(String),
+    Unavailable(#[source] BoxError),
 }
+
+/// The cause of an internal or unavailable error: the failing component's
+/// own error, or a message where there is none.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// One faulty field of a request, in a problem's `errors` array.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -183,9 +187,9 @@ impl From<RuntimeError> for ApiError {
             RuntimeError::Protocol(p) => p.into(),
             RuntimeError::Store(s) => s.into(),
             RuntimeError::Tools(_) | RuntimeError::Catalog { .. } => {
-                ApiError::Unavailable(e.to_string())
+                ApiError::Unavailable(Box::new(e))
             }
-            RuntimeError::Interrupted(_) => ApiError::Unavailable(e.to_string()),
+            RuntimeError::Interrupted(_) => ApiError::Unavailable(Box::new(e)),
         }
     }
 }
@@ -225,7 +229,7 @@ impl From<StoreError> for ApiError {
         match e {
             StoreError::RunNotFound { .. } => ApiError::NotFound(e.to_string()),
             StoreError::RunExists { .. } => ApiError::Conflict(e.to_string()),
-            _ => ApiError::Internal(e.to_string()),
+            _ => ApiError::Internal(Box::new(e)),
         }
     }
 }
@@ -237,7 +241,7 @@ impl From<SessionError> for ApiError {
             SessionError::Exists { .. } | SessionError::Ended { .. } => {
                 ApiError::Conflict(e.to_string())
             }
-            SessionError::TranscriptGap { .. } => ApiError::Internal(e.to_string()),
+            SessionError::TranscriptGap { .. } => ApiError::Internal(Box::new(e)),
             SessionError::Store(s) => s.into(),
         }
     }

@@ -21,10 +21,10 @@ use weft_core::event::RunEvent;
 use weft_runtime::{EventStream, Runtime};
 
 use crate::AppState;
+use crate::access::owned_run;
 use crate::auth::Tenant;
 use crate::dto::EventsQuery;
 use crate::error::{ApiError, Problem};
-use crate::runs::owned_run;
 
 /// How often a stream over a run that no task drives checks for new events.
 const POLL_INTERVAL: Duration = Duration::from_millis(250);

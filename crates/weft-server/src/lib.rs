@@ -19,8 +19,9 @@
 //! - [`error`]: [`ApiError`], the single error type, as `application/problem+json`.
 //! - [`json`]: [`JsonBody`], body extraction that names the faulty field.
 //! - [`dto`]: request and response bodies.
-//! - `sessions`, `runs`, `events` (SSE), `control` (pause, resume, cancel):
-//!   the handlers; `openapi`: the document served at `/openapi.json`.
+//! - `sessions`, `runs`, `events` (SSE), `control` (answers, pause, resume,
+//!   cancel): the handlers; `access`: the tenant and input checks they share;
+//!   `openapi`: the document served at `/openapi.json`.
 //!
 //! Runs created outside the server (without a `weft.tenant` label) are
 //! visible to no tenant.
@@ -55,6 +56,7 @@
 //! weft_server::serve(listener, AppState::new(runtime, store, tenants)).await?;
 //! ```
 
+mod access;
 pub mod auth;
 mod control;
 pub mod dto;
@@ -78,7 +80,7 @@ use weft_core::session::FullStore;
 use weft_runtime::Runtime;
 
 pub use auth::{TENANT_LABEL, Tenant, Tenants, TokensError};
-pub use error::{ApiError, FieldError, Problem};
+pub use error::{ApiError, BoxError, FieldError, Problem};
 pub use json::JsonBody;
 pub use openapi::openapi;
 
@@ -181,7 +183,7 @@ pub fn app(state: AppState) -> Router {
         .route("/v1/runs", post(runs::start_run).get(runs::list_runs))
         .route("/v1/runs/{run_id}", get(runs::get_run))
         .route("/v1/runs/{run_id}/events", get(events::run_events))
-        .route("/v1/runs/{run_id}/answers", post(runs::provide_answer))
+        .route("/v1/runs/{run_id}/answers", post(control::provide_answer))
         .route("/v1/runs/{run_id}/pause", post(control::pause_run))
         .route("/v1/runs/{run_id}/resume", post(control::resume_run))
         .route("/v1/runs/{run_id}/cancel", post(control::cancel_run))

@@ -24,7 +24,7 @@ use crate::{control, events, runs, sessions};
         runs::list_runs,
         runs::get_run,
         events::run_events,
-        runs::provide_answer,
+        control::provide_answer,
         control::pause_run,
         control::resume_run,
         control::cancel_run,

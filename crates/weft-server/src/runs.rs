@@ -1,5 +1,5 @@
-//! Run handlers: start, get and list a tenant's runs, answer their awaits,
-//! pause, resume and cancel them; and the health check.
+//! Run handlers: start, get and list a tenant's runs; and the health check.
+//! Answering, pausing, resuming and cancelling a run are in `control`.
 //!
 //! Every handler that names a run loads it first and answers 404 unless it
 //! carries the caller's tenant label, before touching the runtime.
@@ -11,17 +11,16 @@ use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
-use weft_core::run::AwaitProgress;
 use weft_core::session::{SessionError, SessionRecord};
-use weft_core::store::{RunFilter, RunStatus, StoredRun};
-use weft_core::{AwaitItemId, RunId, SessionId};
+use weft_core::store::{RunFilter, RunStatus};
+use weft_core::{RunId, SessionId};
 use weft_runtime::{RuntimeError, StartRequest};
 
+use crate::access::{check_id, check_labels, owned_run};
 use crate::auth::Tenant;
-use crate::dto::{AnswerAccepted, Health, ProvideAnswer, RunList, RunQuery, RunView, StartRun};
+use crate::dto::{Health, RunList, RunQuery, RunView, StartRun};
 use crate::error::{ApiError, Problem};
 use crate::json::JsonBody;
-use crate::sessions::{check_id, check_labels};
 use crate::{AppState, now};
 
 /// Reports that the server is up.
@@ -163,58 +162,6 @@ pub(crate) async fn list_runs(
     Ok(Json(RunList { runs }))
 }
 
-/// Answers one item of a run's await; the run resumes once every item is answered.
-#[utoipa::path(
-    post, path = "/v1/runs/{run_id}/answers", tag = "runs",
-    params(("run_id" = String, Path, description = "The run")),
-    request_body = ProvideAnswer,
-    responses(
-        (status = 200, description = "Accepted", body = AnswerAccepted),
-        (status = 400, description = "Unknown item, or an answer that does not fit it; the run stays paused", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such run for this tenant", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "The item is already answered, or the run awaits nothing", body = Problem, content_type = "application/problem+json"),
-    ),
-    security(("bearer" = []))
-)]
-pub(crate) async fn provide_answer(
-    State(state): State<AppState>,
-    tenant: Tenant,
-    Path(run_id): Path<String>,
-    JsonBody(body): JsonBody<ProvideAnswer>,
-) -> Result<Json<AnswerAccepted>, ApiError> {
-    let stored = owned_run(&state, &tenant, &run_id).await?;
-    let progress = state
-        .runtime
-        .provide(
-            &stored.record.run_id,
-            &AwaitItemId::new(body.item_id),
-            body.answer,
-        )
-        .await?;
-    let remaining = match progress {
-        AwaitProgress::Pending { remaining } => remaining,
-        AwaitProgress::Satisfied => 0,
-    };
-    Ok(Json(AnswerAccepted {
-        remaining,
-        satisfied: remaining == 0,
-    }))
-}
-
-/// The caller's run `run_id`; 404 when absent or another tenant's.
-pub(crate) async fn owned_run(
-    state: &AppState,
-    tenant: &Tenant,
-    run_id: &str,
-) -> Result<StoredRun, ApiError> {
-    let id = RunId::new(run_id);
-    match state.runtime.store().load_run(&id).await? {
-        Some(stored) if tenant.owns(&stored.record.labels) => Ok(stored),
-        _ => Err(RuntimeError::RunNotFound(id).into()),
-    }
-}
-
 /// The open session a new run goes on: the caller's existing session, or a
 /// new one created for the caller when the id is unknown.
 async fn session_for_run(
@@ -230,11 +177,11 @@ async fn session_for_run(
             match state.sessions.create_session(&record).await {
                 Ok(()) => record,
                 // Created concurrently: use whoever won.
-                Err(SessionError::Exists { .. }) => state
-                    .sessions
-                    .get_session(&id)
-                    .await?
-                    .ok_or_else(|| ApiError::Internal(format!("session `{id}` vanished")))?,
+                Err(SessionError::Exists { .. }) => {
+                    state.sessions.get_session(&id).await?.ok_or_else(|| {
+                        ApiError::Internal(format!("session `{id}` vanished").into())
+                    })?
+                }
                 Err(e) => return Err(e.into()),
             }
         }

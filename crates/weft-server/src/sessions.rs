@@ -9,18 +9,15 @@ use axum::extract::{Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use weft_core::SessionId;
-use weft_core::session::{SessionError, SessionFilter, SessionRecord};
+use weft_core::session::{SessionFilter, SessionRecord};
 use weft_core::store::{RunFilter, RunStatus};
-use weft_core::tool::Labels;
 
+use crate::access::{check_id, check_labels, owned_session};
 use crate::auth::Tenant;
 use crate::dto::{CreateSession, EndedSession, SessionList, SessionQuery, SessionView};
 use crate::error::{ApiError, Problem};
 use crate::json::OptionalJsonBody;
-use crate::{AppState, now};
-
-/// The longest id a client may choose.
-const MAX_ID_LEN: usize = 128;
+use crate::{AppState, control, now};
 
 /// Creates a session for the caller's tenant.
 #[utoipa::path(
@@ -144,7 +141,7 @@ pub(crate) async fn end_session(
     let mut cancelled_runs = Vec::new();
     let mut uncancelled_runs = Vec::new();
     for run in unfinished {
-        match crate::control::cancel(&state, &run.run_id, "the session was ended").await {
+        match control::cancel(&state, &run.run_id, "the session was ended").await {
             Ok(_) => cancelled_runs.push(run.run_id.to_string()),
             // It finished on its own between the listing and the cancel.
             Err(ApiError::Conflict(_)) if finished(&state, &run.run_id).await => {}
@@ -166,45 +163,4 @@ async fn finished(state: &AppState, run_id: &weft_core::RunId) -> bool {
         state.runtime.store().load_run(run_id).await,
         Ok(Some(r)) if r.record.status.is_finished()
     )
-}
-
-/// The caller's session `session_id`; 404 when absent or another tenant's.
-pub(crate) async fn owned_session(
-    state: &AppState,
-    tenant: &Tenant,
-    session_id: &str,
-) -> Result<SessionRecord, ApiError> {
-    let id = SessionId::new(session_id);
-    match state.sessions.get_session(&id).await? {
-        Some(s) if tenant.owns(&s.labels) => Ok(s),
-        _ => Err(SessionError::NotFound { session_id: id }.into()),
-    }
-}
-
-/// Rejects client labels in the reserved `weft.` namespace.
-pub(crate) fn check_labels(labels: &Labels) -> Result<(), ApiError> {
-    match labels.keys().find(|k| k.starts_with("weft.")) {
-        Some(key) => Err(ApiError::field(
-            format!("labels.{key}"),
-            "label keys starting with `weft.` are reserved",
-        )),
-        None => Ok(()),
-    }
-}
-
-/// Checks an id chosen by a client: non-empty, short, printable, no `/`.
-pub(crate) fn check_id(field: &str, id: String) -> Result<String, ApiError> {
-    let ok = !id.is_empty()
-        && id.len() <= MAX_ID_LEN
-        && id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | ':'));
-    if ok {
-        Ok(id)
-    } else {
-        Err(ApiError::field(
-            field,
-            format!("must be 1 to {MAX_ID_LEN} characters: letters, digits, `.`, `_`, `-` or `:`"),
-        ))
-    }
 }

@@ -57,39 +57,22 @@ async fn malformed_json_gets_a_400_naming_the_field() {
     assert_eq!(r.fields(), vec!["agent"]);
     assert!(r.body["detail"].as_str().unwrap().contains("agent"));
 
-    let r = f.post("/v1/runs", TOKEN_A, json!({"agent": "echo"})).await;
-    assert_eq!(r.status, StatusCode::BAD_REQUEST);
-    assert_eq!(r.fields(), vec!["input"]);
-
-    let r = f
-        .post(
-            "/v1/runs",
-            TOKEN_A,
+    for (body, field) in [
+        (json!({"agent": "echo"}), "input"),
+        (
             json!({"agent": "echo", "input": "x", "labels": {"k": 1}}),
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::BAD_REQUEST);
-    assert_eq!(r.fields(), vec!["labels.k"]);
-
-    let r = f
-        .post(
-            "/v1/runs",
-            TOKEN_A,
-            json!({"agent": "nobody", "input": "x"}),
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::BAD_REQUEST);
-    assert_eq!(r.fields(), vec!["agent"]);
-
-    let r = f
-        .post(
-            "/v1/runs",
-            TOKEN_A,
+            "labels.k",
+        ),
+        (json!({"agent": "nobody", "input": "x"}), "agent"),
+        (
             json!({"agent": "echo", "input": "x", "labels": {"weft.tenant": "tenant-b"}}),
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::BAD_REQUEST);
-    assert_eq!(r.fields(), vec!["labels.weft.tenant"]);
+            "labels.weft.tenant",
+        ),
+    ] {
+        let r = f.post("/v1/runs", TOKEN_A, body).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{field}");
+        assert_eq!(r.fields(), vec![field]);
+    }
 
     let r = f
         .call(

@@ -4,7 +4,7 @@
 mod common;
 
 use axum::http::StatusCode;
-use common::{Fixture, TOKEN_A, scenarios};
+use common::{Fixture, TOKEN_A, clarification, scenarios};
 use serde_json::json;
 
 #[tokio::test]
@@ -17,28 +17,22 @@ async fn pause_resume_and_cancel_an_awaiting_run() {
     let f = Fixture::new().await;
     let run = f.start(TOKEN_A, "ask", None).await;
     f.wait_status(TOKEN_A, &run, "awaiting").await;
-    let r = f
-        .post(&format!("/v1/runs/{run}/pause"), TOKEN_A, json!({}))
-        .await;
+    let r = f.control(&run, "pause").await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     assert_eq!(r.body["paused"], true);
     // Pausing twice is a conflict.
-    let r = f
-        .post(&format!("/v1/runs/{run}/pause"), TOKEN_A, json!({}))
-        .await;
+    let r = f.control(&run, "pause").await;
     assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
     // A paused run takes no answers.
     let r = f
         .post(
             &format!("/v1/runs/{run}/answers"),
             TOKEN_A,
-            json!({"item_id": "why", "answer": {"kind": "clarification", "text": "x"}}),
+            clarification("why", "x"),
         )
         .await;
     assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
-    let r = f
-        .post(&format!("/v1/runs/{run}/resume"), TOKEN_A, json!({}))
-        .await;
+    let r = f.control(&run, "resume").await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     assert_eq!(r.body["paused"], false);
     assert_eq!(r.body["status"], "awaiting");
@@ -52,9 +46,7 @@ async fn pause_resume_and_cancel_an_awaiting_run() {
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     assert_eq!(r.body["status"], "cancelled");
     assert_eq!(r.body["outcome"]["reason"], "changed my mind");
-    let r = f
-        .post(&format!("/v1/runs/{run}/cancel"), TOKEN_A, json!({}))
-        .await;
+    let r = f.control(&run, "cancel").await;
     assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
 }
 
@@ -75,17 +67,13 @@ async fn a_driven_run_pauses_at_its_next_step_and_resumes() {
     let f = Fixture::new().await;
     let run = f.start(TOKEN_A, "nap", None).await;
     f.wait_phase(TOKEN_A, &run, "executing").await;
-    let r = f
-        .post(&format!("/v1/runs/{run}/pause"), TOKEN_A, json!({}))
-        .await;
+    let r = f.control(&run, "pause").await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     // The tool call completes first; then the run pauses.
     let paused = f.wait_status(TOKEN_A, &run, "paused").await;
     assert_eq!(paused["paused"], true);
     assert!(paused.get("outcome").is_none());
-    let r = f
-        .post(&format!("/v1/runs/{run}/resume"), TOKEN_A, json!({}))
-        .await;
+    let r = f.control(&run, "resume").await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     let done = f.wait_status(TOKEN_A, &run, "completed").await;
     assert_eq!(done["outcome"]["message"]["parts"][0]["text"], "rested");

@@ -8,7 +8,7 @@ mod common;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use common::{Fixture, TOKEN_A, TOKEN_B};
+use common::{Fixture, TOKEN_A, TOKEN_B, clarification};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
@@ -221,10 +221,7 @@ async fn a_live_stream_follows_a_run_across_its_await_and_a_reconnect() {
         .await;
     assert_eq!(r.status(), 200);
     let r = server
-        .post(
-            &answers,
-            json!({"item_id": "why", "answer": {"kind": "clarification", "text": "just because"}}),
-        )
+        .post(&answers, clarification("why", "just because"))
         .await;
     assert_eq!(r.status(), 200);
     let mut all = first;

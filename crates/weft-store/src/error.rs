@@ -5,7 +5,7 @@ use weft_core::session::SessionError;
 use weft_core::store::StoreError;
 
 /// Why a store could not be opened.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum OpenError {
     /// The URL names no backend this build knows.
     #[error(
@@ -16,12 +16,23 @@ pub enum OpenError {
         url: String,
     },
     /// The database could not be reached or configured.
-    #[error("cannot open database `{target}`: {message}")]
+    #[error("cannot open database `{target}`: {source}")]
     Connect {
         /// What was being opened, without its password.
         target: String,
         /// What failed.
-        message: String,
+        #[source]
+        source: sqlx::Error,
+    },
+    /// The schema to keep the tables in is not a plain SQL identifier.
+    #[error(
+        "cannot open database `{target}`: schema name `{schema}` must be letters, digits and `_`, not starting with a digit"
+    )]
+    InvalidSchema {
+        /// What was being opened, without its password.
+        target: String,
+        /// The schema name given.
+        schema: String,
     },
     /// The database was migrated by a newer weft than this one.
     #[error(
@@ -35,11 +46,29 @@ pub enum OpenError {
         known: i64,
     },
     /// Running the schema migrations failed.
-    #[error("database migration failed: {message}")]
+    #[error("database migration failed: {source}")]
     Migrate {
-        /// What failed.
-        message: String,
+        /// What failed: reading the applied migrations, or applying one.
+        #[source]
+        source: MigrationFailure,
     },
+}
+
+/// Why the schema migrations failed.
+#[derive(Debug, thiserror::Error)]
+pub enum MigrationFailure {
+    /// Reading which migrations the database has applied failed.
+    #[error(transparent)]
+    Read(#[from] sqlx::Error),
+    /// Applying a migration failed.
+    #[error(transparent)]
+    Apply(#[from] sqlx::migrate::MigrateError),
+}
+
+impl From<MigrationFailure> for OpenError {
+    fn from(source: MigrationFailure) -> Self {
+        OpenError::Migrate { source }
+    }
 }
 
 /// An operation's failure inside a backend: a driver error (which may be a

@@ -12,19 +12,26 @@
 
 use std::sync::Arc;
 
-use sqlx::{Acquire, SqlitePool};
+use futures_util::future::BoxFuture;
+use sqlx::{Acquire, Sqlite, SqlitePool, Transaction};
 use tokio::sync::{mpsc, oneshot};
 use weft_core::store::StoreError;
 
+use crate::commit::CommitJob;
 use crate::error::{Failure, backend};
-use crate::sql_runs::CommitJob;
-use crate::sqlite::SqliteStore;
 
 /// Most commits one transaction carries.
 const MAX_BATCH: usize = 256;
 
 /// How many commits may wait for the writer before senders wait too.
 const QUEUE: usize = 4096;
+
+/// Applies one commit inside a transaction the writer opens and ends: the
+/// store's `commit_in`.
+pub(crate) type Apply = for<'a, 't> fn(
+    &'a mut Transaction<'t, Sqlite>,
+    &'a CommitJob,
+) -> BoxFuture<'a, Result<(), Failure>>;
 
 /// A commit waiting for the writer, and where to send its outcome.
 struct Pending {
@@ -40,10 +47,11 @@ pub(crate) struct GroupCommitter {
 }
 
 impl GroupCommitter {
-    /// Starts the task on the current tokio runtime, writing through `writer`.
-    pub(crate) fn start(writer: SqlitePool) -> Self {
+    /// Starts the task on the current tokio runtime, writing through
+    /// `writer` with `apply`.
+    pub(crate) fn start(writer: SqlitePool, apply: Apply) -> Self {
         let (queue, rx) = mpsc::channel(QUEUE);
-        tokio::spawn(run(writer, rx));
+        tokio::spawn(run(writer, apply, rx));
         Self { queue }
     }
 
@@ -65,11 +73,11 @@ fn stopped() -> Failure {
     })
 }
 
-async fn run(writer: SqlitePool, mut rx: mpsc::Receiver<Pending>) {
+async fn run(writer: SqlitePool, apply: Apply, mut rx: mpsc::Receiver<Pending>) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
     while rx.recv_many(&mut batch, MAX_BATCH).await > 0 {
         let jobs: Vec<&CommitJob> = batch.iter().map(|p| &*p.job).collect();
-        match write_batch(&writer, &jobs).await {
+        match write_batch(&writer, apply, &jobs).await {
             Ok(outcomes) => {
                 for (pending, outcome) in batch.drain(..).zip(outcomes) {
                     // The caller may have given up waiting; the commit stands.
@@ -90,12 +98,13 @@ async fn run(writer: SqlitePool, mut rx: mpsc::Receiver<Pending>) {
 /// of each, or the error that lost them all.
 async fn write_batch(
     writer: &SqlitePool,
+    apply: Apply,
     jobs: &[&CommitJob],
 ) -> Result<Vec<Result<(), Failure>>, sqlx::Error> {
     let mut tx = writer.begin_with("BEGIN IMMEDIATE").await?;
     if let [job] = jobs {
         // Alone, the commit needs no savepoint: the transaction is its own.
-        return match SqliteStore::commit_in(&mut tx, job).await {
+        return match apply(&mut tx, job).await {
             Ok(()) => tx.commit().await.map(|()| vec![Ok(())]),
             Err(failure) => tx.rollback().await.map(|()| vec![Err(failure)]),
         };
@@ -103,7 +112,7 @@ async fn write_batch(
     let mut outcomes = Vec::with_capacity(jobs.len());
     for job in jobs {
         let mut savepoint = tx.begin().await?;
-        match SqliteStore::commit_in(&mut savepoint, job).await {
+        match apply(&mut savepoint, job).await {
             Ok(()) => {
                 savepoint.commit().await?;
                 outcomes.push(Ok(()));

@@ -11,8 +11,10 @@
 //! - [`postgres`]: [`PostgresStore`], for many processes on many hosts.
 //! - [`bench`]: [`bench_commit`] and [`bench_commit_concurrent`], the cost of a durable step.
 //! - `sql_runs`, `sql_sessions`: the SQL both backends share, as macros.
+//! - `paging`: the paged reads (log pages, newest-first lists) written once.
 //! - `schema`: the embedded migrations and the "newer schema" check.
 //! - `codec`, `rows`: how values map to columns; the log's no-gap rule.
+//! - `commit`: a commit encoded for the SQL backends.
 //! - `group`: SQLite's group commit.
 //! - `retry`: retrying safe operations after a lost connection.
 //!
@@ -34,8 +36,10 @@
 
 pub mod bench;
 mod codec;
+mod commit;
 mod error;
 mod group;
+mod paging;
 pub mod postgres;
 mod retry;
 mod rows;
@@ -49,7 +53,7 @@ use std::sync::Arc;
 use weft_core::session::FullStore;
 
 pub use bench::{bench_commit, bench_commit_concurrent};
-pub use error::OpenError;
+pub use error::{MigrationFailure, OpenError};
 pub use postgres::{PostgresOptions, PostgresStore};
 pub use sqlite::{SqliteOptions, SqliteStore, Synchronous};
 

@@ -18,7 +18,7 @@ use std::time::Duration;
 use sqlx::Connection;
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
 
-use crate::error::{OpenError, redact};
+use crate::error::{MigrationFailure, OpenError, redact};
 use crate::schema;
 use crate::sql_runs::impl_run_store;
 use crate::sql_sessions::impl_session_store;
@@ -110,20 +110,18 @@ impl PostgresStore {
     /// Opens (migrating when needed) the database `options` names.
     pub async fn open_with(options: PostgresOptions) -> Result<Self, OpenError> {
         let target = redact(&options.url);
-        let connect = |e: sqlx::Error| OpenError::Connect {
+        let connect = |source: sqlx::Error| OpenError::Connect {
             target: target.clone(),
-            message: e.to_string(),
+            source,
         };
         let mut base = PgConnectOptions::from_str(&options.url)
             .map_err(connect)?
             .application_name(&options.application_name);
         if let Some(name) = &options.schema {
             if !is_identifier(name) {
-                return Err(OpenError::Connect {
+                return Err(OpenError::InvalidSchema {
                     target: target.clone(),
-                    message: format!(
-                        "schema name `{name}` must be letters, digits and `_`, not starting with a digit"
-                    ),
+                    schema: name.clone(),
                 });
             }
             let mut conn = PgConnection::connect_with(&base).await.map_err(connect)?;
@@ -163,7 +161,7 @@ impl PostgresStore {
 
     async fn commit_job(
         &self,
-        job: std::sync::Arc<crate::sql_runs::CommitJob>,
+        job: std::sync::Arc<crate::commit::CommitJob>,
     ) -> Result<(), crate::error::Failure> {
         let mut tx = self.write_tx().await?;
         Self::commit_in(&mut tx, &job).await?;
@@ -196,25 +194,19 @@ fn is_identifier(name: &str) -> bool {
 
 /// Refuses a newer schema, then applies this build's migrations.
 async fn migrate(pool: &PgPool) -> Result<(), OpenError> {
-    let fail = |e: sqlx::Error| OpenError::Migrate {
-        message: e.to_string(),
-    };
+    let fail = |e: sqlx::Error| OpenError::from(MigrationFailure::from(e));
     let (exists,): (bool,) = sqlx::query_as("SELECT to_regclass('_sqlx_migrations') IS NOT NULL")
         .fetch_one(pool)
         .await
         .map_err(fail)?;
     if exists {
-        let applied: Vec<(i64,)> = sqlx::query_as("SELECT version FROM _sqlx_migrations")
+        let applied: Vec<(i64,)> = sqlx::query_as(schema::APPLIED)
             .fetch_all(pool)
             .await
             .map_err(fail)?;
-        let applied: Vec<i64> = applied.into_iter().map(|(v,)| v).collect();
         schema::check_applied(&schema::POSTGRES, &applied)?;
     }
-    schema::POSTGRES
-        .run(pool)
-        .await
-        .map_err(|e| schema::migrate_error(&schema::POSTGRES, e))
+    schema::run(&schema::POSTGRES, pool).await
 }
 
 impl_run_store!(

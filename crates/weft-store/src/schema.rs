@@ -1,9 +1,12 @@
 //! Schema migrations: the migrators embedded in this build, and the check
 //! that refuses a database migrated by a newer weft.
 
-use sqlx::migrate::{MigrateError, Migrator};
+use std::ops::Deref;
 
-use crate::error::OpenError;
+use sqlx::Acquire;
+use sqlx::migrate::{Migrate, MigrateError, Migrator};
+
+use crate::error::{MigrationFailure, OpenError};
 
 /// The SQLite migrations of this build.
 pub(crate) static SQLITE: Migrator = sqlx::migrate!("./migrations/sqlite");
@@ -16,11 +19,12 @@ pub(crate) fn latest(migrator: &Migrator) -> i64 {
     migrator.iter().map(|m| m.version).max().unwrap_or(0)
 }
 
-/// Refuses a database that has applied migrations this build does not ship.
-pub(crate) fn check_applied(migrator: &Migrator, applied: &[i64]) -> Result<(), OpenError> {
+/// Refuses a database that has applied migrations this build does not ship;
+/// `applied` are the rows of `SELECT version FROM _sqlx_migrations`.
+pub(crate) fn check_applied(migrator: &Migrator, applied: &[(i64,)]) -> Result<(), OpenError> {
     let unknown = applied
         .iter()
-        .copied()
+        .map(|(v,)| *v)
         .filter(|v| !migrator.iter().any(|m| m.version == *v))
         .max();
     match unknown {
@@ -32,17 +36,22 @@ pub(crate) fn check_applied(migrator: &Migrator, applied: &[i64]) -> Result<(), 
     }
 }
 
-/// A migrator failure as an open error.
-pub(crate) fn migrate_error(migrator: &Migrator, e: MigrateError) -> OpenError {
-    match e {
+/// The query listing the migrations a database has applied.
+pub(crate) const APPLIED: &str = "SELECT version FROM _sqlx_migrations";
+
+/// Applies this build's migrations through `conn`.
+pub(crate) async fn run<'a, A>(migrator: &Migrator, conn: A) -> Result<(), OpenError>
+where
+    A: Acquire<'a>,
+    <A::Connection as Deref>::Target: Migrate,
+{
+    migrator.run(conn).await.map_err(|e| match e {
         MigrateError::VersionMissing(found) => OpenError::SchemaTooNew {
             found,
             known: latest(migrator),
         },
-        other => OpenError::Migrate {
-            message: other.to_string(),
-        },
-    }
+        other => MigrationFailure::from(other).into(),
+    })
 }
 
 #[cfg(test)]
@@ -52,15 +61,12 @@ mod tests {
     #[test]
     fn unknown_versions_are_refused() {
         let known = latest(&SQLITE);
-        assert!(check_applied(&SQLITE, &[known]).is_ok());
+        assert!(check_applied(&SQLITE, &[(known,)]).is_ok());
         assert!(check_applied(&SQLITE, &[]).is_ok());
-        let err = check_applied(&SQLITE, &[known, known + 1]).unwrap_err();
-        assert_eq!(
-            err,
-            OpenError::SchemaTooNew {
-                found: known + 1,
-                known
-            }
+        let err = check_applied(&SQLITE, &[(known,), (known + 1,)]).unwrap_err();
+        assert!(
+            matches!(err, OpenError::SchemaTooNew { found, known: k } if found == known + 1 && k == known),
+            "{err:?}"
         );
         assert!(err.to_string().contains("upgrade weft"));
     }

@@ -5,87 +5,13 @@
 //!
 //! A backend type provides `write_tx()` (a transaction that may write; SQLite
 //! takes the write lock up front), `write_pool()`, `read_pool()`,
-//! `retry_label()`, and `commit_job()`, which applies a [`CommitJob`] with
-//! the macro's `commit_in` in a transaction of its choosing.
+//! `retry_label()`, and `commit_job()`, which applies a
+//! [`CommitJob`](crate::commit::CommitJob) with the macro's `commit_in` in a
+//! transaction of its choosing.
 //!
 //! Each run row carries `last_seq`, the sequence number of its last stored
 //! event, so a commit checks for gaps and duplicates with one indexed read of
 //! the (locked) run row instead of scanning the log.
-
-use crate::rows::Gap;
-use weft_core::RunId;
-use weft_core::event::RunEvent;
-use weft_core::store::StoreError;
-
-use crate::codec;
-
-/// An event ready to insert: its sequence number and its JSON body.
-pub(crate) type EncodedEvent = (i64, String);
-
-/// A commit, encoded and owned, ready to apply (or to queue for a group commit).
-#[derive(Debug)]
-pub(crate) struct CommitJob {
-    /// The run.
-    pub(crate) run_id: RunId,
-    /// Its new events.
-    pub(crate) events: Vec<EncodedEvent>,
-    /// The machine's JSON, when it changed.
-    pub(crate) snapshot: Option<String>,
-    /// The run's status after the commit.
-    pub(crate) status: weft_core::store::RunStatus,
-    /// When the commit happens, in milliseconds.
-    pub(crate) now: i64,
-}
-
-/// Most events one `INSERT` carries.
-pub(crate) const EVENTS_PER_INSERT: usize = 100;
-
-/// Events as (sequence number, JSON body) pairs, encoded before any
-/// transaction opens so no lock is held while serializing.
-pub(crate) fn encode_events(events: &[RunEvent]) -> Result<Vec<EncodedEvent>, StoreError> {
-    events
-        .iter()
-        .map(|e| Ok((codec::int(e.seq, "event seq")?, codec::to_json(e, "event")?)))
-        .collect()
-}
-
-/// The events to insert after `last`, and the new last sequence number.
-pub(crate) fn fresh_events<'a>(
-    run_id: &RunId,
-    events: &'a [EncodedEvent],
-    last: u64,
-) -> Result<(Vec<&'a EncodedEvent>, u64), StoreError> {
-    // A negative sequence number cannot come out of `encode_events`.
-    crate::rows::fresh(events, |e| e.0.unsigned_abs(), last).map_err(|Gap { last, seq }| {
-        StoreError::SequenceGap {
-            run_id: run_id.clone(),
-            last,
-            seq,
-        }
-    })
-}
-
-/// Whether a failure is [`StoreError::RunExists`].
-pub(crate) fn is_run_exists(failure: &crate::error::Failure) -> bool {
-    matches!(
-        failure,
-        crate::error::Failure::Session(weft_core::session::SessionError::Store(
-            StoreError::RunExists { .. }
-        ))
-    )
-}
-
-/// `INSERT` text for `n` events of one run: `$1` is the run id.
-pub(crate) fn insert_events_sql(n: usize) -> String {
-    let mut sql = String::from("INSERT INTO run_events (run_id, seq, body) VALUES ");
-    for i in 0..n {
-        if i > 0 {
-            sql.push_str(", ");
-        }
-        sql.push_str(&format!("($1, ${}, ${})", 2 + 2 * i, 3 + 2 * i));
-    }
-    sql
-}
 
 /// Implements `RunStore` for `$store` over database `$db`; `$lock` and
 /// `$share` are the suffixes that lock a selected row for update or for share
@@ -99,8 +25,8 @@ macro_rules! impl_run_store {
                 run_id: &weft_core::RunId,
                 events: &[&(i64, String)],
             ) -> Result<(), sqlx::Error> {
-                for chunk in events.chunks($crate::sql_runs::EVENTS_PER_INSERT) {
-                    let sql = $crate::sql_runs::insert_events_sql(chunk.len());
+                for chunk in events.chunks($crate::commit::EVENTS_PER_INSERT) {
+                    let sql = $crate::commit::insert_events_sql(chunk.len());
                     let mut q = sqlx::query(&sql).bind(run_id.as_str());
                     for (seq, body) in chunk {
                         q = q.bind(*seq).bind(body.as_str());
@@ -110,6 +36,37 @@ macro_rules! impl_run_store {
                 Ok(())
             }
 
+            /// One page of `log` for `owner` after `after`, or `None` when
+            /// `owner` does not exist.
+            pub(crate) async fn log_page<R>(
+                &self,
+                log: $crate::paging::Log,
+                owner: &str,
+                after: u64,
+                limit: Option<u32>,
+            ) -> Result<Option<Vec<R>>, $crate::error::Failure>
+            where
+                R: for<'r> sqlx::FromRow<'r, <$db as sqlx::Database>::Row> + Send + Unpin,
+            {
+                let (after, limit) = ($crate::paging::after(after), $crate::paging::limit(limit));
+                $crate::retry::retrying(self.retry_label(), || async {
+                    let rows: Vec<R> = sqlx::query_as(log.page)
+                        .bind(owner)
+                        .bind(after)
+                        .bind(limit)
+                        .fetch_all(self.read_pool())
+                        .await?;
+                    let exists = !rows.is_empty()
+                        || sqlx::query(log.owner)
+                            .bind(owner)
+                            .fetch_optional(self.read_pool())
+                            .await?
+                            .is_some();
+                    Ok(exists.then_some(rows))
+                })
+                .await
+            }
+
             /// Creates a run (and its session, when new) unless the session has ended.
             pub(crate) async fn start_run_inner(
                 &self,
@@ -117,7 +74,7 @@ macro_rules! impl_run_store {
                 events: &[weft_core::event::RunEvent],
                 snapshot: &weft_core::run::RunMachine,
             ) -> Result<(), $crate::error::Failure> {
-                let events = $crate::sql_runs::encode_events(events)?;
+                let events = $crate::commit::encode_events(events)?;
                 let snapshot = $crate::codec::to_json(snapshot, "snapshot")?;
                 let labels = $crate::codec::labels_json(&record.labels)?;
                 let mut attempts = 0u32;
@@ -129,7 +86,7 @@ macro_rules! impl_run_store {
                         match self.create_run_once(record, events, snapshot, labels).await {
                             // The attempt whose connection died may have
                             // landed: then the run is the caller's own.
-                            Err(e) if retry && $crate::sql_runs::is_run_exists(&e) => {
+                            Err(e) if retry && $crate::commit::is_run_exists(&e) => {
                                 if self.is_same_run(record).await? { Ok(()) } else { Err(e) }
                             }
                             other => other,
@@ -161,7 +118,7 @@ macro_rules! impl_run_store {
             ) -> Result<(), $crate::error::Failure> {
                 use weft_core::session::SessionError;
                 use weft_core::store::StoreError;
-                let (fresh, last) = $crate::sql_runs::fresh_events(&record.run_id, events, 0)?;
+                let (fresh, last) = $crate::commit::fresh_events(&record.run_id, events, 0)?;
                 let created = $crate::codec::int(record.created_at.as_millis(), "created_at")?;
                 let updated = $crate::codec::int(record.updated_at.as_millis(), "updated_at")?;
                 let last = $crate::codec::int(last, "event seq")?;
@@ -217,7 +174,7 @@ macro_rules! impl_run_store {
             /// Applies a commit inside `tx`, which the caller opens and commits.
             pub(crate) async fn commit_in<'t>(
                 tx: &mut sqlx::Transaction<'t, $db>,
-                job: &$crate::sql_runs::CommitJob,
+                job: &$crate::commit::CommitJob,
             ) -> Result<(), $crate::error::Failure> {
                 use weft_core::store::StoreError;
                 let (run_id, events, snapshot, status, now) =
@@ -230,7 +187,7 @@ macro_rules! impl_run_store {
                 let fast = match events.first() {
                     Some(&(first, _)) if first >= 1 => {
                         let expected = first.unsigned_abs() - 1;
-                        match $crate::sql_runs::fresh_events(run_id, events, expected) {
+                        match $crate::commit::fresh_events(run_id, events, expected) {
                             Ok((fresh, new_last)) if fresh.len() == events.len() => Some((expected, fresh, new_last)),
                             _ => None,
                         }
@@ -265,7 +222,7 @@ macro_rules! impl_run_store {
                     return Err(StoreError::RunNotFound { run_id: run_id.clone() }.into());
                 };
                 let last = $crate::codec::uint(last, "last_seq")?;
-                let (fresh, new_last) = $crate::sql_runs::fresh_events(run_id, events, last)?;
+                let (fresh, new_last) = $crate::commit::fresh_events(run_id, events, last)?;
                 Self::insert_events(tx, run_id, &fresh).await?;
                 sqlx::query(UPDATE)
                     .bind(run_id.as_str())
@@ -293,12 +250,12 @@ macro_rules! impl_run_store {
             }
 
             async fn commit(&self, commit: weft_core::store::Commit<'_>) -> Result<(), weft_core::store::StoreError> {
-                let events = $crate::sql_runs::encode_events(commit.events)?;
+                let events = $crate::commit::encode_events(commit.events)?;
                 let snapshot = commit
                     .snapshot
                     .map(|s| $crate::codec::to_json(s, "snapshot"))
                     .transpose()?;
-                let job = std::sync::Arc::new($crate::sql_runs::CommitJob {
+                let job = std::sync::Arc::new($crate::commit::CommitJob {
                     run_id: commit.run_id.clone(),
                     events,
                     snapshot,
@@ -341,30 +298,11 @@ macro_rules! impl_run_store {
                 after: u64,
                 limit: Option<u32>,
             ) -> Result<Vec<weft_core::event::RunEvent>, weft_core::store::StoreError> {
-                let after = i64::try_from(after).unwrap_or(i64::MAX);
-                let limit = limit.map_or(i64::MAX, i64::from);
-                let (rows, exists) = $crate::retry::retrying(self.retry_label(), || async {
-                    let rows: Vec<(String,)> = sqlx::query_as(
-                        "SELECT body FROM run_events WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
-                    )
-                    .bind(run_id.as_str())
-                    .bind(after)
-                    .bind(limit)
-                    .fetch_all(self.read_pool())
-                    .await?;
-                    let exists = !rows.is_empty()
-                        || sqlx::query("SELECT 1 FROM runs WHERE run_id = $1")
-                            .bind(run_id.as_str())
-                            .fetch_optional(self.read_pool())
-                            .await?
-                            .is_some();
-                    Ok((rows, exists))
-                })
-                .await
-                .map_err($crate::error::Failure::into_store)?;
-                if !exists {
-                    return Err(weft_core::store::StoreError::RunNotFound { run_id: run_id.clone() });
-                }
+                let rows: Vec<(String,)> = self
+                    .log_page($crate::paging::RUN_EVENTS, run_id.as_str(), after, limit)
+                    .await
+                    .map_err($crate::error::Failure::into_store)?
+                    .ok_or_else(|| weft_core::store::StoreError::RunNotFound { run_id: run_id.clone() })?;
                 rows.iter()
                     .map(|(body,)| $crate::codec::from_json(body, "event"))
                     .collect()
@@ -374,25 +312,15 @@ macro_rules! impl_run_store {
                 &self,
                 filter: &weft_core::store::RunFilter,
             ) -> Result<Vec<weft_core::store::RunRecord>, weft_core::store::StoreError> {
-                let mut sql = format!("SELECT {} FROM runs WHERE 1 = 1", $crate::rows::RUN_COLUMNS);
-                let mut n = 0;
+                let mut query = $crate::paging::ListQuery::new($crate::rows::RUN_COLUMNS, "runs");
                 if filter.session_id.is_some() {
-                    n += 1;
-                    sql.push_str(&format!(" AND session_id = ${n}"));
+                    query = query.and_eq("session_id");
                 }
                 if !filter.statuses.is_empty() {
-                    let marks: Vec<String> = filter
-                        .statuses
-                        .iter()
-                        .map(|_| {
-                            n += 1;
-                            format!("${n}")
-                        })
-                        .collect();
-                    sql.push_str(&format!(" AND status IN ({})", marks.join(", ")));
+                    query = query.and_in("status", filter.statuses.len());
                 }
-                sql.push_str(&format!(" ORDER BY created_at DESC, run_id DESC LIMIT ${}", n + 1));
-                let limit = filter.limit.map_or(i64::MAX, i64::from);
+                let sql = query.newest_first("run_id");
+                let limit = $crate::paging::limit(filter.limit);
                 let rows: Vec<$crate::rows::RunRow> = $crate::retry::retrying(self.retry_label(), || async {
                     let mut q = sqlx::query_as(&sql);
                     if let Some(s) = &filter.session_id {

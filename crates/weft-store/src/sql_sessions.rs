@@ -107,12 +107,12 @@ macro_rules! impl_session_store {
                 &self,
                 filter: &weft_core::session::SessionFilter,
             ) -> Result<Vec<weft_core::session::SessionRecord>, weft_core::session::SessionError> {
-                let sql = format!(
-                    "SELECT {} FROM sessions {} ORDER BY created_at DESC, session_id DESC LIMIT $1",
-                    $crate::rows::SESSION_COLUMNS,
-                    if filter.include_ended { "" } else { "WHERE ended_at IS NULL" },
-                );
-                let limit = filter.limit.map_or(i64::MAX, i64::from);
+                let mut query = $crate::paging::ListQuery::new($crate::rows::SESSION_COLUMNS, "sessions");
+                if !filter.include_ended {
+                    query = query.and("ended_at IS NULL");
+                }
+                let sql = query.newest_first("session_id");
+                let limit = $crate::paging::limit(filter.limit);
                 let rows: Vec<$crate::rows::SessionRow> = $crate::retry::retrying(self.retry_label(), || async {
                     Ok(sqlx::query_as(&sql).bind(limit).fetch_all(self.read_pool()).await?)
                 })
@@ -191,33 +191,13 @@ macro_rules! impl_session_store {
                 after: u64,
                 limit: Option<u32>,
             ) -> Result<Vec<weft_core::session::TranscriptEntry>, weft_core::session::SessionError> {
-                let after = i64::try_from(after).unwrap_or(i64::MAX);
-                let limit = limit.map_or(i64::MAX, i64::from);
-                let (rows, exists) = $crate::retry::retrying(self.retry_label(), || async {
-                    let rows: Vec<$crate::rows::TranscriptRow> = sqlx::query_as(
-                        "SELECT seq, run_id, at, message FROM transcript WHERE session_id = $1 AND seq > $2 \
-                         ORDER BY seq LIMIT $3",
-                    )
-                    .bind(session_id.as_str())
-                    .bind(after)
-                    .bind(limit)
-                    .fetch_all(self.read_pool())
-                    .await?;
-                    let exists = !rows.is_empty()
-                        || sqlx::query("SELECT 1 FROM sessions WHERE session_id = $1")
-                            .bind(session_id.as_str())
-                            .fetch_optional(self.read_pool())
-                            .await?
-                            .is_some();
-                    Ok((rows, exists))
-                })
-                .await
-                .map_err($crate::error::Failure::into_session)?;
-                if !exists {
-                    return Err(weft_core::session::SessionError::NotFound {
+                let rows: Vec<$crate::rows::TranscriptRow> = self
+                    .log_page($crate::paging::TRANSCRIPT, session_id.as_str(), after, limit)
+                    .await
+                    .map_err($crate::error::Failure::into_session)?
+                    .ok_or_else(|| weft_core::session::SessionError::NotFound {
                         session_id: session_id.clone(),
-                    });
-                }
+                    })?;
                 Ok(rows.into_iter().map($crate::rows::transcript_entry).collect::<Result<_, _>>()?)
             }
 

@@ -18,13 +18,17 @@
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
+
+use futures_util::future::BoxFuture;
 
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
 
-use crate::error::{OpenError, redact};
+use crate::commit::CommitJob;
+use crate::error::{Failure, MigrationFailure, OpenError, redact};
 use crate::group::GroupCommitter;
 use crate::schema;
 use crate::sql_runs::impl_run_store;
@@ -126,9 +130,9 @@ impl SqliteStore {
     /// Opens (creating and migrating when needed) the database `options` names.
     pub async fn open_with(options: SqliteOptions) -> Result<Self, OpenError> {
         let target = options.path.display().to_string();
-        let connect = |e: sqlx::Error| OpenError::Connect {
+        let connect = |source: sqlx::Error| OpenError::Connect {
             target: redact(&target),
-            message: e.to_string(),
+            source,
         };
         let base = SqliteConnectOptions::new()
             .filename(&options.path)
@@ -154,7 +158,7 @@ impl SqliteStore {
         Ok(Self {
             committer: options
                 .group_commit
-                .then(|| GroupCommitter::start(writer.clone())),
+                .then(|| GroupCommitter::start(writer.clone(), apply_commit)),
             writer,
             reader,
             path: options.path,
@@ -177,10 +181,7 @@ impl SqliteStore {
         self.writer.begin_with("BEGIN IMMEDIATE").await
     }
 
-    async fn commit_job(
-        &self,
-        job: std::sync::Arc<crate::sql_runs::CommitJob>,
-    ) -> Result<(), crate::error::Failure> {
+    async fn commit_job(&self, job: Arc<CommitJob>) -> Result<(), Failure> {
         if let Some(committer) = &self.committer {
             return committer.commit(job).await;
         }
@@ -207,11 +208,17 @@ impl SqliteStore {
     }
 }
 
+/// [`SqliteStore::commit_in`] as the group committer calls it.
+fn apply_commit<'a>(
+    tx: &'a mut sqlx::Transaction<'_, sqlx::Sqlite>,
+    job: &'a CommitJob,
+) -> BoxFuture<'a, Result<(), Failure>> {
+    Box::pin(SqliteStore::commit_in(tx, job))
+}
+
 /// Refuses a newer schema, then applies this build's migrations.
 async fn migrate(pool: &SqlitePool) -> Result<(), OpenError> {
-    let fail = |e: sqlx::Error| OpenError::Migrate {
-        message: e.to_string(),
-    };
+    let fail = |e: sqlx::Error| OpenError::from(MigrationFailure::from(e));
     let (tables,): (i64,) = sqlx::query_as(
         "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'",
     )
@@ -219,17 +226,13 @@ async fn migrate(pool: &SqlitePool) -> Result<(), OpenError> {
     .await
     .map_err(fail)?;
     if tables > 0 {
-        let applied: Vec<(i64,)> = sqlx::query_as("SELECT version FROM _sqlx_migrations")
+        let applied: Vec<(i64,)> = sqlx::query_as(schema::APPLIED)
             .fetch_all(pool)
             .await
             .map_err(fail)?;
-        let applied: Vec<i64> = applied.into_iter().map(|(v,)| v).collect();
         schema::check_applied(&schema::SQLITE, &applied)?;
     }
-    schema::SQLITE
-        .run(pool)
-        .await
-        .map_err(|e| schema::migrate_error(&schema::SQLITE, e))
+    schema::run(&schema::SQLITE, pool).await
 }
 
 impl FromStr for SqliteOptions {

@@ -16,7 +16,7 @@ use sqlx::{Connection, PgConnection};
 use weft_core::RunId;
 use weft_core::store::{Commit, RunStatus, RunStore, StoreError};
 use weft_core::{SessionId, Timestamp};
-use weft_store::{OpenError, PostgresOptions, PostgresStore};
+use weft_store::{PostgresOptions, PostgresStore};
 
 const DEFAULT_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
 
@@ -241,17 +241,7 @@ async fn a_newer_schema_is_refused() {
     .unwrap();
     let err = PostgresStore::open_with(db.options()).await.unwrap_err();
     db.drop_schema().await;
-    assert!(
-        matches!(
-            err,
-            OpenError::SchemaTooNew {
-                found: 99991231000000,
-                ..
-            }
-        ),
-        "{err:?}"
-    );
-    assert!(err.to_string().contains("upgrade weft"), "{err}");
+    suite::assert_too_new(&err);
 }
 
 #[tokio::test]

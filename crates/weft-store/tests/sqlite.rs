@@ -111,17 +111,7 @@ async fn a_newer_schema_is_refused() {
     .unwrap();
     raw.close().await;
     let err = SqliteStore::open(&db.url()).await.unwrap_err();
-    assert!(
-        matches!(
-            err,
-            OpenError::SchemaTooNew {
-                found: 99991231000000,
-                ..
-            }
-        ),
-        "{err:?}"
-    );
-    assert!(err.to_string().contains("upgrade weft"), "{err}");
+    suite::assert_too_new(&err);
 }
 
 #[tokio::test]

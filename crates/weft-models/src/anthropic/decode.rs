@@ -12,7 +12,7 @@ use serde_json::value::RawValue;
 use weft_core::message::Thinking;
 use weft_core::model::{ModelError, StopReason, StreamChunk, Usage};
 
-use crate::decode::EventDecoder;
+use crate::decode::{EventDecoder, push_whole_call};
 use crate::sse::SseEvent;
 use crate::util::parse_data;
 
@@ -36,8 +36,8 @@ struct Event<'a> {
     index: u32,
     #[serde(default)]
     message: Option<MessageStart>,
-    #[serde(default)]
-    content_block: Option<Block>,
+    #[serde(default, borrow)]
+    content_block: Option<Block<'a>>,
     #[serde(default, borrow)]
     delta: Option<Delta<'a>>,
     #[serde(default)]
@@ -52,9 +52,11 @@ struct MessageStart {
     usage: Option<WireUsage>,
 }
 
-/// A `content_block_start` block (text, thinking, redacted thinking, tool use).
+/// A content block (text, thinking, redacted thinking, tool use): as a
+/// stream's `content_block_start` opens it, or whole in a response body.
+/// Flat because a raw `input` cannot sit in a tagged enum.
 #[derive(Deserialize)]
-struct Block {
+struct Block<'a> {
     #[serde(rename = "type")]
     kind: String,
     #[serde(default)]
@@ -62,13 +64,15 @@ struct Block {
     #[serde(default)]
     thinking: String,
     #[serde(default)]
-    signature: String,
+    signature: Option<String>,
     #[serde(default)]
     data: String,
     #[serde(default)]
     id: String,
     #[serde(default)]
     name: String,
+    #[serde(borrow, default)]
+    input: Option<&'a RawValue>,
 }
 
 /// A `content_block_delta` delta, or a `message_delta` delta (stop reason).
@@ -189,10 +193,8 @@ impl EventDecoder for AnthropicDecoder {
                         out.push(StreamChunk::ThinkingDelta {
                             text: block.thinking,
                         });
-                        if !block.signature.is_empty() {
-                            out.push(StreamChunk::ThinkingSignature {
-                                signature: block.signature,
-                            });
+                        if let Some(signature) = block.signature.filter(|s| !s.is_empty()) {
+                            out.push(StreamChunk::ThinkingSignature { signature });
                         }
                     }
                     "redacted_thinking" => out.push(StreamChunk::ThinkingBlock {
@@ -278,32 +280,11 @@ impl EventDecoder for AnthropicDecoder {
 #[derive(Deserialize)]
 struct Body<'a> {
     #[serde(borrow)]
-    content: Vec<BodyBlock<'a>>,
+    content: Vec<Block<'a>>,
     #[serde(default)]
     stop_reason: Option<String>,
     #[serde(default)]
     usage: Option<WireUsage>,
-}
-
-/// A content block, flat because a raw `input` cannot sit in a tagged enum.
-#[derive(Deserialize)]
-struct BodyBlock<'a> {
-    #[serde(rename = "type")]
-    kind: String,
-    #[serde(default)]
-    text: String,
-    #[serde(default)]
-    thinking: String,
-    #[serde(default)]
-    signature: Option<String>,
-    #[serde(default)]
-    data: String,
-    #[serde(default)]
-    id: String,
-    #[serde(default)]
-    name: String,
-    #[serde(borrow, default)]
-    input: Option<&'a RawValue>,
 }
 
 /// Decodes a non-streaming Messages response body into chunks.
@@ -324,16 +305,8 @@ pub fn decode_body(body: &str) -> Result<Vec<StreamChunk>, ModelError> {
                 thinking: Thinking::Redacted { data: block.data },
             }),
             "tool_use" => {
-                out.push(StreamChunk::ToolCallStart {
-                    index,
-                    id: block.id.into(),
-                    name: block.name,
-                });
-                out.push(StreamChunk::ToolCallArgsDelta {
-                    index,
-                    delta: block.input.map_or("{}", |r| r.get()).to_owned(),
-                });
-                out.push(StreamChunk::ToolCallEnd { index });
+                let arguments = block.input.map_or("{}", |r| r.get()).to_owned();
+                push_whole_call(&mut out, index, block.id, block.name, arguments);
                 index += 1;
             }
             _ => {}

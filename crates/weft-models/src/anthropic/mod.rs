@@ -6,30 +6,50 @@ mod request;
 pub use decode::{AnthropicDecoder, decode_body};
 pub use request::{DEFAULT_MAX_TOKENS, build as build_request};
 
-use async_trait::async_trait;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
-use weft_core::model::{ChunkStream, ModelClient, ModelError, ModelRequest, ModelSummary};
+use serde_json::Value;
+use weft_core::model::{ModelError, ModelRequest, StreamChunk};
 
-use crate::config::ApiKey;
-use crate::http::{HttpConfig, Transport, secret_header};
-use crate::util::assemble;
+use crate::client::{HttpModelClient, WireApi};
+use crate::http::{HttpConfig, secret_header};
+use crate::key::ApiKey;
 
 /// The API's default base URL.
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 /// The API version header value this client speaks.
 pub const API_VERSION: &str = "2023-06-01";
 
-/// A client for one Anthropic model.
-#[derive(Debug, Clone)]
-pub struct AnthropicClient {
-    id: String,
-    model: String,
-    url: String,
-    headers: HeaderMap,
-    transport: Transport,
+/// The Messages API, as an [`HttpModelClient`] speaks it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MessagesApi;
+
+impl WireApi for MessagesApi {
+    type Body = Value;
+    type Decoder = AnthropicDecoder;
+
+    const PATH: &'static str = "/v1/messages";
+
+    fn prefix(&self) -> &'static str {
+        "anthropic"
+    }
+
+    fn body(&self, model: &str, request: &ModelRequest, stream: bool) -> Value {
+        build_request(model, request, stream)
+    }
+
+    fn decoder(&self) -> AnthropicDecoder {
+        AnthropicDecoder::default()
+    }
+
+    fn decode_body(&self, body: &str) -> Result<Vec<StreamChunk>, ModelError> {
+        decode_body(body)
+    }
 }
 
-impl AnthropicClient {
+/// A client for one Anthropic model.
+pub type AnthropicClient = HttpModelClient<MessagesApi>;
+
+impl HttpModelClient<MessagesApi> {
     /// A client for `model` at `base_url` (e.g. [`DEFAULT_BASE_URL`]).
     pub fn new(
         model: &str,
@@ -41,32 +61,6 @@ impl AnthropicClient {
         headers.insert("x-api-key", secret_header(api_key.expose())?);
         headers.insert("anthropic-version", HeaderValue::from_static(API_VERSION));
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        Ok(Self {
-            id: format!("anthropic/{model}"),
-            model: model.to_owned(),
-            url: format!("{}/v1/messages", base_url.trim_end_matches('/')),
-            headers,
-            transport: Transport::new(http)?,
-        })
-    }
-}
-
-#[async_trait]
-impl ModelClient for AnthropicClient {
-    fn id(&self) -> &str {
-        &self.id
-    }
-
-    async fn complete(&self, request: &ModelRequest) -> Result<ModelSummary, ModelError> {
-        let body = build_request(&self.model, request, false);
-        let resp = self.transport.post(&self.url, &self.headers, &body).await?;
-        let text = self.transport.text(resp).await?;
-        assemble(decode_body(&text)?)
-    }
-
-    async fn stream(&self, request: &ModelRequest) -> Result<ChunkStream, ModelError> {
-        let body = build_request(&self.model, request, true);
-        let resp = self.transport.post(&self.url, &self.headers, &body).await?;
-        Ok(self.transport.sse(resp, AnthropicDecoder::default()))
+        Self::with_api(MessagesApi, model, base_url, headers, http)
     }
 }

@@ -10,6 +10,8 @@ use serde_json::{Map, Value, json};
 use weft_core::message::{Media, MediaSource, Message, Part, Role, Thinking};
 use weft_core::model::{ModelRequest, ToolChoice};
 
+use crate::util::insert_sampling;
+
 /// Output token limit used when the request sets none.
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 
@@ -60,12 +62,7 @@ pub fn build(model: &str, req: &ModelRequest, stream: bool) -> Value {
             json!({"type": "enabled", "budget_tokens": budget}),
         );
     }
-    if let Some(t) = req.temperature {
-        body.insert("temperature".into(), json!(t));
-    }
-    if let Some(p) = req.top_p {
-        body.insert("top_p".into(), json!(p));
-    }
+    insert_sampling(&mut body, req);
     if !req.stop.is_empty() {
         body.insert("stop_sequences".into(), json!(req.stop));
     }

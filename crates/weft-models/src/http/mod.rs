@@ -289,3 +289,24 @@ pub(crate) fn secret_header(value: &str) -> Result<HeaderValue, ModelError> {
     v.set_sensitive(true);
     Ok(v)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_grows_with_jitter_and_stays_under_the_ceiling() {
+        let p = RetryPolicy::default();
+        for attempt in 0..10 {
+            let base = p
+                .initial_backoff
+                .saturating_mul(1 << attempt.min(20))
+                .min(p.max_backoff);
+            let d = p.backoff(attempt);
+            assert!(
+                d >= base / 2 && d <= base,
+                "attempt {attempt}: {d:?} vs {base:?}"
+            );
+        }
+    }
+}

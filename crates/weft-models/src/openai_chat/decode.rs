@@ -6,7 +6,7 @@
 use serde::Deserialize;
 use weft_core::model::{ModelError, StopReason, StreamChunk, Usage};
 
-use crate::decode::EventDecoder;
+use crate::decode::{EventDecoder, push_whole_call};
 use crate::sse::SseEvent;
 use crate::util::parse_data;
 
@@ -308,16 +308,8 @@ pub fn decode_body(body: &str) -> Result<Vec<StreamChunk>, ModelError> {
         }
         for (i, call) in choice.message.tool_calls.into_iter().flatten().enumerate() {
             let index = u32::try_from(i).unwrap_or(u32::MAX);
-            out.push(StreamChunk::ToolCallStart {
-                index,
-                id: call.id.into(),
-                name: call.function.name,
-            });
-            out.push(StreamChunk::ToolCallArgsDelta {
-                index,
-                delta: call.function.arguments,
-            });
-            out.push(StreamChunk::ToolCallEnd { index });
+            let BodyFunction { name, arguments } = call.function;
+            push_whole_call(&mut out, index, call.id, name, arguments);
         }
         if let Some(r) = choice.finish_reason {
             let reason = if refused {

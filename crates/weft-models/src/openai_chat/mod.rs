@@ -6,15 +6,14 @@ mod request;
 
 pub use decode::{ChatDecoder, decode_body};
 pub use request::build as build_request;
-pub(crate) use request::effort;
+pub(crate) use request::{effort, tool_choice};
 
-use async_trait::async_trait;
-use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
-use weft_core::model::{ChunkStream, ModelClient, ModelError, ModelRequest, ModelSummary};
+use serde_json::Value;
+use weft_core::model::{ModelError, ModelRequest, StreamChunk};
 
-use crate::config::ApiKey;
-use crate::http::{HttpConfig, Transport, secret_header};
-use crate::util::assemble;
+use crate::client::{HttpModelClient, WireApi};
+use crate::http::HttpConfig;
+use crate::key::ApiKey;
 
 /// OpenAI's default base URL (with `/v1`, as `OPENAI_BASE_URL` is in the SDKs).
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -28,18 +27,43 @@ pub enum ChatFlavor {
     Compat,
 }
 
-/// A Chat Completions client for one model.
-#[derive(Debug, Clone)]
-pub struct ChatClient {
-    id: String,
-    model: String,
-    flavor: ChatFlavor,
-    url: String,
-    headers: HeaderMap,
-    transport: Transport,
+/// The Chat Completions API, as an [`HttpModelClient`] speaks it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChatApi {
+    /// Which server the client talks to.
+    pub flavor: ChatFlavor,
 }
 
-impl ChatClient {
+impl WireApi for ChatApi {
+    type Body = Value;
+    type Decoder = ChatDecoder;
+
+    const PATH: &'static str = "/chat/completions";
+
+    fn prefix(&self) -> &'static str {
+        match self.flavor {
+            ChatFlavor::OpenAi => "openai",
+            ChatFlavor::Compat => "compat",
+        }
+    }
+
+    fn body(&self, model: &str, request: &ModelRequest, stream: bool) -> Value {
+        build_request(self.flavor, model, request, stream)
+    }
+
+    fn decoder(&self) -> ChatDecoder {
+        ChatDecoder::new(self.flavor == ChatFlavor::Compat)
+    }
+
+    fn decode_body(&self, body: &str) -> Result<Vec<StreamChunk>, ModelError> {
+        decode_body(body)
+    }
+}
+
+/// A Chat Completions client for one model.
+pub type ChatClient = HttpModelClient<ChatApi>;
+
+impl HttpModelClient<ChatApi> {
     /// A client for `model` at `base_url` (ending in `/v1`); compatible servers may need no key.
     pub fn new(
         flavor: ChatFlavor,
@@ -48,51 +72,6 @@ impl ChatClient {
         base_url: &str,
         http: HttpConfig,
     ) -> Result<Self, ModelError> {
-        let prefix = match flavor {
-            ChatFlavor::OpenAi => "openai",
-            ChatFlavor::Compat => "compat",
-        };
-        Ok(Self {
-            id: format!("{prefix}/{model}"),
-            model: model.to_owned(),
-            flavor,
-            url: format!("{}/chat/completions", base_url.trim_end_matches('/')),
-            headers: bearer_headers(api_key)?,
-            transport: Transport::new(http)?,
-        })
-    }
-}
-
-/// JSON content type plus `Authorization: Bearer <key>` when there is a key.
-pub(crate) fn bearer_headers(api_key: Option<&ApiKey>) -> Result<HeaderMap, ModelError> {
-    let mut headers = HeaderMap::new();
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    if let Some(key) = api_key {
-        headers.insert(
-            AUTHORIZATION,
-            secret_header(&format!("Bearer {}", key.expose()))?,
-        );
-    }
-    Ok(headers)
-}
-
-#[async_trait]
-impl ModelClient for ChatClient {
-    fn id(&self) -> &str {
-        &self.id
-    }
-
-    async fn complete(&self, request: &ModelRequest) -> Result<ModelSummary, ModelError> {
-        let body = build_request(self.flavor, &self.model, request, false);
-        let resp = self.transport.post(&self.url, &self.headers, &body).await?;
-        let text = self.transport.text(resp).await?;
-        assemble(decode_body(&text)?)
-    }
-
-    async fn stream(&self, request: &ModelRequest) -> Result<ChunkStream, ModelError> {
-        let body = build_request(self.flavor, &self.model, request, true);
-        let resp = self.transport.post(&self.url, &self.headers, &body).await?;
-        let decoder = ChatDecoder::new(self.flavor == ChatFlavor::Compat);
-        Ok(self.transport.sse(resp, decoder))
+        Self::with_bearer(ChatApi { flavor }, model, api_key, base_url, http)
     }
 }

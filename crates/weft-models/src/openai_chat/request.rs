@@ -5,10 +5,11 @@
 //! thinking from other providers is dropped (Chat has no way to carry it).
 
 use serde_json::{Map, Value, json};
-use weft_core::message::{MediaSource, Message, Part, Role};
+use weft_core::message::{Message, Part, Role};
 use weft_core::model::{ModelRequest, ToolChoice};
 
 use super::ChatFlavor;
+use crate::util::{image_url, insert_sampling};
 
 /// The JSON body for `model`, streaming or not.
 pub fn build(flavor: ChatFlavor, model: &str, req: &ModelRequest, stream: bool) -> Value {
@@ -32,12 +33,10 @@ pub fn build(flavor: ChatFlavor, model: &str, req: &ModelRequest, stream: bool) 
             })
             .collect();
         body.insert("tools".into(), Value::Array(tools));
-        let choice = match &req.tool_choice {
-            ToolChoice::Auto => json!("auto"),
-            ToolChoice::None => json!("none"),
-            ToolChoice::Required => json!("required"),
-            ToolChoice::Tool(name) => json!({"type": "function", "function": {"name": name}}),
-        };
+        let choice = tool_choice(
+            &req.tool_choice,
+            |name| json!({"type": "function", "function": {"name": name}}),
+        );
         body.insert("tool_choice".into(), choice);
     }
     if let Some(n) = req.max_tokens {
@@ -47,12 +46,7 @@ pub fn build(flavor: ChatFlavor, model: &str, req: &ModelRequest, stream: bool) 
         };
         body.insert(key.into(), json!(n));
     }
-    if let Some(t) = req.temperature {
-        body.insert("temperature".into(), json!(t));
-    }
-    if let Some(p) = req.top_p {
-        body.insert("top_p".into(), json!(p));
-    }
+    insert_sampling(&mut body, req);
     if let Some(s) = req.seed {
         body.insert("seed".into(), json!(s));
     }
@@ -67,6 +61,16 @@ pub fn build(flavor: ChatFlavor, model: &str, req: &ModelRequest, stream: bool) 
         body.insert("stream_options".into(), json!({"include_usage": true}));
     }
     Value::Object(body)
+}
+
+/// An OpenAI `tool_choice`: a mode word, or `one(name)` for a single tool.
+pub(crate) fn tool_choice(choice: &ToolChoice, one: impl FnOnce(&str) -> Value) -> Value {
+    match choice {
+        ToolChoice::Auto => json!("auto"),
+        ToolChoice::None => json!("none"),
+        ToolChoice::Required => json!("required"),
+        ToolChoice::Tool(name) => one(name.as_str()),
+    }
 }
 
 /// The reasoning effort matching a thinking budget.
@@ -109,11 +113,7 @@ fn push_message(m: &Message, out: &mut Vec<Value>) {
                         "content": Message { role: Role::Tool, parts: content.clone() }.joined_text()})),
                     Part::Text { text } => user.push(json!({"type": "text", "text": text})),
                     Part::Image(media) => {
-                        let url = match &media.source {
-                            MediaSource::Base64(data) => format!("data:{};base64,{data}", media.media_type),
-                            MediaSource::Url(url) => url.clone(),
-                        };
-                        user.push(json!({"type": "image_url", "image_url": {"url": url}}));
+                        user.push(json!({"type": "image_url", "image_url": {"url": image_url(media)}}));
                     }
                     _ => {}
                 }

@@ -12,7 +12,7 @@ use serde_json::value::RawValue;
 use weft_core::message::Thinking;
 use weft_core::model::{ModelError, StopReason, StreamChunk, Usage};
 
-use crate::decode::EventDecoder;
+use crate::decode::{EventDecoder, push_whole_call};
 use crate::sse::SseEvent;
 use crate::util::{parse_data, shorten};
 
@@ -258,21 +258,14 @@ impl EventDecoder for ResponsesDecoder {
             "response.output_item.done" => {
                 let (it, raw) = item(ev.item)?;
                 match it.kind.as_str() {
-                    "function_call" => {
-                        if !self.calls.iter().any(|(i, _)| *i == index) {
-                            self.saw_call = true;
-                            self.calls.push((index, it.arguments.clone()));
-                            out.push(StreamChunk::ToolCallStart {
-                                index,
-                                id: it.call_id.into(),
-                                name: it.name,
-                            });
-                            out.push(StreamChunk::ToolCallArgsDelta {
-                                index,
-                                delta: it.arguments,
-                            });
-                        }
+                    "function_call" if self.calls.iter().any(|(i, _)| *i == index) => {
                         out.push(StreamChunk::ToolCallEnd { index });
+                    }
+                    // A call whose `added` event never came arrives whole.
+                    "function_call" => {
+                        self.saw_call = true;
+                        self.calls.push((index, it.arguments.clone()));
+                        push_whole_call(out, index, it.call_id, it.name, it.arguments);
                     }
                     "reasoning" => out.push(StreamChunk::ThinkingBlock {
                         thinking: Thinking::OpenAiReasoning {
@@ -336,16 +329,7 @@ pub fn decode_body(body: &str) -> Result<Vec<StreamChunk>, ModelError> {
             }
             "function_call" => {
                 dec.saw_call = true;
-                out.push(StreamChunk::ToolCallStart {
-                    index,
-                    id: it.call_id.into(),
-                    name: it.name,
-                });
-                out.push(StreamChunk::ToolCallArgsDelta {
-                    index,
-                    delta: it.arguments,
-                });
-                out.push(StreamChunk::ToolCallEnd { index });
+                push_whole_call(&mut out, index, it.call_id, it.name, it.arguments);
             }
             "reasoning" => out.push(StreamChunk::ThinkingBlock {
                 thinking: Thinking::OpenAiReasoning {

@@ -7,26 +7,43 @@ mod request;
 pub use decode::{ResponsesDecoder, decode_body};
 pub use request::{InputItem, ResponsesBody, build as build_request, is_reasoning_model};
 
-use async_trait::async_trait;
-use reqwest::header::HeaderMap;
-use weft_core::model::{ChunkStream, ModelClient, ModelError, ModelRequest, ModelSummary};
+use weft_core::model::{ModelError, ModelRequest, StreamChunk};
 
-use crate::config::ApiKey;
-use crate::http::{HttpConfig, Transport};
-use crate::openai_chat::bearer_headers;
-use crate::util::assemble;
+use crate::client::{HttpModelClient, WireApi};
+use crate::http::HttpConfig;
+use crate::key::ApiKey;
 
-/// A Responses API client for one model.
-#[derive(Debug, Clone)]
-pub struct ResponsesClient {
-    id: String,
-    model: String,
-    url: String,
-    headers: HeaderMap,
-    transport: Transport,
+/// The Responses API, as an [`HttpModelClient`] speaks it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ResponsesApi;
+
+impl WireApi for ResponsesApi {
+    type Body = ResponsesBody;
+    type Decoder = ResponsesDecoder;
+
+    const PATH: &'static str = "/responses";
+
+    fn prefix(&self) -> &'static str {
+        "openai-responses"
+    }
+
+    fn body(&self, model: &str, request: &ModelRequest, stream: bool) -> ResponsesBody {
+        build_request(model, request, stream)
+    }
+
+    fn decoder(&self) -> ResponsesDecoder {
+        ResponsesDecoder::default()
+    }
+
+    fn decode_body(&self, body: &str) -> Result<Vec<StreamChunk>, ModelError> {
+        decode_body(body)
+    }
 }
 
-impl ResponsesClient {
+/// A Responses API client for one model.
+pub type ResponsesClient = HttpModelClient<ResponsesApi>;
+
+impl HttpModelClient<ResponsesApi> {
     /// A client for `model` at `base_url` (ending in `/v1`).
     pub fn new(
         model: &str,
@@ -34,32 +51,6 @@ impl ResponsesClient {
         base_url: &str,
         http: HttpConfig,
     ) -> Result<Self, ModelError> {
-        Ok(Self {
-            id: format!("openai-responses/{model}"),
-            model: model.to_owned(),
-            url: format!("{}/responses", base_url.trim_end_matches('/')),
-            headers: bearer_headers(api_key)?,
-            transport: Transport::new(http)?,
-        })
-    }
-}
-
-#[async_trait]
-impl ModelClient for ResponsesClient {
-    fn id(&self) -> &str {
-        &self.id
-    }
-
-    async fn complete(&self, request: &ModelRequest) -> Result<ModelSummary, ModelError> {
-        let body = build_request(&self.model, request, false);
-        let resp = self.transport.post(&self.url, &self.headers, &body).await?;
-        let text = self.transport.text(resp).await?;
-        assemble(decode_body(&text)?)
-    }
-
-    async fn stream(&self, request: &ModelRequest) -> Result<ChunkStream, ModelError> {
-        let body = build_request(&self.model, request, true);
-        let resp = self.transport.post(&self.url, &self.headers, &body).await?;
-        Ok(self.transport.sse(resp, ResponsesDecoder::default()))
+        Self::with_bearer(ResponsesApi, model, api_key, base_url, http)
     }
 }

@@ -9,10 +9,11 @@
 use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
-use weft_core::message::{MediaSource, Message, Part, Role, Thinking};
-use weft_core::model::{ModelRequest, ToolChoice};
+use weft_core::message::{Message, Part, Role, Thinking};
+use weft_core::model::ModelRequest;
 
-use crate::openai_chat::effort;
+use crate::openai_chat::{effort, tool_choice};
+use crate::util::{image_url, insert_sampling};
 
 /// A Responses request body: plain fields plus `input` items, some raw.
 #[derive(Debug, Serialize)]
@@ -57,12 +58,10 @@ pub fn build(model: &str, req: &ModelRequest, stream: bool) -> ResponsesBody {
             .map(|t| json!({"type": "function", "name": t.name.as_str(), "description": t.description, "parameters": t.input_schema}))
             .collect();
         f.insert("tools".into(), Value::Array(tools));
-        let choice = match &req.tool_choice {
-            ToolChoice::Auto => json!("auto"),
-            ToolChoice::None => json!("none"),
-            ToolChoice::Required => json!("required"),
-            ToolChoice::Tool(name) => json!({"type": "function", "name": name}),
-        };
+        let choice = tool_choice(
+            &req.tool_choice,
+            |name| json!({"type": "function", "name": name}),
+        );
         f.insert("tool_choice".into(), choice);
     }
     if is_reasoning_model(model) || req.thinking_budget.is_some() {
@@ -76,12 +75,7 @@ pub fn build(model: &str, req: &ModelRequest, stream: bool) -> ResponsesBody {
     if let Some(n) = req.max_tokens {
         f.insert("max_output_tokens".into(), json!(n));
     }
-    if let Some(t) = req.temperature {
-        f.insert("temperature".into(), json!(t));
-    }
-    if let Some(p) = req.top_p {
-        f.insert("top_p".into(), json!(p));
-    }
+    insert_sampling(&mut f, req);
     if stream {
         f.insert("stream".into(), json!(true));
     }
@@ -131,13 +125,7 @@ fn push_items(m: &Message, out: &mut Vec<InputItem>) {
                         content.push(json!({"type": "input_text", "text": text}))
                     }
                     Part::Image(media) => {
-                        let url = match &media.source {
-                            MediaSource::Base64(data) => {
-                                format!("data:{};base64,{data}", media.media_type)
-                            }
-                            MediaSource::Url(url) => url.clone(),
-                        };
-                        content.push(json!({"type": "input_image", "image_url": url}));
+                        content.push(json!({"type": "input_image", "image_url": image_url(media)}));
                     }
                     _ => {}
                 }

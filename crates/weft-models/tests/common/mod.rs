@@ -24,6 +24,16 @@ pub const FIXTURES: &str = concat!(
     "/../../../shared/fixtures/providers"
 );
 
+/// The Anthropic stream fixtures that decode to a complete response.
+pub const ANTHROPIC_OK: &[&str] = &[
+    "a1_text_basic",
+    "a2_tool_use_sdk",
+    "a3_tool_use_docs",
+    "a4_thinking_tool_use_captured",
+    "a5_thinking_docs",
+    "a6_tool_use_truncated_max_tokens",
+];
+
 /// A fixture file's bytes.
 pub fn fixture(path: &str) -> Vec<u8> {
     std::fs::read(format!("{FIXTURES}/{path}")).unwrap_or_else(|e| panic!("fixture {path}: {e}"))
@@ -33,6 +43,17 @@ pub fn fixture(path: &str) -> Vec<u8> {
 pub fn expected(path: &str) -> Value {
     let v: Value = serde_json::from_slice(&fixture(path)).unwrap();
     v["expected"].clone()
+}
+
+/// The text the text deltas among `chunks` spell.
+pub fn streamed_text(chunks: &[weft_core::model::StreamChunk]) -> String {
+    chunks
+        .iter()
+        .filter_map(|c| match c {
+            weft_core::model::StreamChunk::TextDelta { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Splits `bytes` into chunks of cycling sizes, so boundaries fall mid-line.

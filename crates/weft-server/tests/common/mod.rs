@@ -211,6 +211,13 @@ impl Fixture {
         .await
     }
 
+    /// Posts `{}` to the control endpoint `action` (`pause`, `resume`,
+    /// `cancel`) of tenant A's run `run`.
+    pub async fn control(&self, run: &str, action: &str) -> Reply {
+        self.post(&format!("/v1/runs/{run}/{action}"), TOKEN_A, json!({}))
+            .await
+    }
+
     /// Starts a run and returns its id.
     pub async fn start(&self, token: &str, agent: &str, session: Option<&str>) -> String {
         let mut body = json!({"agent": agent, "input": "go"});
@@ -246,4 +253,9 @@ impl Fixture {
         }
         panic!("run {run_id} never reached {status}");
     }
+}
+
+/// An answer to the clarification `item`.
+pub fn clarification(item: &str, text: &str) -> Value {
+    json!({"item_id": item, "answer": {"kind": "clarification", "text": text}})
 }

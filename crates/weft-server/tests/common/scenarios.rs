@@ -3,7 +3,7 @@
 use axum::http::StatusCode;
 use serde_json::{Value, json};
 
-use super::{Fixture, TOKEN_A, TOKEN_B};
+use super::{Fixture, TOKEN_A, TOKEN_B, clarification};
 
 /// Tenant B gets 404 for everything of tenant A's, and lists only its own.
 pub async fn tenant_isolation(f: &Fixture) {
@@ -26,7 +26,7 @@ pub async fn tenant_isolation(f: &Fixture) {
         assert_eq!(r.status, StatusCode::NOT_FOUND, "GET {path}: {}", r.body);
         assert_eq!(r.content_type(), "application/problem+json");
     }
-    let answer = json!({"item_id": "why", "answer": {"kind": "clarification", "text": "x"}});
+    let answer = clarification("why", "x");
     for (path, body) in [
         (format!("/v1/runs/{run}/answers"), answer),
         (format!("/v1/runs/{run}/cancel"), json!({})),
@@ -85,7 +85,7 @@ pub async fn bad_answers(f: &Fixture) {
     // (body, status, field, code, words in the detail)
     let cases = [
         (
-            json!({"item_id": "nope", "answer": {"kind": "clarification", "text": "x"}}),
+            clarification("nope", "x"),
             StatusCode::BAD_REQUEST,
             "item_id",
             Some("unknown_item"),
@@ -120,14 +120,14 @@ pub async fn bad_answers(f: &Fixture) {
             "single option",
         ),
         (
-            json!({"item_id": "pick", "answer": {"kind": "clarification", "text": "red"}}),
+            clarification("pick", "red"),
             StatusCode::BAD_REQUEST,
             "answer",
             Some("wrong_kind"),
             "expects a questions answer",
         ),
         (
-            json!({"item_id": "why", "answer": {"kind": "clarification", "text": "  "}}),
+            clarification("why", "  "),
             StatusCode::BAD_REQUEST,
             "answer",
             Some("empty_clarification"),
@@ -183,11 +183,7 @@ pub async fn bad_answers(f: &Fixture) {
 
     // The last answer completes the run.
     let r = f
-        .post(
-            &answers,
-            TOKEN_A,
-            json!({"item_id": "why", "answer": {"kind": "clarification", "text": "because"}}),
-        )
+        .post(&answers, TOKEN_A, clarification("why", "because"))
         .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     assert_eq!(r.body, json!({"remaining": 0, "satisfied": true}));
@@ -197,11 +193,7 @@ pub async fn bad_answers(f: &Fixture) {
 
     // Answering a finished run is a conflict.
     let r = f
-        .post(
-            &answers,
-            TOKEN_A,
-            json!({"item_id": "why", "answer": {"kind": "clarification", "text": "again"}}),
-        )
+        .post(&answers, TOKEN_A, clarification("why", "again"))
         .await;
     assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
 }

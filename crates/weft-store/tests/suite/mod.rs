@@ -10,9 +10,11 @@ use serde_json::{Value, json};
 use weft_core::event::{EventKind, RunEvent};
 use weft_core::planner::{PlanResult, ToolCallRequest};
 use weft_core::run::{PlanOutcome, RunConfig, RunMachine, Step, ToolCatalog};
+use weft_core::session::FullStore;
 use weft_core::store::{RunRecord, RunStatus};
 use weft_core::tool::{FieldIssue, Labels, ToolIdent, ToolOutput, ToolSpec};
 use weft_core::{AgentId, RunId, SessionId, Timestamp};
+use weft_store::OpenError;
 
 /// Lists the suite's tests for a backend's harness macro.
 #[macro_export]
@@ -121,6 +123,15 @@ pub fn record(run: &str, session: &str, created: u64) -> RunRecord {
     }
 }
 
+/// Creates the run `rec` with events `1..=last` and a fresh machine.
+pub async fn stored_run(store: &dyn FullStore, rec: RunRecord, last: u64) -> RunRecord {
+    store
+        .create_run(&rec, &events(1, last), &machine())
+        .await
+        .unwrap();
+    rec
+}
+
 /// Events `from..=to`, each an assistant chunk naming its seq.
 pub fn events(from: u64, to: u64) -> Vec<RunEvent> {
     (from..=to)
@@ -137,4 +148,20 @@ pub fn events(from: u64, to: u64) -> Vec<RunEvent> {
 /// The sequence numbers of `events`.
 pub fn seqs(events: &[RunEvent]) -> Vec<u64> {
     events.iter().map(|e| e.seq).collect()
+}
+
+/// Checks that opening a database that applied a migration from the future
+/// (version 99991231000000) was refused as too new, with advice to upgrade.
+pub fn assert_too_new(err: &OpenError) {
+    assert!(
+        matches!(
+            err,
+            OpenError::SchemaTooNew {
+                found: 99991231000000,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("upgrade weft"), "{err}");
 }

@@ -2,10 +2,10 @@
 
 use futures_util::future::join_all;
 use weft_core::session::FullStore;
-use weft_core::store::{Commit, RunFilter, RunStatus, StoreError};
+use weft_core::store::{Commit, RunFilter, RunStatus, StoreError, StoredRun};
 use weft_core::{RunId, SessionId, Timestamp};
 
-use super::{driven_machine, events, machine, record, seqs};
+use super::{driven_machine, events, machine, record, seqs, stored_run};
 
 fn commit<'a>(
     run_id: &'a RunId,
@@ -22,12 +22,26 @@ fn commit<'a>(
     }
 }
 
+/// Checks that the run `run_id` still holds only its first event, its
+/// first snapshot and its first status, and returns it.
+async fn assert_as_created(store: &dyn FullStore, run_id: &RunId) -> StoredRun {
+    assert_eq!(
+        seqs(&store.read_events(run_id, 0, None).await.unwrap()),
+        [1]
+    );
+    let loaded = store.load_run(run_id).await.unwrap().unwrap();
+    assert_eq!(loaded.snapshot, machine());
+    assert_eq!(loaded.record.status, RunStatus::Running);
+    loaded
+}
+
+/// Commits `c`, which must succeed.
+async fn committed(store: &dyn FullStore, c: Commit<'_>) {
+    store.commit(c).await.unwrap();
+}
+
 pub async fn snapshot_round_trip_of_a_driven_machine(store: &dyn FullStore) {
-    let rec = record("r1", "s1", 100);
-    store
-        .create_run(&rec, &events(1, 2), &machine())
-        .await
-        .unwrap();
+    let rec = stored_run(store, record("r1", "s1", 100), 2).await;
     let driven = driven_machine();
     let mut c = commit(&rec.run_id, &[], RunStatus::Awaiting, 200);
     let evs = events(3, 4);
@@ -48,10 +62,11 @@ pub async fn snapshot_round_trip_of_a_driven_machine(store: &dyn FullStore) {
     );
 
     // A commit without a snapshot keeps the last one.
-    store
-        .commit(commit(&rec.run_id, &events(5, 5), RunStatus::Running, 300))
-        .await
-        .unwrap();
+    committed(
+        store,
+        commit(&rec.run_id, &events(5, 5), RunStatus::Running, 300),
+    )
+    .await;
     let loaded = store.load_run(&rec.run_id).await.unwrap().unwrap();
     assert_eq!(loaded.snapshot, driven);
     assert_eq!(loaded.record.status, RunStatus::Running);
@@ -59,30 +74,25 @@ pub async fn snapshot_round_trip_of_a_driven_machine(store: &dyn FullStore) {
 }
 
 pub async fn appending_a_stored_seq_is_a_no_op(store: &dyn FullStore) {
-    let rec = record("r1", "s1", 1);
-    store
-        .create_run(&rec, &events(1, 3), &machine())
-        .await
-        .unwrap();
+    let rec = stored_run(store, record("r1", "s1", 1), 3).await;
     // The same events again, as a retried commit would send them.
-    store
-        .commit(commit(&rec.run_id, &events(1, 3), RunStatus::Running, 2))
-        .await
-        .unwrap();
+    committed(
+        store,
+        commit(&rec.run_id, &events(1, 3), RunStatus::Running, 2),
+    )
+    .await;
     // An overlap: 2 and 3 are stored, 4 and 5 are new.
-    store
-        .commit(commit(&rec.run_id, &events(2, 5), RunStatus::Running, 3))
-        .await
-        .unwrap();
+    committed(
+        store,
+        commit(&rec.run_id, &events(2, 5), RunStatus::Running, 3),
+    )
+    .await;
     let stored = store.read_events(&rec.run_id, 0, None).await.unwrap();
     assert_eq!(stored, events(1, 5));
     // A stored seq with different content is still a no-op: the first write wins.
     let mut changed = events(5, 5);
     changed[0].kind = weft_core::event::EventKind::RunResumed;
-    store
-        .commit(commit(&rec.run_id, &changed, RunStatus::Running, 4))
-        .await
-        .unwrap();
+    committed(store, commit(&rec.run_id, &changed, RunStatus::Running, 4)).await;
     assert_eq!(
         store.read_events(&rec.run_id, 4, None).await.unwrap(),
         events(5, 5)
@@ -90,11 +100,7 @@ pub async fn appending_a_stored_seq_is_a_no_op(store: &dyn FullStore) {
 }
 
 pub async fn a_gap_is_rejected_and_nothing_is_written(store: &dyn FullStore) {
-    let rec = record("r1", "s1", 1);
-    store
-        .create_run(&rec, &events(1, 2), &machine())
-        .await
-        .unwrap();
+    let rec = stored_run(store, record("r1", "s1", 1), 2).await;
     let err = store
         .commit(commit(&rec.run_id, &events(4, 5), RunStatus::Completed, 9))
         .await
@@ -134,11 +140,7 @@ pub async fn a_gap_is_rejected_and_nothing_is_written(store: &dyn FullStore) {
 }
 
 pub async fn a_failing_commit_leaves_nothing_half_written(store: &dyn FullStore) {
-    let rec = record("r1", "s1", 1);
-    store
-        .create_run(&rec, &events(1, 1), &machine())
-        .await
-        .unwrap();
+    let rec = stored_run(store, record("r1", "s1", 1), 1).await;
     let driven = driven_machine();
     // 2 and 3 are fine, 5 is a gap: the whole commit must be refused,
     // including the events before the gap and the snapshot.
@@ -154,18 +156,13 @@ pub async fn a_failing_commit_leaves_nothing_half_written(store: &dyn FullStore)
             ..
         })
     ));
-    assert_eq!(
-        seqs(&store.read_events(&rec.run_id, 0, None).await.unwrap()),
-        [1]
-    );
-    let loaded = store.load_run(&rec.run_id).await.unwrap().unwrap();
-    assert_eq!(loaded.snapshot, machine());
-    assert_eq!(loaded.record.status, RunStatus::Running);
+    assert_as_created(store, &rec.run_id).await;
     // The run goes on from where it was.
-    store
-        .commit(commit(&rec.run_id, &events(2, 3), RunStatus::Running, 60))
-        .await
-        .unwrap();
+    committed(
+        store,
+        commit(&rec.run_id, &events(2, 3), RunStatus::Running, 60),
+    )
+    .await;
     assert_eq!(
         seqs(&store.read_events(&rec.run_id, 0, None).await.unwrap()),
         [1, 2, 3]
@@ -173,11 +170,7 @@ pub async fn a_failing_commit_leaves_nothing_half_written(store: &dyn FullStore)
 }
 
 pub async fn creating_twice_and_committing_to_nothing_fail(store: &dyn FullStore) {
-    let rec = record("r1", "s1", 1);
-    store
-        .create_run(&rec, &events(1, 1), &machine())
-        .await
-        .unwrap();
+    let rec = stored_run(store, record("r1", "s1", 1), 1).await;
     let err = store
         .create_run(&rec, &events(1, 1), &driven_machine())
         .await
@@ -201,11 +194,7 @@ pub async fn creating_twice_and_committing_to_nothing_fail(store: &dyn FullStore
 }
 
 pub async fn read_events_pages_and_knows_unknown_runs(store: &dyn FullStore) {
-    let rec = record("r1", "s1", 1);
-    store
-        .create_run(&rec, &events(1, 10), &machine())
-        .await
-        .unwrap();
+    let rec = stored_run(store, record("r1", "s1", 1), 10).await;
     assert_eq!(
         seqs(&store.read_events(&rec.run_id, 3, Some(4)).await.unwrap()),
         [4, 5, 6, 7]
@@ -248,15 +237,8 @@ pub async fn list_runs_filters_newest_first(store: &dyn FullStore) {
         ("d", "s2", 30, RunStatus::Failed),
         ("e", "s1", 5, RunStatus::Paused),
     ] {
-        let rec = record(run, session, created);
-        store
-            .create_run(&rec, &events(1, 1), &machine())
-            .await
-            .unwrap();
-        store
-            .commit(commit(&rec.run_id, &[], status, created + 1))
-            .await
-            .unwrap();
+        let rec = stored_run(store, record(run, session, created), 1).await;
+        committed(store, commit(&rec.run_id, &[], status, created + 1)).await;
     }
     let ids = |v: Vec<weft_core::store::RunRecord>| {
         v.into_iter()
@@ -338,11 +320,7 @@ pub async fn bench_commit_reports_timing(store: &dyn FullStore) {
 /// refuse to insert an event whose body mentions `poison`. The commit's run
 /// update and its other events must be rolled back with it.
 pub async fn a_commit_refused_by_the_database_is_rolled_back(store: &dyn FullStore) {
-    let rec = record("r1", "s1", 1);
-    store
-        .create_run(&rec, &events(1, 1), &machine())
-        .await
-        .unwrap();
+    let rec = stored_run(store, record("r1", "s1", 1), 1).await;
     let driven = driven_machine();
     let mut poisoned = events(2, 4);
     poisoned[2].kind = weft_core::event::EventKind::AssistantChunk {
@@ -355,19 +333,14 @@ pub async fn a_commit_refused_by_the_database_is_rolled_back(store: &dyn FullSto
         matches!(&err, StoreError::Backend { message } if message.contains("refused by test")),
         "{err:?}"
     );
-    assert_eq!(
-        seqs(&store.read_events(&rec.run_id, 0, None).await.unwrap()),
-        [1]
-    );
-    let loaded = store.load_run(&rec.run_id).await.unwrap().unwrap();
-    assert_eq!(loaded.snapshot, machine());
-    assert_eq!(loaded.record.status, RunStatus::Running);
+    let loaded = assert_as_created(store, &rec.run_id).await;
     assert_eq!(loaded.record.updated_at, Timestamp::from_millis(1));
     // The log goes on from where it was.
-    store
-        .commit(commit(&rec.run_id, &events(2, 4), RunStatus::Running, 10))
-        .await
-        .unwrap();
+    committed(
+        store,
+        commit(&rec.run_id, &events(2, 4), RunStatus::Running, 10),
+    )
+    .await;
     assert_eq!(
         store.read_events(&rec.run_id, 0, None).await.unwrap(),
         events(1, 4)

@@ -303,22 +303,17 @@ pub async fn prompt_overrides_resolve_by_scope(store: &dyn FullStore) {
         session_id: Some(s1.clone()),
         labels: Labels::new(),
     };
-    store
-        .set_prompt_override(&set(global.clone(), "global", 1))
-        .await
-        .unwrap();
-    store
-        .set_prompt_override(&set(prod.clone(), "prod v1", 2))
-        .await
-        .unwrap();
-    store
-        .set_prompt_override(&set(prod.clone(), "prod v2", 3))
-        .await
-        .unwrap();
-    store
-        .set_prompt_override(&set(session.clone(), "s1 only", 4))
-        .await
-        .unwrap();
+    for (scope, template, at) in [
+        (&global, "global", 1),
+        (&prod, "prod v1", 2),
+        (&prod, "prod v2", 3),
+        (&session, "s1 only", 4),
+    ] {
+        store
+            .set_prompt_override(&set(scope.clone(), template, at))
+            .await
+            .unwrap();
+    }
 
     let resolve = |session: &'static str, l: Labels| async move {
         store

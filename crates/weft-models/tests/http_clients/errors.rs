@@ -1,223 +1,8 @@
-//! The provider clients against local HTTP servers that replay the recorded
-//! wire bytes, split mid-line: decoding, retries, timeouts and typed errors.
+//! Failures over HTTP: rate limits and retries, quota errors, cut and
+//! stalled connections, malformed lines, timeouts, and keys that never
+//! show in output or errors.
 
-mod common;
-
-use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-use common::{Api, Reply, Server, check_summary, expected, fixture, split};
-use futures_util::StreamExt;
-use weft_core::message::Message;
-use weft_core::model::{
-    ModelClient, ModelError, ModelRequest, ModelSummary, StreamAssembler, StreamChunk,
-};
-use weft_core::planner::NoopEvents;
-use weft_models::{ApiKey, HttpConfig, ModelConfig, RetryPolicy, Timeouts, build_model_with_env};
-
-const SPLITS: &[usize] = &[1, 7, 2, 64, 3, 33];
-
-fn fast_http() -> HttpConfig {
-    HttpConfig {
-        timeouts: Timeouts {
-            connect: Duration::from_secs(2),
-            first_byte: Duration::from_secs(5),
-            idle: Duration::from_secs(5),
-        },
-        retry: RetryPolicy {
-            max_retries: 2,
-            initial_backoff: Duration::from_millis(10),
-            max_backoff: Duration::from_millis(50),
-            max_retry_after: Duration::from_secs(5),
-        },
-    }
-}
-
-/// A client for `id` pointed at `server`, with the key from a fake environment.
-fn client(id: &str, server: &Server) -> Arc<dyn ModelClient> {
-    let url = server.url();
-    let env = move |name: &str| match name {
-        "ANTHROPIC_API_KEY" | "OPENAI_API_KEY" => Some("sk-test-secret".to_owned()),
-        "ANTHROPIC_BASE_URL" => Some(url.clone()),
-        "OPENAI_BASE_URL" => Some(format!("{url}/v1")),
-        _ => None,
-    };
-    let mut config = ModelConfig::new(id);
-    config.http = fast_http();
-    if id.starts_with("compat/") {
-        config.base_url = Some(format!("{}/v1", server.url()));
-    }
-    build_model_with_env(&config, &env).unwrap()
-}
-
-fn request() -> ModelRequest {
-    ModelRequest {
-        messages: vec![Message::user("hi")],
-        ..ModelRequest::default()
-    }
-}
-
-/// Streams `client` to the end: the chunks before any error, and the summary or error.
-async fn run(client: &dyn ModelClient) -> (Vec<StreamChunk>, Result<ModelSummary, ModelError>) {
-    let mut stream = match client.stream(&request()).await {
-        Ok(s) => s,
-        Err(e) => return (Vec::new(), Err(e)),
-    };
-    let mut chunks = Vec::new();
-    let mut asm = StreamAssembler::new();
-    while let Some(item) = stream.next().await {
-        match item {
-            Ok(c) => {
-                chunks.push(c.clone());
-                asm.push(c, &NoopEvents).unwrap();
-            }
-            Err(e) => return (chunks, Err(e)),
-        }
-    }
-    (chunks, Ok(asm.finish(&NoopEvents)))
-}
-
-#[tokio::test]
-async fn every_stream_fixture_decodes_over_http_split_mid_line() {
-    let cases: &[(&str, &str, Api, &[&str])] = &[
-        (
-            "anthropic/claude-test",
-            "anthropic",
-            Api::Anthropic,
-            &[
-                "a1_text_basic",
-                "a2_tool_use_sdk",
-                "a3_tool_use_docs",
-                "a4_thinking_tool_use_captured",
-                "a5_thinking_docs",
-                "a6_tool_use_truncated_max_tokens",
-            ],
-        ),
-        (
-            "openai/gpt-test",
-            "openai_chat",
-            Api::Chat,
-            &["c1_text_include_usage", "c2_parallel_tool_calls"],
-        ),
-        (
-            "compat/local-test",
-            "openai_chat",
-            Api::Chat,
-            &["c1_text_include_usage", "c2_parallel_tool_calls"],
-        ),
-        (
-            "openai-responses/gpt-test",
-            "openai_responses",
-            Api::Responses,
-            &[
-                "r1_text",
-                "r2_function_call",
-                "r3_reasoning_summary_function_call",
-            ],
-        ),
-    ];
-    for (id, dir, api, names) in cases {
-        for name in *names {
-            let bytes = fixture(&format!("{dir}/{name}.sse"));
-            let server = Server::start(vec![Reply::sse(split(&bytes, SPLITS))]).await;
-            let (_, res) = run(&*client(id, &server)).await;
-            let summary = res.unwrap_or_else(|e| panic!("{id} {name}: {e}"));
-            check_summary(
-                *api,
-                &summary,
-                &expected(&format!("{dir}/{name}.expected.json")),
-            );
-        }
-    }
-}
-
-#[tokio::test]
-async fn every_body_fixture_decodes_over_http() {
-    let cases: &[(&str, &str, Api, &[&str])] = &[
-        (
-            "anthropic/claude-test",
-            "anthropic",
-            Api::Anthropic,
-            &[
-                "a9_nonstream_tool_use",
-                "a10_nonstream_parallel_tool_use_sdk",
-            ],
-        ),
-        (
-            "openai/gpt-test",
-            "openai_chat",
-            Api::Chat,
-            &[
-                "c3_nonstream_tool_call",
-                "c4_nonstream_parallel_tool_calls_sdk",
-            ],
-        ),
-        (
-            "openai-responses/gpt-test",
-            "openai_responses",
-            Api::Responses,
-            &["r4_nonstream_function_call"],
-        ),
-    ];
-    for (id, dir, api, names) in cases {
-        for name in *names {
-            let body = fixture(&format!("{dir}/{name}.body.json"));
-            let server = Server::start(vec![Reply::json(200, body)]).await;
-            let summary = client(id, &server).complete(&request()).await.unwrap();
-            check_summary(
-                *api,
-                &summary,
-                &expected(&format!("{dir}/{name}.expected.json")),
-            );
-        }
-    }
-}
-
-#[tokio::test]
-async fn request_carries_auth_headers_and_paths() {
-    let bytes = fixture("anthropic/a1_text_basic.sse");
-    let server = Server::start(vec![Reply::sse(split(&bytes, SPLITS))]).await;
-    let c = client("anthropic/claude-test", &server);
-    run(&*c).await.1.unwrap();
-    {
-        let seen = server.seen.lock().unwrap();
-        assert_eq!(seen.headers[0]["x-api-key"], "sk-test-secret");
-        assert_eq!(seen.headers[0]["anthropic-version"], "2023-06-01");
-        assert_eq!(seen.bodies[0]["stream"], true);
-    }
-
-    let bytes = fixture("openai_chat/c1_text_include_usage.sse");
-    let server = Server::start(vec![Reply::sse(split(&bytes, SPLITS))]).await;
-    run(&*client("openai/gpt-test", &server)).await.1.unwrap();
-    let seen = server.seen.lock().unwrap();
-    assert_eq!(seen.headers[0]["authorization"], "Bearer sk-test-secret");
-    assert_eq!(seen.bodies[0]["stream_options"]["include_usage"], true);
-}
-
-#[tokio::test]
-async fn midstream_error_event_is_a_typed_retryable_error_after_partial_text() {
-    let bytes = fixture("anthropic/a7_error_midstream_overloaded_docs.sse");
-    let server = Server::start(vec![Reply::sse(split(&bytes, SPLITS))]).await;
-    let (chunks, res) = run(&*client("anthropic/claude-test", &server)).await;
-    let err = res.unwrap_err();
-    assert_eq!(
-        err,
-        ModelError::Stream {
-            error_type: "overloaded_error".into(),
-            message: "Overloaded".into(),
-            retryable: true
-        }
-    );
-    assert!(err.is_retryable());
-    let text: String = chunks
-        .iter()
-        .filter_map(|c| match c {
-            StreamChunk::TextDelta { text } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(text, "Hello there");
-}
+use super::*;
 
 #[tokio::test]
 async fn rate_limit_with_retry_after_waits_then_succeeds() {
@@ -386,12 +171,9 @@ async fn idle_timeout_between_chunks() {
     let mut reply = Reply::sse(split(&bytes, &[200]));
     reply.stall = Some(Duration::from_millis(800));
     let server = Server::start(vec![reply]).await;
-    let mut config = ModelConfig::new("anthropic/claude-test");
-    config.api_key = Some(ApiKey::new("k"));
-    config.base_url = Some(server.url());
-    config.http = fast_http();
-    config.http.timeouts.idle = Duration::from_millis(200);
-    let c = weft_models::build_model(&config).unwrap();
+    let c = anthropic_at(&server, |http| {
+        http.timeouts.idle = Duration::from_millis(200)
+    });
     let res = run(&*c).await.1;
     assert_eq!(
         res,
@@ -465,12 +247,9 @@ async fn first_byte_timeout_is_typed_and_retried() {
     let mut slow = Reply::sse(split(&ok, SPLITS));
     slow.delay = Some(Duration::from_millis(600));
     let server = Server::start(vec![slow, Reply::sse(split(&ok, SPLITS))]).await;
-    let mut config = ModelConfig::new("anthropic/claude-test");
-    config.api_key = Some(ApiKey::new("k"));
-    config.base_url = Some(server.url());
-    config.http = fast_http();
-    config.http.timeouts.first_byte = Duration::from_millis(200);
-    let c = weft_models::build_model(&config).unwrap();
+    let c = anthropic_at(&server, |http| {
+        http.timeouts.first_byte = Duration::from_millis(200)
+    });
     // The first attempt times out waiting for headers; the retry succeeds.
     assert_eq!(run(&*c).await.1.unwrap().text, "Hello there!");
     assert_eq!(server.seen.lock().unwrap().times.len(), 2);
@@ -478,9 +257,10 @@ async fn first_byte_timeout_is_typed_and_retried() {
     let mut slow = Reply::sse(split(&ok, SPLITS));
     slow.delay = Some(Duration::from_millis(600));
     let server = Server::start(vec![slow]).await;
-    config.base_url = Some(server.url());
-    config.http.retry.max_retries = 0;
-    let c = weft_models::build_model(&config).unwrap();
+    let c = anthropic_at(&server, |http| {
+        http.timeouts.first_byte = Duration::from_millis(200);
+        http.retry.max_retries = 0;
+    });
     assert_eq!(
         run(&*c).await.1,
         Err(ModelError::Timeout {

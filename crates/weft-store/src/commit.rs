@@ -1,0 +1,78 @@
+//! A commit as the SQL backends apply it: encoded and owned before any
+//! transaction opens ([`CommitJob`]), checked against the log's last
+//! sequence number, and inserted in chunks of [`EVENTS_PER_INSERT`] events.
+
+use weft_core::RunId;
+use weft_core::event::RunEvent;
+use weft_core::store::StoreError;
+
+use crate::codec;
+use crate::rows::Gap;
+
+/// An event ready to insert: its sequence number and its JSON body.
+pub(crate) type EncodedEvent = (i64, String);
+
+/// A commit, encoded and owned, ready to apply (or to queue for a group commit).
+#[derive(Debug)]
+pub(crate) struct CommitJob {
+    /// The run.
+    pub(crate) run_id: RunId,
+    /// Its new events.
+    pub(crate) events: Vec<EncodedEvent>,
+    /// The machine's JSON, when it changed.
+    pub(crate) snapshot: Option<String>,
+    /// The run's status after the commit.
+    pub(crate) status: weft_core::store::RunStatus,
+    /// When the commit happens, in milliseconds.
+    pub(crate) now: i64,
+}
+
+/// Most events one `INSERT` carries.
+pub(crate) const EVENTS_PER_INSERT: usize = 100;
+
+/// Events as (sequence number, JSON body) pairs, encoded before any
+/// transaction opens so no lock is held while serializing.
+pub(crate) fn encode_events(events: &[RunEvent]) -> Result<Vec<EncodedEvent>, StoreError> {
+    events
+        .iter()
+        .map(|e| Ok((codec::int(e.seq, "event seq")?, codec::to_json(e, "event")?)))
+        .collect()
+}
+
+/// The events to insert after `last`, and the new last sequence number.
+pub(crate) fn fresh_events<'a>(
+    run_id: &RunId,
+    events: &'a [EncodedEvent],
+    last: u64,
+) -> Result<(Vec<&'a EncodedEvent>, u64), StoreError> {
+    // A negative sequence number cannot come out of `encode_events`.
+    crate::rows::fresh(events, |e| e.0.unsigned_abs(), last).map_err(|Gap { last, seq }| {
+        StoreError::SequenceGap {
+            run_id: run_id.clone(),
+            last,
+            seq,
+        }
+    })
+}
+
+/// Whether a failure is [`StoreError::RunExists`].
+pub(crate) fn is_run_exists(failure: &crate::error::Failure) -> bool {
+    matches!(
+        failure,
+        crate::error::Failure::Session(weft_core::session::SessionError::Store(
+            StoreError::RunExists { .. }
+        ))
+    )
+}
+
+/// `INSERT` text for `n` events of one run: `$1` is the run id.
+pub(crate) fn insert_events_sql(n: usize) -> String {
+    let mut sql = String::from("INSERT INTO run_events (run_id, seq, body) VALUES ");
+    for i in 0..n {
+        if i > 0 {
+            sql.push_str(", ");
+        }
+        sql.push_str(&format!("($1, ${}, ${})", 2 + 2 * i, 3 + 2 * i));
+    }
+    sql
+}
