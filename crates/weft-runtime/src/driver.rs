@@ -99,11 +99,18 @@ impl RunTask {
     async fn drive_inner(&mut self) -> DriveEnd {
         loop {
             let now = self.inner.clock.now();
-            if self.shared.pause_requested.swap(false, Ordering::AcqRel)
-                && self.machine.outcome().is_none()
-                && self.machine.pause(now).is_ok()
-            {
-                return self.final_commit(DriveEnd::Paused).await;
+            // The pause is taken under the run's control lock, so a
+            // `continue` either withdraws it first or finds the run stored
+            // as paused.
+            if self.shared.pause_requested.load(Ordering::Acquire) {
+                self.hold_control().await;
+                if self.shared.pause_requested.swap(false, Ordering::AcqRel)
+                    && self.machine.outcome().is_none()
+                    && self.machine.pause(now).is_ok()
+                {
+                    return self.final_commit(DriveEnd::Paused).await;
+                }
+                self.held = None;
             }
             match self.machine.next_step(now) {
                 Step::Plan { kind, finalize } => {

@@ -1,25 +1,18 @@
-//! Run control handlers: answer an await, pause, resume and cancel; and the
-//! retry that makes the last three reliable right after a run's driver
-//! stopped.
+//! Run control handlers: answer an await, pause, resume and cancel.
 //!
 //! Pause, resume and cancel are one handler body ([`control_run`]) over a
 //! [`Control`], which says what to ask the runtime and what the stored run
 //! looks like once the request took effect.
 //!
-//! The runtime decides between signalling a run's driver and changing the
-//! stored run by whether a driver task still owns the run. A driver releases
-//! the run a moment *after* committing an await or a pause, and a signal sent
-//! in that window is lost (the call still returns `Ok`). [`settle`] works
-//! around it from outside the runtime: when a call on a run that no driver
-//! should own (stored status other than `running`) had no visible effect, it
-//! waits briefly and calls again.
-
-use std::time::Duration;
+//! The runtime serializes each call with the run's driver (a per-run lock
+//! the driver holds across its last commit and its release of the run), so
+//! one call suffices: it either signals the driver, which applies the change
+//! at its next step, or changes the stored run.
 
 use axum::Json;
 use axum::extract::{Path, State};
 use weft_core::run::AwaitProgress;
-use weft_core::store::{RunStatus, StoredRun};
+use weft_core::store::StoredRun;
 use weft_core::{AwaitItemId, RunId};
 use weft_runtime::{Runtime, RuntimeError};
 
@@ -29,11 +22,6 @@ use crate::auth::Tenant;
 use crate::dto::{AnswerAccepted, CancelRun, ProvideAnswer, RunView};
 use crate::error::{ApiError, Problem};
 use crate::json::{JsonBody, OptionalJsonBody};
-
-/// How many times a control call is made before its answer is taken as final.
-const ATTEMPTS: u32 = 20;
-/// The pause between attempts.
-const RETRY_DELAY: Duration = Duration::from_millis(10);
 
 /// Answers one item of a run's await; the run resumes once every item is answered.
 #[utoipa::path(
@@ -145,13 +133,13 @@ pub(crate) async fn cancel_run(
     .await
 }
 
-/// Cancels a run through the runtime (see [`settle`]) and returns it.
+/// Cancels a run through the runtime and returns it.
 pub(crate) async fn cancel(
     state: &AppState,
     run_id: &RunId,
     reason: &str,
 ) -> Result<StoredRun, ApiError> {
-    settle(state, run_id, Control::Cancel { reason }).await
+    apply(state, run_id, Control::Cancel { reason }).await
 }
 
 /// A change of a run's course that the runtime may apply late.
@@ -174,28 +162,6 @@ impl Control<'_> {
             Control::Cancel { reason } => runtime.cancel(run_id, reason).await,
         }
     }
-
-    /// Whether the stored run shows the change.
-    fn settled(self, stored: &StoredRun) -> bool {
-        match self {
-            Control::Pause => stored.snapshot.is_paused(),
-            Control::Resume => !stored.snapshot.is_paused(),
-            Control::Cancel { .. } => stored.record.status.is_finished(),
-        }
-    }
-
-    /// Whether `error` comes from a driver that is releasing the run, so a
-    /// later call may succeed.
-    fn race(self, error: &RuntimeError, stored: &StoredRun) -> bool {
-        match self {
-            // A driver that just committed the pause has not let go of the
-            // run yet and the runtime reports it as not paused.
-            Control::Resume => {
-                matches!(error, RuntimeError::NotPaused(_)) && stored.snapshot.is_paused()
-            }
-            Control::Pause | Control::Cancel { .. } => false,
-        }
-    }
 }
 
 /// Applies `control` to the caller's run `run_id` and answers with the run.
@@ -206,41 +172,19 @@ async fn control_run(
     control: Control<'_>,
 ) -> Result<Json<RunView>, ApiError> {
     let id = owned_run(state, tenant, run_id).await?.record.run_id;
-    let stored = settle(state, &id, control).await?;
+    let stored = apply(state, &id, control).await?;
     Ok(Json(RunView::new(stored.record, Some(&stored.snapshot))))
 }
 
-/// Makes `control`'s call until the stored run shows its effect (settled),
-/// the run is driven (the driver applies the change at its next step), or
-/// attempts run out. An error on the first call is final unless it comes
-/// from a driver that is releasing the run (`race`); an error on a later
-/// call means an earlier call took effect late when the run is settled.
-async fn settle(
+/// Asks the runtime for `control` and returns the run as stored after it
+/// (still `running` when its driver applies the change at its next step).
+async fn apply(
     state: &AppState,
     run_id: &RunId,
     control: Control<'_>,
 ) -> Result<StoredRun, ApiError> {
-    let mut attempt = 1;
-    loop {
-        let result = control.call(&state.runtime, run_id).await;
-        let stored = load(state, run_id).await?;
-        let last = attempt >= ATTEMPTS;
-        match result {
-            Ok(())
-                if control.settled(&stored)
-                    || stored.record.status == RunStatus::Running
-                    || last =>
-            {
-                return Ok(stored);
-            }
-            Ok(()) => {}
-            Err(_) if attempt > 1 && control.settled(&stored) => return Ok(stored),
-            Err(e) if !last && control.race(&e, &stored) => {}
-            Err(e) => return Err(e.into()),
-        }
-        attempt += 1;
-        tokio::time::sleep(RETRY_DELAY).await;
-    }
+    control.call(&state.runtime, run_id).await?;
+    load(state, run_id).await
 }
 
 async fn load(state: &AppState, run_id: &RunId) -> Result<StoredRun, ApiError> {
