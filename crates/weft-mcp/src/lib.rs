@@ -8,6 +8,7 @@
 //! - [`convert`]: MCP tools and results mapped to weft specs and replies.
 //! - [`bound`]: results cut to the payload budget, with bounds.
 //! - [`error`]: [`McpError`], every failure naming its toolset and tool.
+//! - [`serve`]: weft as an MCP server (stdio, streamable HTTP).
 
 pub mod bound;
 pub mod client;
@@ -18,3 +19,4 @@ pub mod error;
 pub use client::McpToolSet;
 pub use config::{Backoff, McpConfig, Transport};
 pub use error::McpError;
+pub mod serve;
