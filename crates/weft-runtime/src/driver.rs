@@ -32,6 +32,7 @@ use crate::error::RuntimeError;
 use crate::events::{RunShared, Sink};
 use crate::runtime::Inner;
 use crate::tools::{AgentTools, Limits};
+use crate::toolsets::{agent_tools, remind_availability};
 
 /// How a driver task ended.
 #[derive(Debug)]
@@ -207,6 +208,7 @@ impl RunTask {
     }
 
     async fn plan(&mut self, kind: PlanKind, finalize: Option<Termination>) {
+        self.refresh_tools().await;
         let run_id: &RunId = &self.shared.run_id;
         let run = RunContext {
             agent_id: self.agent.id.clone(),
@@ -308,6 +310,18 @@ impl RunTask {
                 }
             }
         }
+    }
+
+    /// Picks up tool-list changes and toolsets that started or stopped
+    /// working, and tells the model through reminders.
+    async fn refresh_tools(&mut self) {
+        match agent_tools(&self.agent, false).await {
+            Ok(tools) => self.tools = tools,
+            Err(e) => {
+                tracing::warn!(run_id = %self.shared.run_id, error = %e, "listing tools failed; keeping the previous list")
+            }
+        }
+        remind_availability(&mut self.machine, &self.tools);
     }
 
     fn planner_failed(&mut self, e: PlannerError) {
