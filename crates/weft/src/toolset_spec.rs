@@ -1,6 +1,6 @@
 //! The `toolsets` entries of agent files: a built-in toolset's name, or a
 //! `[[toolsets]]` table whose `type` says what it is (`type = "mcp"`: an MCP
-//! server over stdio or streamable HTTP).
+//! server over stdio or streamable HTTP; `type = "builtin"`: a built-in one).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -44,6 +44,11 @@ impl<'de> Deserialize<'de> for ToolsetSpec {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ToolsetTable {
+    /// A built-in toolset, as a table (so `[[toolsets]]` can list it too).
+    Builtin {
+        /// Its name.
+        name: String,
+    },
     /// An MCP server.
     Mcp(McpSpec),
 }
@@ -87,7 +92,7 @@ impl ToolsetSpec {
     /// The toolset's name.
     pub fn name(&self) -> &str {
         match self {
-            ToolsetSpec::Builtin(name) => name,
+            ToolsetSpec::Builtin(name) | ToolsetSpec::Table(ToolsetTable::Builtin { name }) => name,
             ToolsetSpec::Table(ToolsetTable::Mcp(m)) => &m.name,
         }
     }
@@ -95,7 +100,9 @@ impl ToolsetSpec {
     /// What the toolset is, for messages.
     pub fn describe(&self) -> String {
         match self {
-            ToolsetSpec::Builtin(name) => format!("built-in `{name}`"),
+            ToolsetSpec::Builtin(name) | ToolsetSpec::Table(ToolsetTable::Builtin { name }) => {
+                format!("built-in `{name}`")
+            }
             ToolsetSpec::Table(ToolsetTable::Mcp(m)) => match m.transport() {
                 Ok(t) => format!("MCP server {}", t.describe()),
                 Err(_) => "MCP server".to_owned(),
@@ -106,11 +113,15 @@ impl ToolsetSpec {
     /// Checks what parsing cannot; the message says what is wrong.
     pub fn check(&self) -> Result<(), String> {
         match self {
-            ToolsetSpec::Builtin(name) if builtin::by_name(name).is_none() => Err(format!(
-                "unknown toolset `{name}` (built-in toolsets: {})",
-                builtin::NAMES.join(", ")
-            )),
-            ToolsetSpec::Builtin(_) => Ok(()),
+            ToolsetSpec::Builtin(name) | ToolsetSpec::Table(ToolsetTable::Builtin { name }) => {
+                match builtin::by_name(name) {
+                    Some(_) => Ok(()),
+                    None => Err(format!(
+                        "unknown toolset `{name}` (built-in toolsets: {})",
+                        builtin::NAMES.join(", ")
+                    )),
+                }
+            }
             ToolsetSpec::Table(ToolsetTable::Mcp(m)) => {
                 if m.name.is_empty() || m.name.contains('.') {
                     return Err(format!(
@@ -126,7 +137,9 @@ impl ToolsetSpec {
     /// The toolset. MCP servers start lazily, on first use.
     pub fn build(&self) -> Option<Arc<dyn ToolSet>> {
         match self {
-            ToolsetSpec::Builtin(name) => builtin::by_name(name),
+            ToolsetSpec::Builtin(name) | ToolsetSpec::Table(ToolsetTable::Builtin { name }) => {
+                builtin::by_name(name)
+            }
             ToolsetSpec::Table(ToolsetTable::Mcp(m)) => {
                 let config = m.config().ok()?;
                 Some(Arc::new(StartableToolSet::new(McpToolSet::new(config))))
