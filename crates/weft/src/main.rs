@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use weft::bench::{agent_loop, durable_loop};
 use weft::cli::admin::{self, RunsCommand, SessionsCommand};
+use weft::cli::mcp::{self, McpServeArgs};
 use weft::cli::models;
 use weft::cli::run::{self, RunArgs};
 use weft::cli::serve::{self, ServeArgs};
@@ -75,10 +76,37 @@ enum Command {
         #[command(subcommand)]
         command: ModelsCmd,
     },
+    /// MCP: serve an agent as an MCP server.
+    Mcp {
+        #[command(subcommand)]
+        command: McpCmd,
+    },
     /// Benchmarks; each prints JSON lines.
     Bench {
         #[command(subcommand)]
         bench: Bench,
+    },
+}
+
+#[derive(Subcommand)]
+enum McpCmd {
+    /// Serves an agent as an MCP server: one tool taking a prompt and
+    /// answering, over stdio (default) or streamable HTTP (`--http`).
+    Serve {
+        /// The agent file.
+        agent: PathBuf,
+        /// Serve streamable HTTP at `http://ADDR/mcp` (prints the URL) instead of stdio.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<String>,
+        /// Also expose the agent's toolsets' tools (`toolset.tool`).
+        #[arg(long)]
+        expose_toolsets: bool,
+        /// A model id replacing the file's planner.
+        #[arg(long)]
+        model: Option<String>,
+        /// A durable store: a SQLite file path or a `postgres://` URL.
+        #[arg(long)]
+        db: Option<String>,
     },
 }
 
@@ -270,6 +298,22 @@ fn main() -> ExitCode {
             ModelsCmd::List => models::list(),
             ModelsCmd::Fetch { name } => models::fetch(&name),
         },
+        Command::Mcp {
+            command:
+                McpCmd::Serve {
+                    agent,
+                    http,
+                    expose_toolsets,
+                    model,
+                    db,
+                },
+        } => mcp::serve(McpServeArgs {
+            agent,
+            http,
+            expose_toolsets,
+            model,
+            db,
+        }),
         Command::Bench { bench } => run_bench(bench),
     };
     match result {

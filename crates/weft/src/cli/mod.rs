@@ -2,6 +2,7 @@
 
 pub mod admin;
 pub mod ask;
+pub mod mcp;
 pub mod models;
 pub mod run;
 pub mod serve;
