@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use weft::bench::{agent_loop, durable_loop};
+use weft::bench::{agent_loop, durable_loop, mcp as mcp_bench};
 use weft::cli::admin::{self, RunsCommand, SessionsCommand};
 use weft::cli::mcp::{self, McpServeArgs};
 use weft::cli::models;
@@ -216,6 +216,15 @@ enum Bench {
         )]
         postgres: String,
     },
+    /// MCP per-call latency over stdio: weft's client toolset against rmcp's client, p50/p99.
+    Mcp {
+        /// Measured calls per client.
+        #[arg(long, default_value_t = 2000)]
+        calls: usize,
+        /// Unmeasured calls first, per client.
+        #[arg(long, default_value_t = 200)]
+        warmup: usize,
+    },
     /// SSE decode throughput per provider, in MB/s.
     SseDecode {
         /// The recorded provider fixtures.
@@ -374,6 +383,11 @@ fn run_bench(bench: Bench) -> anyhow::Result<ExitCode> {
                 postgres: Some(postgres).filter(|p| p != "none"),
             };
             for line in durable_loop::run(&s)? {
+                println!("{line}");
+            }
+        }
+        Bench::Mcp { calls, warmup } => {
+            for line in mcp_bench::run(mcp_bench::Settings { calls, warmup })? {
                 println!("{line}");
             }
         }
