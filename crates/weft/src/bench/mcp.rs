@@ -26,7 +26,8 @@ pub struct Settings {
     pub warmup: usize,
 }
 
-const AGENT: &str = "id = \"bench\"\ntoolsets = [\"calc\"]\n[planner]\nkind = \"scripted\"\nturns = []\n";
+const AGENT: &str =
+    "id = \"bench\"\ntoolsets = [\"calc\"]\n[planner]\nkind = \"scripted\"\nturns = []\n";
 
 /// Runs the benchmark; returns its JSON lines.
 pub fn run(settings: Settings) -> anyhow::Result<Vec<Value>> {
@@ -41,7 +42,10 @@ pub fn run(settings: Settings) -> anyhow::Result<Vec<Value>> {
     tokio.block_on(async move {
         let direct = direct(&exe, &agent, settings).await?;
         let weft = through_weft(&exe, &agent, settings).await?;
-        let (d, w) = (summary("rmcp_direct", &direct), summary("weft_toolset", &weft));
+        let (d, w) = (
+            summary("rmcp_direct", &direct),
+            summary("weft_toolset", &weft),
+        );
         let ratio = |k: &str| {
             let (a, b) = (w[k].as_f64().unwrap_or(0.0), d[k].as_f64().unwrap_or(0.0));
             if b > 0.0 { a / b } else { 0.0 }
