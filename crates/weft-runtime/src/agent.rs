@@ -6,14 +6,13 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::OnceCell;
 use weft_core::AgentId;
 use weft_core::model::ModelClient;
 use weft_core::planner::Planner;
 use weft_core::run::{InvalidToolCallContext, Policy, Resolution};
 use weft_tools::ToolSet;
 
-use crate::tools::AgentTools;
+use crate::toolsets::AgentToolsets;
 
 /// Decides what to do with an invalid tool call.
 pub trait InvalidCallPolicy: Send + Sync + 'static {
@@ -51,7 +50,8 @@ pub struct Agent {
     pub(crate) describe_calls: bool,
     pub(crate) models: HashMap<String, Arc<dyn ModelClient>>,
     pub(crate) prompts: HashMap<String, String>,
-    pub(crate) tools: OnceCell<Arc<AgentTools>>,
+    /// Built from `toolsets` by [`AgentBuilder::build`].
+    pub(crate) tools: Option<AgentToolsets>,
 }
 
 impl fmt::Debug for Agent {
@@ -81,7 +81,7 @@ impl Agent {
                 describe_calls: false,
                 models: HashMap::new(),
                 prompts: HashMap::new(),
-                tools: OnceCell::new(),
+                tools: None,
             },
         }
     }
@@ -147,7 +147,8 @@ impl AgentBuilder {
     }
 
     /// The agent.
-    pub fn build(self) -> Agent {
+    pub fn build(mut self) -> Agent {
+        self.agent.tools = Some(AgentToolsets::new(&self.agent.toolsets));
         self.agent
     }
 }

@@ -35,6 +35,7 @@ use crate::error::RuntimeError;
 use crate::events::{RunShared, Sink};
 use crate::runtime::Inner;
 use crate::tools::{AgentTools, Limits};
+use crate::toolsets::{agent_tools, remind_availability};
 
 /// How a driver task ended.
 #[derive(Debug)]
@@ -199,6 +200,7 @@ impl RunTask {
         // The planner streams its events straight into the log: what the
         // machine said before (a termination) goes first.
         self.collect();
+        self.refresh_tools().await;
         let run_id: &RunId = &self.shared.run_id;
         let run = RunContext {
             agent_id: self.agent.id.clone(),
@@ -295,6 +297,18 @@ impl RunTask {
                 }
             }
         }
+    }
+
+    /// Picks up tool-list changes and toolsets that started or stopped
+    /// working, and tells the model through reminders.
+    async fn refresh_tools(&mut self) {
+        match agent_tools(&self.agent, false).await {
+            Ok(tools) => self.tools = tools,
+            Err(e) => {
+                tracing::warn!(run_id = %self.shared.run_id, error = %e, "listing tools failed; keeping the previous list")
+            }
+        }
+        remind_availability(&mut self.machine, &self.tools);
     }
 
     fn planner_failed(&mut self, e: PlannerError) {

@@ -24,6 +24,7 @@ mod memory;
 mod runtime;
 mod scripted;
 mod tools;
+mod toolsets;
 
 pub use agent::{Agent, AgentBuilder, InvalidCallPolicy, RetryThenFail};
 pub use clock::{Clock, SystemClock};
@@ -32,3 +33,4 @@ pub use events::EventStream;
 pub use memory::MemoryStore;
 pub use runtime::{DEFAULT_PAYLOAD_BUDGET, RunHandle, Runtime, RuntimeBuilder, StartRequest};
 pub use scripted::ScriptedPlanner;
+pub use toolsets::RETRY_UNAVAILABLE;

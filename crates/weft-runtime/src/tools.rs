@@ -23,13 +23,17 @@ pub(crate) struct AgentTools {
     pub(crate) catalog: SchemaCatalog,
     route: HashMap<String, usize>,
     toolsets: Vec<Arc<dyn ToolSet>>,
+    /// Toolsets whose tools could not be listed (they failed to start), with why.
+    pub(crate) unavailable: Vec<(String, ToolError)>,
 }
 
 impl AgentTools {
-    /// Lists every toolset's tools and builds the catalog.
+    /// Lists every toolset's tools and builds the catalog. A toolset that
+    /// cannot list its tools is left out and named in `unavailable`.
     pub(crate) async fn load(toolsets: &[Arc<dyn ToolSet>]) -> Result<Self, LoadError> {
         let mut specs = Vec::new();
         let mut route = HashMap::new();
+        let mut unavailable = Vec::new();
         for (i, ts) in toolsets.iter().enumerate() {
             if route.insert(ts.name().to_owned(), i).is_some() {
                 return Err(LoadError::Catalog(format!(
@@ -37,8 +41,10 @@ impl AgentTools {
                     ts.name()
                 )));
             }
-            let listed = ts.list_tools().await.map_err(LoadError::Tools)?;
-            specs.extend(listed);
+            match ts.list_tools().await {
+                Ok(listed) => specs.extend(listed),
+                Err(e) => unavailable.push((ts.name().to_owned(), e)),
+            }
         }
         let catalog =
             SchemaCatalog::new(specs.clone()).map_err(|e| LoadError::Catalog(e.to_string()))?;
@@ -47,6 +53,7 @@ impl AgentTools {
             catalog,
             route,
             toolsets: toolsets.to_vec(),
+            unavailable,
         })
     }
 
@@ -134,7 +141,6 @@ pub(crate) struct Limits {
 /// Why an agent's tools could not be loaded.
 #[derive(Debug)]
 pub(crate) enum LoadError {
-    Tools(ToolError),
     Catalog(String),
 }
 

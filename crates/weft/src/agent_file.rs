@@ -16,7 +16,7 @@ use weft_models::{ModelConfig, ModelPlanner, ModelPlannerConfig};
 use weft_runtime::{Agent, ScriptedPlanner};
 use weft_tools::ToolSet;
 
-use crate::builtin;
+use crate::toolset_spec::ToolsetSpec;
 
 /// Why an agent file could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -56,9 +56,10 @@ pub struct AgentFile {
     /// The agent's instructions (its system prompt).
     #[serde(default)]
     pub instructions: Option<String>,
-    /// Built-in toolsets to give the agent (`calc`, `text`).
+    /// The agent's toolsets: built-in names (`calc`, `text`) or
+    /// `[[toolsets]]` tables with a `type` (`type = "mcp"`).
     #[serde(default)]
-    pub toolsets: Vec<String>,
+    pub toolsets: Vec<ToolsetSpec>,
     /// How the agent decides.
     pub planner: PlannerSpec,
     /// Caps and budgets.
@@ -175,11 +176,14 @@ impl AgentFile {
         if self.id.trim().is_empty() {
             return Err(invalid("`id` must not be empty".into()));
         }
-        for name in &self.toolsets {
-            if builtin::by_name(name).is_none() {
+        for (i, spec) in self.toolsets.iter().enumerate() {
+            spec.check().map_err(invalid)?;
+            if let Some(earlier) = self.toolsets[..i].iter().find(|t| t.name() == spec.name()) {
                 return Err(invalid(format!(
-                    "unknown toolset `{name}` (built-in toolsets: {})",
-                    builtin::NAMES.join(", ")
+                    "two toolsets are named `{}`: {} and {}",
+                    spec.name(),
+                    earlier.describe(),
+                    spec.describe()
                 )));
             }
         }
@@ -297,11 +301,11 @@ impl AgentFile {
         )
     }
 
-    /// The file's built-in toolsets.
+    /// The file's toolsets (MCP servers start on first use).
     pub fn toolsets(&self) -> Vec<Arc<dyn ToolSet>> {
         self.toolsets
             .iter()
-            .filter_map(|n| builtin::by_name(n))
+            .filter_map(ToolsetSpec::build)
             .collect()
     }
 
@@ -441,5 +445,53 @@ time_budget_ms = 1000
         .unwrap_err()
         .to_string();
         assert!(err.contains("nonzero"), "{err}");
+    }
+
+    #[test]
+    fn mcp_toolsets_are_tables_next_to_built_in_names() {
+        let f = AgentFile::parse(
+            r#"
+id = "x"
+toolsets = ["calc", { type = "mcp", name = "fs", command = "mcp-server-filesystem", args = ["/tmp"], prefix = "fs_" }]
+[planner]
+kind = "scripted"
+turns = []
+"#,
+            "a.toml",
+        )
+        .unwrap();
+        let names: Vec<String> = f.toolsets().iter().map(|t| t.name().to_owned()).collect();
+        assert_eq!(names, ["calc", "fs"]);
+        let f = AgentFile::parse(
+            "id = \"x\"\n[[toolsets]]\ntype = \"mcp\"\nname = \"web\"\nurl = \"http://127.0.0.1:1/mcp\"\n[planner]\nkind = \"scripted\"\nturns = []",
+            "a.toml",
+        )
+        .unwrap();
+        assert_eq!(f.toolsets().len(), 1);
+    }
+
+    #[test]
+    fn bad_mcp_toolsets_and_name_collisions_are_named() {
+        let parse = |toolsets: &str| {
+            AgentFile::parse(
+                &format!(
+                    "id = \"x\"\ntoolsets = {toolsets}\n[planner]\nkind = \"scripted\"\nturns = []"
+                ),
+                "a.toml",
+            )
+            .unwrap_err()
+            .to_string()
+        };
+        let err = parse(r#"["calc", { type = "mcp", name = "calc", command = "srv" }]"#);
+        assert!(
+            err.contains("two toolsets are named `calc`: built-in `calc` and MCP server `srv`"),
+            "{err}"
+        );
+        let err = parse(r#"[{ type = "mcp", name = "m" }]"#);
+        assert!(err.contains("exactly one of `command`"), "{err}");
+        let err = parse(r#"[{ type = "mcp", name = "m", command = "x", colour = 1 }]"#);
+        assert!(err.contains("colour"), "{err}");
+        let err = parse(r#"[{ type = "nope", name = "m" }]"#);
+        assert!(err.contains("nope"), "{err}");
     }
 }

@@ -31,3 +31,4 @@ pub mod bench;
 pub mod builtin;
 pub mod cli;
 pub mod render;
+pub mod toolset_spec;

@@ -5,8 +5,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use weft::bench::{agent_loop, durable_loop};
+use weft::bench::{agent_loop, durable_loop, mcp as mcp_bench};
 use weft::cli::admin::{self, RunsCommand, SessionsCommand};
+use weft::cli::mcp::{self, McpServeArgs};
 #[cfg(feature = "local")]
 use weft::cli::models;
 use weft::cli::run::{self, RunArgs};
@@ -77,10 +78,37 @@ enum Command {
         #[command(subcommand)]
         command: ModelsCmd,
     },
+    /// MCP: serve an agent as an MCP server.
+    Mcp {
+        #[command(subcommand)]
+        command: McpCmd,
+    },
     /// Benchmarks; each prints JSON lines.
     Bench {
         #[command(subcommand)]
         bench: Bench,
+    },
+}
+
+#[derive(Subcommand)]
+enum McpCmd {
+    /// Serves an agent as an MCP server: one tool taking a prompt and
+    /// answering, over stdio (default) or streamable HTTP (`--http`).
+    Serve {
+        /// The agent file.
+        agent: PathBuf,
+        /// Serve streamable HTTP at `http://ADDR/mcp` (prints the URL) instead of stdio.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<String>,
+        /// Also expose the agent's toolsets' tools (`toolset.tool`).
+        #[arg(long)]
+        expose_toolsets: bool,
+        /// A model id replacing the file's planner.
+        #[arg(long)]
+        model: Option<String>,
+        /// A durable store: a SQLite file path or a `postgres://` URL.
+        #[arg(long)]
+        db: Option<String>,
     },
 }
 
@@ -191,6 +219,15 @@ enum Bench {
         )]
         postgres: String,
     },
+    /// MCP per-call latency over stdio: weft's client toolset against rmcp's client, p50/p99.
+    Mcp {
+        /// Measured calls per client.
+        #[arg(long, default_value_t = 2000)]
+        calls: usize,
+        /// Unmeasured calls first, per client.
+        #[arg(long, default_value_t = 200)]
+        warmup: usize,
+    },
     /// SSE decode throughput per provider, in MB/s.
     SseDecode {
         /// The recorded provider fixtures.
@@ -275,6 +312,22 @@ fn main() -> ExitCode {
             ModelsCmd::List => models::list(),
             ModelsCmd::Fetch { name } => models::fetch(&name),
         },
+        Command::Mcp {
+            command:
+                McpCmd::Serve {
+                    agent,
+                    http,
+                    expose_toolsets,
+                    model,
+                    db,
+                },
+        } => mcp::serve(McpServeArgs {
+            agent,
+            http,
+            expose_toolsets,
+            model,
+            db,
+        }),
         Command::Bench { bench } => run_bench(bench),
     };
     match result {
@@ -335,6 +388,11 @@ fn run_bench(bench: Bench) -> anyhow::Result<ExitCode> {
                 postgres: Some(postgres).filter(|p| p != "none"),
             };
             for line in durable_loop::run(&s)? {
+                println!("{line}");
+            }
+        }
+        Bench::Mcp { calls, warmup } => {
+            for line in mcp_bench::run(mcp_bench::Settings { calls, warmup })? {
                 println!("{line}");
             }
         }

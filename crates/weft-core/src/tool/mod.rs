@@ -94,24 +94,26 @@ pub struct ToolSpec {
     pub tags: Vec<String>,
 }
 
-/// Behavioural hints about a tool, as in MCP's tool annotations.
+/// Behavioural hints about a tool, as in MCP's tool annotations; on the wire
+/// they carry MCP's names (`readOnlyHint`, ...), and the older snake_case
+/// names are still read.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolAnnotations {
     /// A human-readable title.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
     /// The tool does not change its environment.
-    #[serde(default)]
+    #[serde(default, rename = "readOnlyHint", alias = "read_only")]
     pub read_only: bool,
     /// The tool may destroy data.
-    #[serde(default)]
+    #[serde(default, rename = "destructiveHint", alias = "destructive")]
     pub destructive: bool,
     /// Calling it twice with the same arguments has no extra effect; a call
     /// interrupted by a crash may be executed again.
-    #[serde(default)]
+    #[serde(default, rename = "idempotentHint", alias = "idempotent")]
     pub idempotent: bool,
     /// The tool talks to the open world (network, third parties).
-    #[serde(default)]
+    #[serde(default, rename = "openWorldHint", alias = "open_world")]
     pub open_world: bool,
 }
 
@@ -386,5 +388,32 @@ pub trait RetryHintProvider {
     /// The hint for this error, if any.
     fn retry_hint(&self) -> Option<RetryHint> {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn annotations_use_mcp_names_on_the_wire_and_read_the_old_ones() {
+        let a = ToolAnnotations {
+            title: Some("Delete".into()),
+            read_only: false,
+            destructive: true,
+            idempotent: true,
+            open_world: false,
+        };
+        let wire = serde_json::to_value(&a).unwrap();
+        assert_eq!(
+            wire,
+            json!({"title": "Delete", "readOnlyHint": false, "destructiveHint": true,
+                   "idempotentHint": true, "openWorldHint": false})
+        );
+        assert_eq!(serde_json::from_value::<ToolAnnotations>(wire).unwrap(), a);
+        let old = json!({"title": "Delete", "destructive": true, "idempotent": true});
+        assert_eq!(serde_json::from_value::<ToolAnnotations>(old).unwrap(), a);
     }
 }

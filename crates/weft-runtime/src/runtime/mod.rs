@@ -22,7 +22,8 @@ use crate::driver::{DriveEnd, RunTask, status_of};
 use crate::error::RuntimeError;
 use crate::events::{EventStream, RunShared};
 use crate::memory::MemoryStore;
-use crate::tools::{AgentTools, LoadError};
+use crate::tools::AgentTools;
+use crate::toolsets::agent_tools;
 
 /// The default payload budget: results above 64 KiB are omitted.
 pub const DEFAULT_PAYLOAD_BUDGET: u64 = 64 * 1024;
@@ -312,22 +313,7 @@ impl Inner {
     }
 
     async fn tools(&self, agent: &Agent) -> Result<Arc<AgentTools>, RuntimeError> {
-        agent
-            .tools
-            .get_or_try_init(|| async {
-                AgentTools::load(&agent.toolsets)
-                    .await
-                    .map(Arc::new)
-                    .map_err(|e| match e {
-                        LoadError::Tools(e) => RuntimeError::Tools(e),
-                        LoadError::Catalog(message) => RuntimeError::Catalog {
-                            agent: agent.id.clone(),
-                            message,
-                        },
-                    })
-            })
-            .await
-            .cloned()
+        agent_tools(agent, true).await
     }
 
     /// Starts a driver task for a run.

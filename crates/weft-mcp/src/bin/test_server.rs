@@ -1,0 +1,221 @@
+//! A small MCP server for weft's tests and benchmarks, written with rmcp.
+//!
+//! `weft-mcp-test-server [--http ADDR] [--garbage] [--bad-schema]`: over
+//! stdio by default; with `--http` it serves streamable HTTP at `/mcp` and
+//! prints its URL on the first line of stdout. `--garbage` prints a line
+//! that is not JSON-RPC before serving; `--bad-schema` adds a tool whose
+//! input schema is not a JSON Schema.
+//!
+//! Tools: `echo`, `kinds` (one block of every content kind plus structured
+//! content), `fail` (isError), `big` (a long text), `sleep`, `crash` (the
+//! process exits mid-call), `add_tool` (adds `extra` and sends
+//! `tools/list_changed`), `extra` (once added), `delete` (annotated
+//! destructive) and `read` (annotated read-only, with a title).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, JsonObject,
+    ListToolsResult, PaginatedRequestParams, Resource, ResourceContents, ServerCapabilities,
+    ServerConfig, Tool, ToolAnnotations,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::{ErrorData, ServerHandler};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+use weft_mcp::serve::{HttpServer, serve_stdio};
+
+#[derive(Clone, Default)]
+struct TestServer {
+    extra: Arc<AtomicBool>,
+    bad_schema: bool,
+}
+
+fn schema(value: Value) -> Arc<JsonObject> {
+    Arc::new(value.as_object().cloned().unwrap_or_default())
+}
+
+fn object_schema(props: Value, required: &[&str]) -> Arc<JsonObject> {
+    schema(json!({"type": "object", "properties": props, "required": required}))
+}
+
+impl TestServer {
+    fn tools(&self) -> Vec<Tool> {
+        let none = || object_schema(json!({}), &[]);
+        let mut tools = vec![
+            Tool::new(
+                "echo",
+                "Returns its text",
+                object_schema(json!({"text": {"type": "string"}}), &["text"]),
+            ),
+            Tool::new("kinds", "One content block of every kind", none()),
+            Tool::new("fail", "Reports a tool error", none()),
+            Tool::new(
+                "big",
+                "Returns `bytes` bytes of text",
+                object_schema(json!({"bytes": {"type": "integer"}}), &["bytes"]),
+            ),
+            Tool::new(
+                "sleep",
+                "Sleeps `ms` milliseconds",
+                object_schema(json!({"ms": {"type": "integer"}}), &["ms"]),
+            ),
+            Tool::new("crash", "Exits the server process mid-call", none()),
+            Tool::new("add_tool", "Adds the tool `extra`", none()),
+            Tool::new("delete", "Deletes everything", none()).with_annotations(
+                ToolAnnotations::from_raw(None, Some(false), Some(true), Some(false), Some(false)),
+            ),
+            Tool::new("read", "Reads", none()).with_annotations(ToolAnnotations::from_raw(
+                Some("Read things".into()),
+                Some(true),
+                None,
+                None,
+                Some(false),
+            )),
+        ];
+        if self.extra.load(Ordering::Acquire) {
+            tools.push(Tool::new("extra", "Added at run time", none()));
+        }
+        if self.bad_schema {
+            tools.push(Tool::new(
+                "bad",
+                "Has a broken schema",
+                schema(json!({"type": 12})),
+            ));
+        }
+        tools
+    }
+
+    async fn call(
+        &self,
+        name: &str,
+        args: JsonObject,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let arg_u64 = |key: &str| args.get(key).and_then(Value::as_u64).unwrap_or(0);
+        Ok(match name {
+            "echo" => {
+                let text = args.get("text").and_then(Value::as_str).unwrap_or_default();
+                CallToolResult::success(vec![ContentBlock::text(text)])
+            }
+            "kinds" => {
+                let mut result = CallToolResult::success(vec![
+                    ContentBlock::text("plain text"),
+                    ContentBlock::image("aW1hZ2U=", "image/png"),
+                    ContentBlock::audio("YXVkaW8=", "audio/wav"),
+                    ContentBlock::resource_link(
+                        Resource::new("file:///notes.txt", "notes")
+                            .with_mime_type("text/plain")
+                            .with_description("the notes"),
+                    ),
+                    ContentBlock::resource(ResourceContents::text(
+                        "embedded body",
+                        "mem://embedded",
+                    )),
+                    ContentBlock::resource(ResourceContents::BlobResourceContents {
+                        uri: "mem://blob".into(),
+                        mime_type: Some("application/octet-stream".into()),
+                        blob: "AAECAw==".into(),
+                        meta: None,
+                    }),
+                ]);
+                result.structured_content = Some(json!({"count": 6}));
+                result
+            }
+            "fail" => CallToolResult::error(vec![ContentBlock::text("it broke")]),
+            "big" => {
+                let n = usize::try_from(arg_u64("bytes")).unwrap_or(0);
+                CallToolResult::success(vec![ContentBlock::text("x".repeat(n))])
+            }
+            "sleep" => {
+                tokio::time::sleep(Duration::from_millis(arg_u64("ms"))).await;
+                CallToolResult::success(vec![ContentBlock::text("slept")])
+            }
+            "crash" => std::process::exit(3),
+            "add_tool" => {
+                self.extra.store(true, Ordering::Release);
+                let _ = context.peer.notify_tool_list_changed().await;
+                CallToolResult::success(vec![ContentBlock::text("added")])
+            }
+            "extra" if self.extra.load(Ordering::Acquire) => {
+                CallToolResult::success(vec![ContentBlock::text("extra")])
+            }
+            "delete" => CallToolResult::success(vec![ContentBlock::text("deleted")]),
+            "read" => CallToolResult::success(vec![ContentBlock::text("read")]),
+            other => {
+                return Err(ErrorData::invalid_params(
+                    format!("unknown tool `{other}`"),
+                    None,
+                ));
+            }
+        })
+    }
+}
+
+impl ServerHandler for TestServer {
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.tools()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let args = request.arguments.unwrap_or_default();
+        self.call(&request.name, args, context)
+            .await
+            .map(Into::into)
+    }
+
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+    }
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> std::process::ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let has = |flag: &str| args.iter().any(|a| a == flag);
+    let http = args
+        .iter()
+        .position(|a| a == "--http")
+        .and_then(|i| args.get(i + 1).cloned());
+    let server = TestServer {
+        extra: Arc::default(),
+        bad_schema: has("--bad-schema"),
+    };
+    if has("--garbage") {
+        println!("this is not JSON-RPC");
+    }
+    let result = match http {
+        Some(addr) => match HttpServer::bind(&addr).await {
+            Ok(listener) => {
+                println!("{}", listener.url());
+                listener
+                    .serve(move || server.clone(), CancellationToken::new())
+                    .await
+            }
+            Err(e) => Err(e),
+        },
+        None => serve_stdio(server).await,
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("weft-mcp-test-server: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

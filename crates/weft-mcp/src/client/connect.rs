@@ -1,0 +1,92 @@
+//! Opening one connection to an MCP server: spawning the child process (its
+//! stderr forwarded to the log) or opening the streamable HTTP transport,
+//! then the `initialize` handshake.
+
+use std::process::Stdio;
+
+use axum::http::{HeaderName, HeaderValue};
+use rmcp::ServiceExt;
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+use super::handler::Handler;
+use crate::config::{McpConfig, Transport};
+use crate::error::McpError;
+
+/// A live MCP client session.
+pub(crate) type Session = RunningService<RoleClient, Handler>;
+
+/// Connects to the server `config` names and completes `initialize`.
+pub(crate) async fn connect(config: &McpConfig, handler: Handler) -> Result<Session, McpError> {
+    let server = config.transport.describe();
+    let connect_error = |message: String| McpError::Connect {
+        toolset: config.name.clone(),
+        server: server.clone(),
+        message,
+    };
+    match &config.transport {
+        Transport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => {
+            let mut cmd = tokio::process::Command::new(command);
+            cmd.args(args).envs(env);
+            if let Some(dir) = cwd {
+                cmd.current_dir(dir);
+            }
+            let (transport, stderr) = TokioChildProcess::builder(cmd)
+                .stderr(Stdio::piped())
+                .spawn()
+                .map_err(|e| McpError::Spawn {
+                    toolset: config.name.clone(),
+                    server: server.clone(),
+                    message: e.to_string(),
+                })?;
+            if let Some(stderr) = stderr {
+                let toolset = config.name.clone();
+                tokio::spawn(async move {
+                    let mut lines = BufReader::new(stderr).lines();
+                    while let Ok(Some(line)) = lines.next_line().await {
+                        tracing::debug!(toolset = %toolset, "server stderr: {line}");
+                    }
+                });
+            }
+            handler
+                .serve(transport)
+                .await
+                .map_err(|e| connect_error(e.to_string()))
+        }
+        Transport::Http { url, headers } => {
+            install_crypto_provider();
+            let mut http = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+            // A server that lost our session is reconnected by the toolset,
+            // which then lists the tools again.
+            http.reinit_on_expired_session = false;
+            for (name, value) in headers {
+                let name = HeaderName::try_from(name.as_str())
+                    .map_err(|e| connect_error(format!("header `{name}`: {e}")))?;
+                let value = HeaderValue::try_from(value.as_str())
+                    .map_err(|_| connect_error(format!("header `{name}`: invalid value")))?;
+                http.custom_headers.insert(name, value);
+            }
+            let transport = StreamableHttpClientTransport::from_config(http);
+            handler
+                .serve(transport)
+                .await
+                .map_err(|e| connect_error(e.to_string()))
+        }
+    }
+}
+
+/// HTTPS needs a process-wide rustls crypto provider; weft uses ring.
+pub fn install_crypto_provider() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // Another part of the process may have installed one already; that one is kept.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}

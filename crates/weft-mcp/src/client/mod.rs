@@ -1,0 +1,342 @@
+//! [`McpToolSet`]: one MCP server as a weft toolset.
+//!
+//! The connection opens on [`Lifecycle::start`] (wrap the toolset in
+//! `StartableToolSet` for a lazy, single-flight start) under the start
+//! timeout. Tools are listed once per connection and cached; a
+//! `notifications/tools/list_changed` marks the cache stale and the next
+//! listing asks again. A connection that died (a crashed child process, a
+//! restarted remote server) is reopened by the next use, after the restart
+//! backoff, and its tools are listed again. Each call runs under the call
+//! timeout; a call that times out is cancelled on the server.
+
+mod connect;
+mod handler;
+
+use std::collections::HashSet;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
+
+use async_trait::async_trait;
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::ServiceError;
+use weft_core::tool::{ToolError, ToolRequest, ToolSpec};
+use weft_tools::{
+    Lifecycle, PublicDescription, ToolFailure, ToolListChanges, ToolListNotifier, ToolReply,
+    ToolSet,
+};
+
+pub use self::connect::install_crypto_provider;
+use self::connect::{Session, connect};
+use self::handler::Handler;
+use crate::config::McpConfig;
+use crate::convert::{call_result, tool_spec};
+use crate::error::McpError;
+
+/// An MCP server's tools as a toolset.
+pub struct McpToolSet {
+    config: McpConfig,
+    /// The single flight for (re)connecting and re-listing.
+    gate: tokio::sync::Mutex<Restarts>,
+    live: Mutex<Option<Arc<Live>>>,
+    notifier: Arc<ToolListNotifier>,
+}
+
+/// One open connection and the tools listed on it.
+struct Live {
+    session: Session,
+    handler: Handler,
+    specs: Mutex<Arc<Vec<ToolSpec>>>,
+}
+
+/// Failed (re)starts in a row, for the backoff.
+#[derive(Default)]
+struct Restarts {
+    failures: u32,
+    last_failure: Option<Instant>,
+}
+
+impl McpToolSet {
+    /// A toolset for the server `config` describes; nothing happens until it starts.
+    pub fn new(config: McpConfig) -> Self {
+        Self {
+            config,
+            gate: tokio::sync::Mutex::new(Restarts::default()),
+            live: Mutex::new(None),
+            notifier: Arc::new(ToolListNotifier::new()),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &McpConfig {
+        &self.config
+    }
+
+    fn current(&self) -> Option<Arc<Live>> {
+        let guard = self.live.lock().unwrap_or_else(PoisonError::into_inner);
+        guard.clone().filter(|l| !l.session.is_closed())
+    }
+
+    /// The open connection, opening one (after the backoff) when there is none.
+    async fn ensure(&self) -> Result<Arc<Live>, McpError> {
+        if let Some(live) = self.current() {
+            return Ok(live);
+        }
+        let mut restarts = self.gate.lock().await;
+        if let Some(live) = self.current() {
+            return Ok(live);
+        }
+        let delay = self.config.restart_backoff.delay(restarts.failures);
+        if let Some(at) = restarts.last_failure {
+            let waited = at.elapsed();
+            if waited < delay {
+                return Err(McpError::Restarting {
+                    toolset: self.config.name.clone(),
+                    tool: String::new(),
+                    retry_in: delay - waited,
+                });
+            }
+        }
+        match self.open().await {
+            Ok(live) => {
+                restarts.failures = 0;
+                restarts.last_failure = None;
+                let previous = self
+                    .live
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .replace(live.clone());
+                // A reconnect may bring other tools (a server upgraded meanwhile).
+                if let Some(previous) = previous
+                    && *previous.specs() != *live.specs()
+                {
+                    self.notifier.notify();
+                }
+                Ok(live)
+            }
+            Err(e) => {
+                restarts.failures = restarts.failures.saturating_add(1);
+                restarts.last_failure = Some(Instant::now());
+                Err(e)
+            }
+        }
+    }
+
+    /// Connects and lists the tools, all under the start timeout.
+    async fn open(&self) -> Result<Arc<Live>, McpError> {
+        let handler = Handler::new(self.notifier.clone());
+        let attempt = async {
+            let session = connect(&self.config, handler.clone()).await?;
+            let specs = self.list(&session).await?;
+            Ok::<_, McpError>(Arc::new(Live {
+                session,
+                handler: handler.clone(),
+                specs: Mutex::new(Arc::new(specs)),
+            }))
+        };
+        tokio::time::timeout(self.config.start_timeout, attempt)
+            .await
+            .map_err(|_| McpError::StartTimeout {
+                toolset: self.config.name.clone(),
+                server: self.config.transport.describe(),
+                after: self.config.start_timeout,
+            })?
+    }
+
+    /// `tools/list` (every page) as weft specs. A tool with an unusable
+    /// schema is left out (and logged); a name listed twice is an error.
+    async fn list(&self, session: &Session) -> Result<Vec<ToolSpec>, McpError> {
+        let name = &self.config.name;
+        let tools = session.list_all_tools().await.map_err(|e| McpError::List {
+            toolset: name.clone(),
+            message: e.to_string(),
+        })?;
+        let prefix = self.config.prefix.as_deref().unwrap_or_default();
+        let mut seen = HashSet::new();
+        let mut specs = Vec::with_capacity(tools.len());
+        for tool in &tools {
+            if !seen.insert(tool.name.as_ref()) {
+                return Err(McpError::DuplicateTool {
+                    toolset: name.clone(),
+                    tool: tool.name.to_string(),
+                });
+            }
+            match tool_spec(name, prefix, tool) {
+                Ok(spec) => specs.push(spec),
+                Err(e) => tracing::warn!(toolset = %name, error = %e, "tool not offered"),
+            }
+        }
+        Ok(specs)
+    }
+
+    /// Forgets a connection that failed under a call, so the next use reopens it.
+    fn drop_live(&self, live: &Arc<Live>) {
+        let mut guard = self.live.lock().unwrap_or_else(PoisonError::into_inner);
+        if guard.as_ref().is_some_and(|l| Arc::ptr_eq(l, live)) {
+            *guard = None;
+        }
+    }
+
+    fn call_error(&self, tool: &str, error: ServiceError) -> McpError {
+        let toolset = self.config.name.clone();
+        let tool = tool.to_owned();
+        match error {
+            ServiceError::McpError(e) => McpError::Remote {
+                toolset,
+                tool,
+                code: e.code.0,
+                message: e.message.to_string(),
+            },
+            ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
+                McpError::Closed { toolset, tool }
+            }
+            ServiceError::Timeout { timeout } => McpError::CallTimeout {
+                toolset,
+                tool,
+                after: timeout,
+            },
+            other => McpError::Malformed {
+                toolset,
+                tool,
+                message: other.to_string(),
+            },
+        }
+    }
+}
+
+impl Live {
+    fn specs(&self) -> Arc<Vec<ToolSpec>> {
+        self.specs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+#[async_trait]
+impl ToolSet for McpToolSet {
+    fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    async fn list_tools(&self) -> Result<Vec<ToolSpec>, ToolError> {
+        let live = self.ensure().await?;
+        if live.handler.stale.swap(false, Ordering::AcqRel) {
+            match self.list(&live.session).await {
+                Ok(specs) => {
+                    *live.specs.lock().unwrap_or_else(PoisonError::into_inner) = Arc::new(specs);
+                }
+                Err(e) => {
+                    live.handler.stale.store(true, Ordering::Release);
+                    return Err(e.into());
+                }
+            }
+        }
+        Ok(live.specs().to_vec())
+    }
+
+    async fn call_tool(&self, request: ToolRequest) -> Result<ToolReply, ToolFailure> {
+        let tool = request.name.tool();
+        let prefix = self.config.prefix.as_deref().unwrap_or_default();
+        let Some(mcp_name) = tool.strip_prefix(prefix) else {
+            return Err(McpError::UnknownTool {
+                toolset: self.config.name.clone(),
+                tool: tool.to_owned(),
+            }
+            .into_failure(&request.name));
+        };
+        let live = match self.ensure().await {
+            Ok(live) => live,
+            Err(McpError::Restarting {
+                toolset, retry_in, ..
+            }) => {
+                let e = McpError::Restarting {
+                    toolset,
+                    tool: tool.to_owned(),
+                    retry_in,
+                };
+                return Err(e.into_failure(&request.name));
+            }
+            Err(e) => return Err(e.into_failure(&request.name)),
+        };
+        let mut params = CallToolRequestParams::new(mcp_name.to_owned());
+        match request.payload {
+            serde_json::Value::Object(args) => params = params.with_arguments(args),
+            serde_json::Value::Null => {}
+            other => {
+                let e = ToolError::new(
+                    ToolError::INVALID_ARGUMENTS,
+                    format!(
+                        "toolset `{}`, tool `{tool}`: arguments must be a JSON object, not {other}",
+                        self.config.name
+                    ),
+                );
+                return Err(e.into());
+            }
+        }
+        let timeout = self.config.call_timeout;
+        let result = match tokio::time::timeout(timeout, live.session.call_tool(params)).await {
+            Err(_) => Err(McpError::CallTimeout {
+                toolset: self.config.name.clone(),
+                tool: tool.to_owned(),
+                after: timeout,
+            }),
+            Ok(Err(e)) => {
+                let e = self.call_error(tool, e);
+                if matches!(e, McpError::Closed { .. }) {
+                    self.drop_live(&live);
+                    let mut restarts = self.gate.lock().await;
+                    restarts.failures = restarts.failures.saturating_add(1);
+                    restarts.last_failure = Some(Instant::now());
+                }
+                Err(e)
+            }
+            Ok(Ok(result)) => {
+                call_result(&self.config.name, tool, result, self.config.result_budget)
+            }
+        };
+        result.map_err(|e| e.into_failure(&request.name))
+    }
+
+    fn lifecycle(&self) -> Option<&dyn Lifecycle> {
+        Some(self)
+    }
+
+    fn tool_list_changes(&self) -> Option<&dyn ToolListChanges> {
+        Some(&*self.notifier)
+    }
+
+    fn public_description(&self) -> Option<&dyn PublicDescription> {
+        Some(self)
+    }
+}
+
+#[async_trait]
+impl Lifecycle for McpToolSet {
+    async fn start(&self) -> Result<(), ToolError> {
+        self.ensure().await.map(drop).map_err(Into::into)
+    }
+
+    async fn stop(&self) -> Result<(), ToolError> {
+        let _restarts = self.gate.lock().await;
+        let live = self
+            .live
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(live) = live {
+            live.session.cancellation_token().cancel();
+        }
+        Ok(())
+    }
+}
+
+impl PublicDescription for McpToolSet {
+    fn public_description_text(&self) -> String {
+        format!(
+            "MCP server {} (toolset `{}`)",
+            self.config.transport.describe(),
+            self.config.name
+        )
+    }
+}

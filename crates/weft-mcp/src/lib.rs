@@ -1,0 +1,22 @@
+//! weft-mcp: the Model Context Protocol adapter, on the official Rust SDK
+//! (`rmcp`).
+//!
+//! Organization:
+//! - [`config`]: [`McpConfig`], how to reach a server (stdio child process or
+//!   streamable HTTP) and the limits applied to it.
+//! - [`client`]: [`McpToolSet`], an MCP server's tools as a weft toolset.
+//! - [`convert`]: MCP tools and results mapped to weft specs and replies.
+//! - [`bound`]: results cut to the payload budget, with bounds.
+//! - [`error`]: [`McpError`], every failure naming its toolset and tool.
+//! - [`serve`]: weft as an MCP server (stdio, streamable HTTP).
+
+pub mod bound;
+pub mod client;
+pub mod config;
+pub mod convert;
+pub mod error;
+
+pub use client::McpToolSet;
+pub use config::{Backoff, McpConfig, Transport};
+pub use error::McpError;
+pub mod serve;

@@ -1,0 +1,170 @@
+//! [`AgentToolsets`]: an agent's toolsets as the runtime keeps them. Each is
+//! wrapped in a [`StartableToolSet`], so a toolset that cannot start (a
+//! missing MCP server, a refused connection) leaves the agent running with
+//! its other tools. The listed tools are cached and listed again when a
+//! toolset reports a tool-list change, or, while one is unavailable, at the
+//! next run start and at most every [`RETRY_UNAVAILABLE`] during runs.
+//!
+//! A run's model learns about an unavailable toolset through a reminder
+//! (`toolset:<name>`), set once when the run first sees it unavailable and
+//! replaced by a recovery note when it comes back.
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use tokio::sync::watch;
+use weft_core::planner::Reminder;
+use weft_core::run::RunMachine;
+use weft_tools::{StartableToolSet, ToolSet, find_tool_list_changes};
+
+use crate::agent::Agent;
+use crate::error::RuntimeError;
+use crate::tools::{AgentTools, LoadError};
+
+/// How often a running run retries toolsets that could not start.
+pub const RETRY_UNAVAILABLE: Duration = Duration::from_secs(10);
+
+/// The prefix of the reminders about toolset availability.
+const REMINDER_PREFIX: &str = "toolset:";
+/// How a recovery note starts, to tell it from an outage note.
+const RECOVERED: &str = "The toolset";
+
+/// An agent's toolsets, their start state and the tools listed from them.
+pub(crate) struct AgentToolsets {
+    sets: Vec<Arc<dyn ToolSet>>,
+    startable: Vec<Arc<StartableToolSet<Arc<dyn ToolSet>>>>,
+    changes: Mutex<Vec<watch::Receiver<u64>>>,
+    cache: tokio::sync::Mutex<Option<Cached>>,
+}
+
+struct Cached {
+    tools: Arc<AgentTools>,
+    loaded_at: Instant,
+}
+
+impl AgentToolsets {
+    /// Wraps each toolset; nothing starts yet.
+    pub(crate) fn new(toolsets: &[Arc<dyn ToolSet>]) -> Self {
+        let startable: Vec<_> = toolsets
+            .iter()
+            .map(|t| Arc::new(StartableToolSet::new(Arc::clone(t))))
+            .collect();
+        let changes = startable
+            .iter()
+            .filter_map(|t| find_tool_list_changes(&**t).map(|c| c.subscribe_tool_list()))
+            .collect();
+        Self {
+            sets: startable
+                .iter()
+                .map(|t| Arc::clone(t) as Arc<dyn ToolSet>)
+                .collect(),
+            startable,
+            changes: Mutex::new(changes),
+            cache: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    /// The tools, listed again when stale. `starting` says a run is starting,
+    /// which retries unavailable toolsets at once.
+    pub(crate) async fn tools(&self, starting: bool) -> Result<Arc<AgentTools>, LoadError> {
+        let mut cache = self.cache.lock().await;
+        let changed = self.take_changes();
+        if let Some(c) = cache.as_ref() {
+            let retry = !c.tools.unavailable.is_empty()
+                && (starting || c.loaded_at.elapsed() >= RETRY_UNAVAILABLE);
+            if !changed && !retry {
+                return Ok(c.tools.clone());
+            }
+        }
+        let tools = Arc::new(AgentTools::load(&self.sets).await?);
+        for set in &self.startable {
+            if set.should_report_failure()
+                && let Some(e) = set.last_error()
+            {
+                tracing::warn!(toolset = set.name(), error = %e, "toolset unavailable");
+            }
+            if set.consume_recovery() {
+                tracing::info!(toolset = set.name(), "toolset available again");
+            }
+        }
+        // Listing may itself have moved the counters (a reconnect); that listing is current.
+        self.take_changes();
+        *cache = Some(Cached {
+            tools: tools.clone(),
+            loaded_at: Instant::now(),
+        });
+        Ok(tools)
+    }
+
+    /// Whether any toolset reported a tool-list change since the last call.
+    fn take_changes(&self) -> bool {
+        let mut changes = self.changes.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut any = false;
+        for rx in changes.iter_mut() {
+            if rx.has_changed().unwrap_or(false) {
+                rx.borrow_and_update();
+                any = true;
+            }
+        }
+        any
+    }
+}
+
+/// The agent's tools, listed again when stale (`starting`: a run is starting).
+pub(crate) async fn agent_tools(
+    agent: &Agent,
+    starting: bool,
+) -> Result<Arc<AgentTools>, RuntimeError> {
+    let Some(sets) = &agent.tools else {
+        return Err(RuntimeError::Catalog {
+            agent: agent.id.clone(),
+            message: "the agent was not built".to_owned(),
+        });
+    };
+    sets.tools(starting).await.map_err(|e| match e {
+        LoadError::Catalog(message) => RuntimeError::Catalog {
+            agent: agent.id.clone(),
+            message,
+        },
+    })
+}
+
+/// Sets the run's reminders about toolset availability from `tools`: an
+/// outage note per unavailable toolset, replaced by a recovery note once it
+/// is back. Returns whether a reminder changed.
+pub(crate) fn remind_availability(machine: &mut RunMachine, tools: &AgentTools) -> bool {
+    let mut changed = false;
+    for (name, error) in &tools.unavailable {
+        let id = format!("{REMINDER_PREFIX}{name}");
+        let text = format!(
+            "The tools of `{name}` are unavailable for now ({}); do not call them. \
+             You will be told when they are back.",
+            error.message
+        );
+        if !machine
+            .reminders()
+            .iter()
+            .any(|r| r.id == id && r.text == text)
+        {
+            machine.add_reminder(Reminder { id, text });
+            changed = true;
+        }
+    }
+    let recovered: Vec<String> = machine
+        .reminders()
+        .iter()
+        .filter_map(|r| {
+            let name = r.id.strip_prefix(REMINDER_PREFIX)?;
+            let down = tools.unavailable.iter().any(|(n, _)| n == name);
+            (!down && !r.text.starts_with(RECOVERED)).then(|| name.to_owned())
+        })
+        .collect();
+    for name in recovered {
+        machine.add_reminder(Reminder {
+            id: format!("{REMINDER_PREFIX}{name}"),
+            text: format!("{RECOVERED} `{name}` is available again; its tools can be called."),
+        });
+        changed = true;
+    }
+    changed
+}

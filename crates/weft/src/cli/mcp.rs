@@ -1,0 +1,136 @@
+//! `weft mcp serve <agent-file>`: the agent as an MCP server over stdio or
+//! streamable HTTP. The agent is one tool (a prompt in, its final answer
+//! out, each run event sent as a progress notification; the client's
+//! cancellation cancels the run); `--expose-toolsets` adds the agent's own
+//! tools.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use async_trait::async_trait;
+use tokio_util::sync::CancellationToken;
+use weft_core::event::EventKind;
+use weft_core::run::RunOutcome;
+use weft_core::store::RunStore;
+use weft_mcp::serve::{AgentRunner, AgentTool, HttpServer, Progress, WeftServer, serve_stdio};
+use weft_runtime::{Runtime, StartRequest};
+
+use crate::agent_file::AgentFile;
+
+/// What `weft mcp serve` was asked.
+#[derive(Debug, Clone)]
+pub struct McpServeArgs {
+    /// The agent file.
+    pub agent: PathBuf,
+    /// Serve streamable HTTP on this address instead of stdio.
+    pub http: Option<String>,
+    /// Also expose the agent's toolsets' tools.
+    pub expose_toolsets: bool,
+    /// A model replacing the file's.
+    pub model: Option<String>,
+    /// A durable store.
+    pub db: Option<String>,
+}
+
+/// Runs the agent for MCP calls.
+struct Runner {
+    runtime: Runtime,
+    agent_id: String,
+}
+
+#[async_trait]
+impl AgentRunner for Runner {
+    async fn run(
+        &self,
+        prompt: String,
+        mut progress: Progress,
+        cancel: CancellationToken,
+    ) -> Result<String, String> {
+        let handle = self
+            .runtime
+            .start(&self.agent_id, StartRequest::user(prompt))
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut events = handle.events().await.map_err(|e| e.to_string())?;
+        loop {
+            let event = tokio::select! {
+                e = events.next() => e,
+                () = cancel.cancelled() => {
+                    let _ = self.runtime.cancel(handle.run_id(), "cancelled by the MCP client").await;
+                    return Err("cancelled by the MCP client".to_owned());
+                }
+            };
+            let Some(Ok(event)) = event else { break };
+            if let Ok(line) = serde_json::to_string(&event) {
+                progress.report(line).await;
+            }
+            if matches!(event.kind, EventKind::AwaitRequested { .. }) {
+                let _ = self
+                    .runtime
+                    .cancel(
+                        handle.run_id(),
+                        "the agent asked for input, which MCP callers cannot give",
+                    )
+                    .await;
+            }
+        }
+        match handle.outcome().await.map_err(|e| e.to_string())? {
+            RunOutcome::Response { message, .. } => Ok(message.joined_text()),
+            RunOutcome::ToolResult { result, .. } => Ok(result.to_string()),
+            RunOutcome::Failed { failure } => Err(format!("the run failed: {failure:?}")),
+            RunOutcome::Cancelled { reason } => Err(format!("the run was cancelled: {reason}")),
+        }
+    }
+}
+
+/// Serves the agent until the client leaves (stdio) or the process is stopped (HTTP).
+pub fn serve(args: McpServeArgs) -> anyhow::Result<ExitCode> {
+    let file = AgentFile::load(&args.agent)?;
+    let planner = file.planner(args.model.as_deref())?;
+    let toolsets = if args.expose_toolsets {
+        file.toolsets()
+    } else {
+        Vec::new()
+    };
+    let agent = file.agent(planner);
+    let tokio = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    tokio.block_on(async move {
+        let mut builder = Runtime::builder().agent(agent);
+        if let Some(url) = &args.db {
+            let store: Arc<dyn RunStore> = weft_store::connect(url).await?;
+            builder = builder.store(store);
+        }
+        let tool = AgentTool {
+            name: file.id.clone(),
+            description: file
+                .instructions
+                .clone()
+                .unwrap_or_else(|| format!("Asks the agent `{}`", file.id)),
+            runner: Arc::new(Runner {
+                runtime: builder.build(),
+                agent_id: file.id.clone(),
+            }),
+        };
+        let server = WeftServer::new(Some(tool), toolsets);
+        match &args.http {
+            None => serve_stdio(server).await?,
+            Some(addr) => {
+                let http = HttpServer::bind(addr).await?;
+                println!("{}", http.url());
+                let stop = CancellationToken::new();
+                let on_signal = stop.clone();
+                tokio::spawn(async move {
+                    let _ = tokio::signal::ctrl_c().await;
+                    on_signal.cancel();
+                });
+                http.serve(move || server.clone(), stop).await?;
+            }
+        }
+        Ok(ExitCode::SUCCESS)
+    })
+}

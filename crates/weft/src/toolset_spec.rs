@@ -1,0 +1,189 @@
+//! The `toolsets` entries of agent files: a built-in toolset's name, or a
+//! `[[toolsets]]` table whose `type` says what it is (`type = "mcp"`: an MCP
+//! server over stdio or streamable HTTP; `type = "builtin"`: a built-in one).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Deserialize;
+use weft_mcp::{McpConfig, McpToolSet, Transport};
+use weft_tools::{StartableToolSet, ToolSet};
+
+use crate::builtin;
+
+/// One entry of an agent file's `toolsets`.
+#[derive(Debug, Clone)]
+pub enum ToolsetSpec {
+    /// A built-in toolset by name (`calc`, `text`, `journal`).
+    Builtin(String),
+    /// A toolset described by a table with a `type`.
+    Table(ToolsetTable),
+}
+
+/// A string names a built-in toolset; a table is read by its `type`, so a
+/// wrong field in it gets that table's own message.
+impl<'de> Deserialize<'de> for ToolsetSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        match toml::Value::deserialize(deserializer)? {
+            toml::Value::String(name) => Ok(ToolsetSpec::Builtin(name)),
+            table @ toml::Value::Table(_) => ToolsetTable::deserialize(table)
+                .map(ToolsetSpec::Table)
+                .map_err(|e| D::Error::custom(e.message())),
+            other => Err(D::Error::custom(format!(
+                "a toolset is a built-in toolset's name or a table with a `type`, not {}",
+                other.type_str()
+            ))),
+        }
+    }
+}
+
+/// A `[[toolsets]]` table.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ToolsetTable {
+    /// A built-in toolset, as a table (so `[[toolsets]]` can list it too).
+    Builtin {
+        /// Its name.
+        name: String,
+    },
+    /// An MCP server.
+    Mcp(McpSpec),
+}
+
+/// A `type = "mcp"` toolset: give `command` (stdio) or `url` (streamable HTTP).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpSpec {
+    /// The toolset's name: the part before the dot in its tools' names.
+    pub name: String,
+    /// The server program, for a stdio server.
+    #[serde(default)]
+    pub command: Option<String>,
+    /// Its arguments.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Extra environment variables for it.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Its working directory.
+    #[serde(default)]
+    pub cwd: Option<PathBuf>,
+    /// The endpoint, for a streamable HTTP server.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// Extra HTTP headers.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Put before every tool name of the server.
+    #[serde(default)]
+    pub prefix: Option<String>,
+    /// How long starting may take, in milliseconds.
+    #[serde(default)]
+    pub start_timeout_ms: Option<u64>,
+    /// How long one call may take, in milliseconds.
+    #[serde(default)]
+    pub call_timeout_ms: Option<u64>,
+}
+
+impl ToolsetSpec {
+    /// The toolset's name.
+    pub fn name(&self) -> &str {
+        match self {
+            ToolsetSpec::Builtin(name) | ToolsetSpec::Table(ToolsetTable::Builtin { name }) => name,
+            ToolsetSpec::Table(ToolsetTable::Mcp(m)) => &m.name,
+        }
+    }
+
+    /// What the toolset is, for messages.
+    pub fn describe(&self) -> String {
+        match self {
+            ToolsetSpec::Builtin(name) | ToolsetSpec::Table(ToolsetTable::Builtin { name }) => {
+                format!("built-in `{name}`")
+            }
+            ToolsetSpec::Table(ToolsetTable::Mcp(m)) => match m.transport() {
+                Ok(t) => format!("MCP server {}", t.describe()),
+                Err(_) => "MCP server".to_owned(),
+            },
+        }
+    }
+
+    /// Checks what parsing cannot; the message says what is wrong.
+    pub fn check(&self) -> Result<(), String> {
+        match self {
+            ToolsetSpec::Builtin(name) | ToolsetSpec::Table(ToolsetTable::Builtin { name }) => {
+                match builtin::by_name(name) {
+                    Some(_) => Ok(()),
+                    None => Err(format!(
+                        "unknown toolset `{name}` (built-in toolsets: {})",
+                        builtin::NAMES.join(", ")
+                    )),
+                }
+            }
+            ToolsetSpec::Table(ToolsetTable::Mcp(m)) => {
+                if m.name.is_empty() || m.name.contains('.') {
+                    return Err(format!(
+                        "MCP toolset name `{}` must be non-empty and without dots",
+                        m.name
+                    ));
+                }
+                m.transport().map(drop)
+            }
+        }
+    }
+
+    /// The toolset. MCP servers start lazily, on first use.
+    pub fn build(&self) -> Option<Arc<dyn ToolSet>> {
+        match self {
+            ToolsetSpec::Builtin(name) | ToolsetSpec::Table(ToolsetTable::Builtin { name }) => {
+                builtin::by_name(name)
+            }
+            ToolsetSpec::Table(ToolsetTable::Mcp(m)) => {
+                let config = m.config().ok()?;
+                Some(Arc::new(StartableToolSet::new(McpToolSet::new(config))))
+            }
+        }
+    }
+}
+
+impl McpSpec {
+    fn transport(&self) -> Result<Transport, String> {
+        match (&self.command, &self.url) {
+            (Some(command), None) => Ok(Transport::Stdio {
+                command: command.clone(),
+                args: self.args.clone(),
+                env: self.env.clone(),
+                cwd: self.cwd.clone(),
+            }),
+            (None, Some(url)) if url.starts_with("http://") || url.starts_with("https://") => {
+                Ok(Transport::Http {
+                    url: url.clone(),
+                    headers: self.headers.clone(),
+                })
+            }
+            (None, Some(_)) => Err(format!(
+                "MCP toolset `{}`: `url` must be an http:// or https:// URL",
+                self.name
+            )),
+            _ => Err(format!(
+                "MCP toolset `{}`: give exactly one of `command` (stdio) or `url` (streamable HTTP)",
+                self.name
+            )),
+        }
+    }
+
+    /// The client configuration.
+    pub fn config(&self) -> Result<McpConfig, String> {
+        let mut config = McpConfig::new(self.name.clone(), self.transport()?);
+        config.prefix = self.prefix.clone();
+        if let Some(ms) = self.start_timeout_ms {
+            config.start_timeout = Duration::from_millis(ms);
+        }
+        if let Some(ms) = self.call_timeout_ms {
+            config.call_timeout = Duration::from_millis(ms);
+        }
+        Ok(config)
+    }
+}

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Installs the third-party MCP servers the tests use (pinned in
+# scripts/mcp-servers/package.json and its lock file) into
+# scripts/mcp-servers/node_modules. Needs Node.js and npm.
+set -euo pipefail
+cd "$(dirname "$0")/mcp-servers"
+if [ -f package-lock.json ]; then
+  npm ci --no-audit --no-fund --loglevel=error
+else
+  npm install --no-audit --no-fund --loglevel=error
+fi
