@@ -235,16 +235,22 @@ impl Catalog {
             .key(self.ns.state(name))
             .invoke_async(&mut self.redis.mux())
             .await?;
-        Ok(reply.map(|(token, pong_age_ms, stale_ms, max_queue)| ToolsetState {
-            token,
-            pong_age_ms,
-            stale_ms,
-            max_queue,
-        }))
+        Ok(
+            reply.map(|(token, pong_age_ms, stale_ms, max_queue)| ToolsetState {
+                token,
+                pong_age_ms,
+                stale_ms,
+                max_queue,
+            }),
+        )
     }
 
     /// Records a pong for `ping_id`.
-    pub async fn record_pong(&self, name: &str, ping_id: &str) -> Result<PongOutcome, RegistryError> {
+    pub async fn record_pong(
+        &self,
+        name: &str,
+        ping_id: &str,
+    ) -> Result<PongOutcome, RegistryError> {
         let outcome: String = redis::Script::new(PONG_SCRIPT)
             .key(self.ns.state(name))
             .arg(ping_id)
@@ -260,7 +266,9 @@ impl Catalog {
 
 fn parse_record(name: &str, json: &str) -> Result<ToolsetRecord, RegistryError> {
     serde_json::from_str(json).map_err(|e| {
-        RegistryError::Config(format!("the stored record of toolset `{name}` is unreadable: {e}"))
+        RegistryError::Config(format!(
+            "the stored record of toolset `{name}` is unreadable: {e}"
+        ))
     })
 }
 

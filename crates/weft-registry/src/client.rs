@@ -50,7 +50,12 @@ impl GatewayClient {
     /// Unregisters a toolset.
     pub async fn unregister(&self, name: &str) -> Result<(), RegistryError> {
         let url = self.url(&format!("/v1/toolsets/{name}"));
-        let resp = self.http.delete(&url).send().await.map_err(|e| gateway(&url, e))?;
+        let resp = self
+            .http
+            .delete(&url)
+            .send()
+            .await
+            .map_err(|e| gateway(&url, e))?;
         check(&url, resp).await.map(|_| ())
     }
 
@@ -76,7 +81,12 @@ impl GatewayClient {
     /// One toolset with its tools and health.
     pub async fn toolset(&self, name: &str) -> Result<ToolsetView, RegistryError> {
         let url = self.url(&format!("/v1/toolsets/{name}"));
-        let resp = self.http.get(&url).send().await.map_err(|e| gateway(&url, e))?;
+        let resp = self
+            .http
+            .get(&url)
+            .send()
+            .await
+            .map_err(|e| gateway(&url, e))?;
         if resp.status() == reqwest::StatusCode::NOT_FOUND {
             return Err(RegistryError::UnknownToolset(name.to_owned()));
         }
@@ -120,12 +130,19 @@ async fn check(url: &str, resp: reqwest::Response) -> Result<reqwest::Response, 
     let text = resp.text().await.unwrap_or_default();
     let message = match serde_json::from_str::<Problem>(&text) {
         Ok(p) => format!("{} {}: {}", status.as_u16(), p.code, p.detail),
-        Err(_) => format!("{}: {}", status.as_u16(), text.chars().take(300).collect::<String>()),
+        Err(_) => format!(
+            "{}: {}",
+            status.as_u16(),
+            text.chars().take(300).collect::<String>()
+        ),
     };
     Err(gateway(url, message))
 }
 
-async fn decode<T: DeserializeOwned>(url: &str, resp: reqwest::Response) -> Result<T, RegistryError> {
+async fn decode<T: DeserializeOwned>(
+    url: &str,
+    resp: reqwest::Response,
+) -> Result<T, RegistryError> {
     let bytes = resp.bytes().await.map_err(|e| gateway(url, e))?;
     serde_json::from_slice(&bytes).map_err(|e| gateway(url, format!("unreadable answer: {e}")))
 }

@@ -7,6 +7,7 @@
 //! - [`catalog`]: the registry's state in Redis.
 //! - [`admission`]: the one-script health check, queue bound and publish.
 //! - [`executor`]: a registry toolset as a weft `ToolSet`.
+//! - [`gateway`]: the HTTP service (`weft registry serve`) and the health pinger.
 //! - [`provider`]: serves a weft toolset from its request stream.
 //! - [`client`], [`dto`]: the gateway's HTTP client and bodies.
 //! - [`schema`]: payload validation with loom-mcp's field issues.
@@ -18,6 +19,7 @@ pub mod conn;
 pub mod dto;
 pub mod error;
 pub mod executor;
+pub mod gateway;
 mod go_json;
 pub mod provider;
 pub mod pulse;
@@ -25,8 +27,9 @@ pub mod schema;
 pub mod wire;
 
 pub use catalog::{Catalog, Namespace, ToolSchema, ToolsetRecord};
+pub use client::GatewayClient;
 pub use conn::Redis;
 pub use error::RegistryError;
 pub use executor::{ExecutorConfig, RegistryToolSet};
+pub use gateway::{Gateway, GatewayConfig};
 pub use provider::{Provider, ProviderConfig};
-pub use client::GatewayClient;

@@ -39,7 +39,12 @@ pub enum Body {
 /// An `XADD` of a Pulse event (no trimming: readers bound their queues).
 pub fn xadd(stream_key: &str, name: &str, payload: &[u8]) -> redis::Cmd {
     let mut cmd = redis::cmd("XADD");
-    cmd.arg(stream_key).arg("*").arg("n").arg(name).arg("p").arg(payload);
+    cmd.arg(stream_key)
+        .arg("*")
+        .arg("n")
+        .arg(name)
+        .arg("p")
+        .arg(payload);
     cmd
 }
 

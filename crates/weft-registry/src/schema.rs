@@ -45,7 +45,9 @@ impl PayloadSchema {
             };
             match &error.kind {
                 ValidationErrorKind::Required { property } => {
-                    let name = property.as_str().map_or_else(|| property.to_string(), str::to_owned);
+                    let name = property
+                        .as_str()
+                        .map_or_else(|| property.to_string(), str::to_owned);
                     out.push(WireFieldIssue {
                         field: join(&path, &name),
                         constraint: "missing_field".into(),
@@ -175,6 +177,7 @@ mod tests {
             "type": "object",
             "properties": {
                 "a": {"type": "integer"},
+                "b": {},
                 "mode": {"enum": ["fast", "slow"]},
                 "name": {"type": "string", "maxLength": 3}
             },

@@ -4,8 +4,8 @@
 
 use serde_json::json;
 use weft_registry::wire::{
-    self, ServerDataItem, ToolCallMessage, ToolCallMeta, ToolOutputDeltaMessage,
-    ToolResultMessage, WireBounds, WireFieldIssue, WireToolError,
+    self, ServerDataItem, ToolCallMessage, ToolCallMeta, ToolOutputDeltaMessage, ToolResultMessage,
+    WireBounds, WireFieldIssue, WireToolError,
 };
 
 fn fixture(name: &str) -> Vec<u8> {

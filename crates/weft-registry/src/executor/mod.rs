@@ -96,8 +96,13 @@ impl std::fmt::Debug for RegistryToolSet {
 impl RegistryToolSet {
     /// Learns the toolset's tools from the gateway.
     pub async fn connect(redis: Redis, config: ExecutorConfig) -> Result<Self, RegistryError> {
-        let view = GatewayClient::new(&config.gateway)?.toolset(&config.toolset).await?;
-        let name = config.alias.clone().unwrap_or_else(|| config.toolset.clone());
+        let view = GatewayClient::new(&config.gateway)?
+            .toolset(&config.toolset)
+            .await?;
+        let name = config
+            .alias
+            .clone()
+            .unwrap_or_else(|| config.toolset.clone());
         let prefix = format!("{}.", config.toolset);
         let mut specs = Vec::new();
         let mut tools = HashMap::new();
@@ -114,14 +119,22 @@ impl RegistryToolSet {
                 name: ident.clone(),
                 description: t.description,
                 input_schema: t.payload_schema,
-                output_schema: t.result_schema.filter(|s| s != &Value::Object(Default::default())),
+                output_schema: t
+                    .result_schema
+                    .filter(|s| s != &Value::Object(Default::default())),
                 annotations: ToolAnnotations {
                     idempotent: true,
                     ..ToolAnnotations::default()
                 },
                 tags: t.tags,
             });
-            tools.insert(ident.as_str().to_owned(), RemoteTool { remote: t.name, validator });
+            tools.insert(
+                ident.as_str().to_owned(),
+                RemoteTool {
+                    remote: t.name,
+                    validator,
+                },
+            );
         }
         Ok(Self {
             name,
@@ -143,18 +156,25 @@ impl RegistryToolSet {
             return Err(failure(
                 &request.name,
                 "unknown_tool",
-                format!("registry toolset `{}` has no tool `{}`", self.config.toolset, request.name),
+                format!(
+                    "registry toolset `{}` has no tool `{}`",
+                    self.config.toolset, request.name
+                ),
             ));
         };
         if let Err(issues) = tool.validator.validate(&request.payload) {
-            return Err(tool.validator.failure(&request.name, &request.payload, issues));
+            return Err(tool
+                .validator
+                .failure(&request.name, &request.payload, issues));
         }
         let tool_use_id = Self::tool_use_id(&request);
         let msg = ToolCallMessage {
             kind: wire::TYPE_CALL.to_owned(),
             tool_use_id: tool_use_id.clone(),
             tool: tool.remote.clone(),
-            payload: Some(wire::raw(&tool.validator.normalize(request.payload.clone()))),
+            payload: Some(wire::raw(
+                &tool.validator.normalize(request.payload.clone()),
+            )),
             meta: Some(ToolCallMeta {
                 run_id: request.run_id.to_string(),
                 session_id: request.session_id.to_string(),
@@ -191,7 +211,13 @@ impl RegistryToolSet {
             ttl,
         )
         .await
-        .map_err(|e| failure(&request.name, ToolError::UNAVAILABLE, format!("admission failed: {e}")))?;
+        .map_err(|e| {
+            failure(
+                &request.name,
+                ToolError::UNAVAILABLE,
+                format!("admission failed: {e}"),
+            )
+        })?;
         let reattach = match admitted {
             Admission::Published(_) => false,
             Admission::Reattach => true,
@@ -199,7 +225,10 @@ impl RegistryToolSet {
                 return Err(failure(
                     &request.name,
                     "unknown_toolset",
-                    format!("registry toolset `{}` is not registered", self.config.toolset),
+                    format!(
+                        "registry toolset `{}` is not registered",
+                        self.config.toolset
+                    ),
                 ));
             }
             Admission::Unhealthy { pong_age_ms } => {
@@ -216,7 +245,10 @@ impl RegistryToolSet {
                 return Err(failure(
                     &request.name,
                     "queue_full",
-                    format!("`{}` has {depth} queued calls (limit {max})", self.config.toolset),
+                    format!(
+                        "`{}` has {depth} queued calls (limit {max})",
+                        self.config.toolset
+                    ),
                 ));
             }
         };

@@ -28,7 +28,11 @@ pub(super) async fn wait(
     let key = pulse::key(&wire::result_stream(tool_use_id));
     let name = &request.name;
     let unavailable = |e: RegistryError| {
-        failure(name, ToolError::UNAVAILABLE, format!("waiting for `{tool_use_id}`: {e}"))
+        failure(
+            name,
+            ToolError::UNAVAILABLE,
+            format!("waiting for `{tool_use_id}`: {e}"),
+        )
     };
     if reattach {
         // Read the stream again from its first entry, whoever read it before.
@@ -110,7 +114,9 @@ pub(super) async fn wait(
                                 request.output.publish(&d.stream, &d.delta);
                             }
                             Ok(_) => tracing::warn!("skipping another call's output delta"),
-                            Err(e) => tracing::warn!(error = %e, "skipping a malformed output delta"),
+                            Err(e) => {
+                                tracing::warn!(error = %e, "skipping a malformed output delta")
+                            }
                         }
                     }
                     wire::EVENT_RESULT => match wire::decode::<ToolResultMessage>(&payload) {
@@ -124,7 +130,9 @@ pub(super) async fn wait(
                             return Err(failure(
                                 name,
                                 "malformed_result",
-                                format!("the provider's result for `{tool_use_id}` is unreadable: {e}"),
+                                format!(
+                                    "the provider's result for `{tool_use_id}` is unreadable: {e}"
+                                ),
                             ));
                         }
                     },

@@ -72,7 +72,9 @@ async fn dead_letter(shared: &Arc<Shared>, grace: u64) -> Result<(), crate::Regi
     };
     for item in items {
         let Value::Array(fields) = item else { continue };
-        let (Some(Value::BulkString(id)), Some(Value::Int(deliveries))) = (fields.first(), fields.get(3)) else {
+        let (Some(Value::BulkString(id)), Some(Value::Int(deliveries))) =
+            (fields.first(), fields.get(3))
+        else {
             continue;
         };
         let deliveries = u64::try_from(*deliveries).unwrap_or(0);
@@ -99,13 +101,22 @@ async fn dead_letter(shared: &Arc<Shared>, grace: u64) -> Result<(), crate::Regi
                 let result = wire::encode(&dead_letter_result(&msg.tool_use_id, deliveries));
                 let key = pulse::key(&wire::result_stream(&msg.tool_use_id));
                 let mut res = redis::cmd("XADD");
-                res.arg(&key).arg("NOMKSTREAM").arg("*").arg("n").arg(wire::EVENT_RESULT).arg("p").arg(result);
+                res.arg(&key)
+                    .arg("NOMKSTREAM")
+                    .arg("*")
+                    .arg("n")
+                    .arg(wire::EVENT_RESULT)
+                    .arg("p")
+                    .arg(result);
                 let _: Value = res.query_async(&mut shared.redis.mux()).await?;
             }
         } else {
             add.arg("n").arg("unknown").arg("p").arg("");
         }
-        add.arg("reason").arg(format!("delivered {deliveries} times")).arg("id").arg(&id);
+        add.arg("reason")
+            .arg(format!("delivered {deliveries} times"))
+            .arg("id")
+            .arg(&id);
         let _: Value = add.query_async(&mut shared.redis.mux()).await?;
         shared.ack(&id).await;
         tracing::warn!(%id, deliveries, "dead-lettered a call");
@@ -132,7 +143,9 @@ async fn trim(shared: &Shared) -> Result<(), crate::RegistryError> {
         .arg(&shared.stream_key)
         .query_async(&mut shared.redis.mux())
         .await?;
-    let Value::Array(groups) = groups else { return Ok(()) };
+    let Value::Array(groups) = groups else {
+        return Ok(());
+    };
     let mut min: Option<(u64, u64)> = oldest_pending.as_deref().and_then(parse_id);
     for g in groups {
         let fields = match g {

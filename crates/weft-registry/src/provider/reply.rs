@@ -17,13 +17,19 @@ pub fn encode_reply(tool_use_id: &str, reply: &ToolReply) -> ToolResultMessage {
             None => wire::raw(&serde_json::to_value(c).unwrap_or(Value::Null)),
         }),
         ToolResultBody::Omitted(o) => Some(wire::raw(&Value::String(o.marker()))),
-        ToolResultBody::Error(e) => return encode_failure(tool_use_id, &ToolFailure::from(e.clone())),
+        ToolResultBody::Error(e) => {
+            return encode_failure(tool_use_id, &ToolFailure::from(e.clone()));
+        }
     };
     ToolResultMessage {
         tool_use_id: tool_use_id.to_owned(),
         result,
         bounds: reply.bounds.as_ref().map(encode_bounds),
-        server_data: reply.server_data.as_ref().map(encode_server_data).unwrap_or_default(),
+        server_data: reply
+            .server_data
+            .as_ref()
+            .map(encode_server_data)
+            .unwrap_or_default(),
         error: None,
     }
 }
@@ -47,8 +53,15 @@ pub fn encode_failure(tool_use_id: &str, failure: &ToolFailure) -> ToolResultMes
 }
 
 /// An error result with a code and a message.
-pub fn error_result(tool_use_id: &str, code: &str, message: impl Into<String>) -> ToolResultMessage {
-    encode_failure(tool_use_id, &ToolFailure::from(ToolError::new(code, message)))
+pub fn error_result(
+    tool_use_id: &str,
+    code: &str,
+    message: impl Into<String>,
+) -> ToolResultMessage {
+    encode_failure(
+        tool_use_id,
+        &ToolFailure::from(ToolError::new(code, message)),
+    )
 }
 
 fn encode_bounds(b: &Bounds) -> WireBounds {
@@ -216,7 +229,11 @@ mod tests {
             ("validation_error", RetryReason::InvalidArguments),
         ] {
             let e = ToolError::new(code, "x");
-            assert_eq!(retry_hint(&tool, code, &e).unwrap().reason, reason, "{code}");
+            assert_eq!(
+                retry_hint(&tool, code, &e).unwrap().reason,
+                reason,
+                "{code}"
+            );
         }
         assert!(retry_hint(&tool, "boom", &ToolError::new("boom", "x")).is_none());
     }

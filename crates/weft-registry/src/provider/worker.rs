@@ -17,8 +17,8 @@ use weft_tools::ToolFailure;
 
 use super::Shared;
 use super::reply::{encode_failure, encode_reply, error_result};
-use crate::wire::{self, ToolCallMessage, ToolOutputDeltaMessage, ToolResultMessage};
 use crate::pulse;
+use crate::wire::{self, ToolCallMessage, ToolOutputDeltaMessage, ToolResultMessage};
 
 /// Deltas buffered per call before new ones are dropped (deltas are best effort).
 const DELTA_BUFFER: usize = 256;
@@ -81,18 +81,28 @@ pub(crate) async fn execute(shared: &Arc<Shared>, entry_id: String, msg: ToolCal
         ),
         Ok(_) => {}
         // Not acknowledged: after the claim grace another delivery publishes it.
-        Err(e) => tracing::warn!(error = %e, tool_use_id = %msg.tool_use_id, "publishing the result failed"),
+        Err(e) => {
+            tracing::warn!(error = %e, tool_use_id = %msg.tool_use_id, "publishing the result failed")
+        }
     }
 }
 
 fn unreachable_result(tool_use_id: &str) -> ToolResultMessage {
-    error_result(tool_use_id, ToolError::INTERNAL, "the call's heartbeat ended")
+    error_result(
+        tool_use_id,
+        ToolError::INTERNAL,
+        "the call's heartbeat ended",
+    )
 }
 
 async fn run_tool(shared: &Shared, msg: &ToolCallMessage, output: OutputSink) -> ToolResultMessage {
     let id = &msg.tool_use_id;
     let Some((ident, validator)) = shared.tools.get(&msg.tool) else {
-        return error_result(id, "unknown_tool", format!("this provider serves no tool `{}`", msg.tool));
+        return error_result(
+            id,
+            "unknown_tool",
+            format!("this provider serves no tool `{}`", msg.tool),
+        );
     };
     let raw = msg.payload.as_ref().map_or("null", |p| p.get());
     if raw.len() > shared.config.max_payload_bytes {
@@ -108,7 +118,13 @@ async fn run_tool(shared: &Shared, msg: &ToolCallMessage, output: OutputSink) ->
     }
     let payload: Value = match serde_json::from_str(raw) {
         Ok(v) => v,
-        Err(e) => return error_result(id, ToolError::INVALID_ARGUMENTS, format!("the payload is not JSON: {e}")),
+        Err(e) => {
+            return error_result(
+                id,
+                ToolError::INVALID_ARGUMENTS,
+                format!("the payload is not JSON: {e}"),
+            );
+        }
     };
     if let Err(issues) = validator.validate(&payload) {
         return encode_failure(id, &validator.failure(ident, &payload, issues));
@@ -136,7 +152,11 @@ async fn run_tool(shared: &Shared, msg: &ToolCallMessage, output: OutputSink) ->
         Err(_) => error_result(
             id,
             ToolError::TIMEOUT,
-            format!("`{}` did not finish within {} ms", msg.tool, shared.config.call_timeout.as_millis()),
+            format!(
+                "`{}` did not finish within {} ms",
+                msg.tool,
+                shared.config.call_timeout.as_millis()
+            ),
         ),
         Ok(Err(_)) => error_result(id, ToolError::PANICKED, format!("`{}` panicked", msg.tool)),
         Ok(Ok(Ok(reply))) => encode_reply(id, &reply),
@@ -164,7 +184,13 @@ async fn publish_deltas(shared: Arc<Shared>, key: String, mut rx: mpsc::Receiver
         match msg {
             DeltaMsg::Delta(payload) => {
                 let mut cmd = redis::cmd("XADD");
-                cmd.arg(&key).arg("NOMKSTREAM").arg("*").arg("n").arg(wire::EVENT_OUTPUT_DELTA).arg("p").arg(payload);
+                cmd.arg(&key)
+                    .arg("NOMKSTREAM")
+                    .arg("*")
+                    .arg("n")
+                    .arg(wire::EVENT_OUTPUT_DELTA)
+                    .arg("p")
+                    .arg(payload);
                 let res: Result<redis::Value, _> = cmd.query_async(&mut shared.redis.mux()).await;
                 if let Err(e) = res {
                     tracing::debug!(error = %e, "publishing an output delta failed");
@@ -212,7 +238,9 @@ pub(crate) fn dead_letter_result(tool_use_id: &str, deliveries: u64) -> ToolResu
         tool_use_id,
         &ToolFailure::from(ToolError::new(
             "execution_failed",
-            format!("the call was delivered {deliveries} times without a result and was dead-lettered"),
+            format!(
+                "the call was delivered {deliveries} times without a result and was dead-lettered"
+            ),
         )),
     )
 }
