@@ -91,33 +91,43 @@ async fn dead_letter(shared: &Arc<Shared>, grace: u64) -> Result<(), crate::Regi
         let dead_key = pulse::key(&format!("toolset:{}:dead", shared.registry_toolset));
         let mut add = redis::cmd("XADD");
         add.arg(&dead_key).arg("*");
-        if let Some(entry) = pulse::parse_entries(range)?.into_iter().next()
-            && let Body::Event { name, payload } = entry.body
+        let mut answer = None;
+        match pulse::parse_entries(range)?
+            .into_iter()
+            .next()
+            .map(|e| e.body)
         {
-            add.arg("n").arg(&name).arg("p").arg(&payload);
-            if let Ok(msg) = wire::decode::<ToolCallMessage>(&payload)
-                && !msg.tool_use_id.is_empty()
-            {
-                let result = wire::encode(&dead_letter_result(&msg.tool_use_id, deliveries));
-                let key = pulse::key(&wire::result_stream(&msg.tool_use_id));
-                let mut res = redis::cmd("XADD");
-                res.arg(&key)
-                    .arg("NOMKSTREAM")
-                    .arg("*")
-                    .arg("n")
-                    .arg(wire::EVENT_RESULT)
-                    .arg("p")
-                    .arg(result);
-                let _: Value = res.query_async(&mut shared.redis.mux()).await?;
+            Some(Body::Event { name, payload }) => {
+                add.arg("n").arg(&name).arg("p").arg(&payload);
+                if let Ok(msg) = wire::decode::<ToolCallMessage>(&payload)
+                    && !msg.tool_use_id.is_empty()
+                {
+                    answer = Some(msg.tool_use_id);
+                }
             }
-        } else {
-            add.arg("n").arg("unknown").arg("p").arg("");
+            _ => {
+                add.arg("n").arg("unknown").arg("p").arg("");
+            }
         }
         add.arg("reason")
             .arg(format!("delivered {deliveries} times"))
             .arg("id")
             .arg(&id);
+        // Recorded first, then answered, then acknowledged.
         let _: Value = add.query_async(&mut shared.redis.mux()).await?;
+        if let Some(tool_use_id) = answer {
+            let result = wire::encode(&dead_letter_result(&tool_use_id, deliveries));
+            let key = pulse::key(&wire::result_stream(&tool_use_id));
+            let mut res = redis::cmd("XADD");
+            res.arg(&key)
+                .arg("NOMKSTREAM")
+                .arg("*")
+                .arg("n")
+                .arg(wire::EVENT_RESULT)
+                .arg("p")
+                .arg(result);
+            let _: Value = res.query_async(&mut shared.redis.mux()).await?;
+        }
         shared.ack(&id).await;
         tracing::warn!(%id, deliveries, "dead-lettered a call");
     }
