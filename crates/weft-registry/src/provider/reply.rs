@@ -103,6 +103,8 @@ struct ItemShape {
 }
 
 /// A result message as the weft outcome of a call to `tool`.
+// The error is a `ToolFailure`, as in `ToolSet::call_tool`.
+#[allow(clippy::result_large_err)]
 pub fn decode_result(tool: &ToolIdent, msg: &ToolResultMessage) -> Result<ToolReply, ToolFailure> {
     if let Some(err) = &msg.error {
         let issues: Vec<_> = err.issues.iter().map(schema::to_field_issue).collect();
