@@ -30,6 +30,6 @@ pub use catalog::{Catalog, Namespace, ToolSchema, ToolsetRecord};
 pub use client::GatewayClient;
 pub use conn::Redis;
 pub use error::RegistryError;
-pub use executor::{ExecutorConfig, RegistryToolSet};
+pub use executor::{ExecutorConfig, LazyRegistryToolSet, RegistryToolSet};
 pub use gateway::{Gateway, GatewayConfig};
 pub use provider::{Provider, ProviderConfig};

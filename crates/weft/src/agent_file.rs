@@ -56,14 +56,74 @@ pub struct AgentFile {
     /// The agent's instructions (its system prompt).
     #[serde(default)]
     pub instructions: Option<String>,
-    /// Built-in toolsets to give the agent (`calc`, `text`).
+    /// Toolsets to give the agent: built-in names (`calc`, `text`) or
+    /// tables with a `type` (`type = "registry"`).
     #[serde(default)]
-    pub toolsets: Vec<String>,
+    pub toolsets: Vec<ToolsetEntry>,
     /// How the agent decides.
     pub planner: PlannerSpec,
     /// Caps and budgets.
     #[serde(default)]
     pub policy: PolicySpec,
+}
+
+/// One toolset of an agent file: a built-in name, or a table with a `type`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum ToolsetEntry {
+    /// A built-in toolset by name.
+    Builtin(String),
+    /// A toolset described by a table.
+    Table(ToolsetTable),
+}
+
+/// A toolset described by a table, by its `type`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ToolsetTable {
+    /// A toolset served by providers through the Redis Streams registry.
+    Registry(RegistrySpec),
+}
+
+/// `type = "registry"`: a registry toolset.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegistrySpec {
+    /// The toolset's name in the registry.
+    pub name: String,
+    /// The gateway's base URL (`http://127.0.0.1:8790`).
+    pub gateway: String,
+    /// The registry's Redis.
+    #[serde(default = "default_redis")]
+    pub redis: String,
+    /// The toolset's name in this agent (its tools are `<alias>.<tool>`).
+    #[serde(default)]
+    pub alias: Option<String>,
+    /// The registry's key prefix in Redis.
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// The absolute deadline of one call, in milliseconds.
+    #[serde(default)]
+    pub call_timeout_ms: Option<u64>,
+}
+
+fn default_redis() -> String {
+    "redis://127.0.0.1:6379".to_owned()
+}
+
+impl RegistrySpec {
+    /// The toolset, connected to Redis and the gateway on first use.
+    pub fn toolset(&self) -> Arc<dyn ToolSet> {
+        let mut config = weft_registry::ExecutorConfig::new(&self.gateway, &self.name);
+        config.alias = self.alias.clone();
+        if let Some(ns) = &self.namespace {
+            config.namespace = weft_registry::Namespace::new(ns.clone());
+        }
+        if let Some(ms) = self.call_timeout_ms {
+            config.call_timeout = Duration::from_millis(ms);
+        }
+        Arc::new(weft_registry::LazyRegistryToolSet::new(&self.redis, config))
+    }
 }
 
 /// The planner section.
@@ -175,12 +235,23 @@ impl AgentFile {
         if self.id.trim().is_empty() {
             return Err(invalid("`id` must not be empty".into()));
         }
-        for name in &self.toolsets {
-            if builtin::by_name(name).is_none() {
-                return Err(invalid(format!(
-                    "unknown toolset `{name}` (built-in toolsets: {})",
-                    builtin::NAMES.join(", ")
-                )));
+        for entry in &self.toolsets {
+            match entry {
+                ToolsetEntry::Builtin(name) if builtin::by_name(name).is_none() => {
+                    return Err(invalid(format!(
+                        "unknown toolset `{name}` (built-in toolsets: {})",
+                        builtin::NAMES.join(", ")
+                    )));
+                }
+                ToolsetEntry::Builtin(_) => {}
+                ToolsetEntry::Table(ToolsetTable::Registry(r)) => {
+                    if r.name.trim().is_empty() || !r.gateway.starts_with("http") {
+                        return Err(invalid(format!(
+                            "registry toolset `{}` needs a `name` and an http(s) `gateway` URL",
+                            r.name
+                        )));
+                    }
+                }
             }
         }
         if let PlannerSpec::Scripted { turns, .. } = &self.planner {
@@ -297,11 +368,14 @@ impl AgentFile {
         )
     }
 
-    /// The file's built-in toolsets.
+    /// The file's toolsets.
     pub fn toolsets(&self) -> Vec<Arc<dyn ToolSet>> {
         self.toolsets
             .iter()
-            .filter_map(|n| builtin::by_name(n))
+            .filter_map(|entry| match entry {
+                ToolsetEntry::Builtin(name) => builtin::by_name(name),
+                ToolsetEntry::Table(ToolsetTable::Registry(r)) => Some(r.toolset()),
+            })
             .collect()
     }
 
@@ -406,6 +480,40 @@ time_budget_ms = 1000
     }
 
     #[test]
+    fn accepts_builtin_names_and_registry_tables() {
+        let f = AgentFile::parse(
+            r#"
+id = "mixed"
+toolsets = ["text", { type = "registry", name = "calc", gateway = "http://127.0.0.1:8790", alias = "remote" }]
+[planner]
+kind = "scripted"
+[[planner.turns]]
+text = "hi"
+"#,
+            "a.toml",
+        )
+        .unwrap();
+        let names: Vec<String> = f.toolsets().iter().map(|t| t.name().to_owned()).collect();
+        assert_eq!(names, vec!["text", "remote"]);
+        let f = AgentFile::parse(
+            r#"
+id = "tables"
+[[toolsets]]
+type = "registry"
+name = "calc"
+gateway = "http://127.0.0.1:8790"
+[planner]
+kind = "scripted"
+[[planner.turns]]
+text = "hi"
+"#,
+            "a.toml",
+        )
+        .unwrap();
+        assert_eq!(f.toolsets()[0].name(), "calc");
+    }
+
+    #[test]
     fn rejects_bad_files_with_clear_messages() {
         let err = AgentFile::parse("id = 3", "a.toml")
             .unwrap_err()
@@ -425,6 +533,13 @@ time_budget_ms = 1000
         .unwrap_err()
         .to_string();
         assert!(err.contains("exactly one of"), "{err}");
+        let err = AgentFile::parse(
+            "id = \"x\"\ntoolsets = [{ type = \"registry\", name = \"calc\", gateway = \"nope\" }]\n[planner]\nkind = \"scripted\"\nturns = []",
+            "a.toml",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("http(s) `gateway`"), "{err}");
         let err = AgentFile::parse(
             "id = \"x\"\n[planner]\nkind = \"scripted\"\nturns = []\n[policy]\nmax_tool_calls = 0",
             "a.toml",

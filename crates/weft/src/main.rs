@@ -8,6 +8,8 @@ use clap::{Parser, Subcommand};
 use weft::bench::{agent_loop, durable_loop};
 use weft::cli::admin::{self, RunsCommand, SessionsCommand};
 use weft::cli::models;
+use weft::cli::provider::{self, ProviderArgs};
+use weft::cli::registry::{self, RegistryArgs};
 use weft::cli::run::{self, RunArgs};
 use weft::cli::serve::{self, ServeArgs};
 use weft::render::OutputFormat;
@@ -75,6 +77,16 @@ enum Command {
         #[command(subcommand)]
         command: ModelsCmd,
     },
+    /// The tool registry over Redis Streams: `weft registry serve`.
+    Registry {
+        #[command(subcommand)]
+        command: RegistryCmd,
+    },
+    /// A tool provider for the registry: `weft provider serve <agent-file-or-toolset>`.
+    Provider {
+        #[command(subcommand)]
+        command: ProviderCmd,
+    },
     /// Benchmarks; each prints JSON lines.
     Bench {
         #[command(subcommand)]
@@ -136,6 +148,55 @@ enum SessionsCmd {
     End {
         /// The session id.
         session: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum RegistryCmd {
+    /// Serves the registry gateway (register, pong, list, search, call) with its health pinger.
+    Serve {
+        /// The Redis URL.
+        #[arg(long, default_value = "redis://127.0.0.1:6379")]
+        redis: String,
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:8790")]
+        addr: String,
+        /// Milliseconds between health pings.
+        #[arg(long, default_value_t = 10_000)]
+        ping_interval_ms: u64,
+        /// Pongs a toolset may miss before it is unhealthy.
+        #[arg(long, default_value_t = 3)]
+        missed_pongs: u32,
+        /// Default bound of a toolset's queue.
+        #[arg(long, default_value_t = 10_000)]
+        max_queue: u64,
+        /// The registry's key prefix in Redis (default `weft:registry`).
+        #[arg(long)]
+        namespace: Option<String>,
+    },
+}
+
+#[derive(Subcommand)]
+enum ProviderCmd {
+    /// Serves built-in toolsets (one by name, or an agent file's) to the registry.
+    Serve {
+        /// An agent file, or a built-in toolset's name (`calc`, `text`, `journal`).
+        source: String,
+        /// The registry gateway's URL.
+        #[arg(long, default_value = "http://127.0.0.1:8790")]
+        gateway: String,
+        /// The Redis URL.
+        #[arg(long, default_value = "redis://127.0.0.1:6379")]
+        redis: String,
+        /// Most calls at once per toolset.
+        #[arg(long, default_value_t = 32)]
+        max_concurrent: usize,
+        /// Milliseconds before another provider may claim an unfinished call.
+        #[arg(long, default_value_t = 30_000)]
+        claim_grace_ms: u64,
+        /// The registry name to serve a single toolset under (default: its own name).
+        #[arg(long)]
+        name: Option<String>,
     },
 }
 
@@ -270,6 +331,42 @@ fn main() -> ExitCode {
             ModelsCmd::List => models::list(),
             ModelsCmd::Fetch { name } => models::fetch(&name),
         },
+        Command::Registry {
+            command:
+                RegistryCmd::Serve {
+                    redis,
+                    addr,
+                    ping_interval_ms,
+                    missed_pongs,
+                    max_queue,
+                    namespace,
+                },
+        } => registry::serve(RegistryArgs {
+            redis,
+            addr,
+            ping_interval_ms,
+            missed_pongs,
+            max_queue,
+            namespace,
+        }),
+        Command::Provider {
+            command:
+                ProviderCmd::Serve {
+                    source,
+                    gateway,
+                    redis,
+                    max_concurrent,
+                    claim_grace_ms,
+                    name,
+                },
+        } => provider::serve(ProviderArgs {
+            source,
+            gateway,
+            redis,
+            max_concurrent,
+            claim_grace_ms,
+            name,
+        }),
         Command::Bench { bench } => run_bench(bench),
     };
     match result {

@@ -13,7 +13,10 @@
 //! it instead of publishing again; that is why every registry tool is
 //! marked idempotent for the runtime's crash recovery.
 
+mod lazy;
 mod wait;
+
+pub use lazy::LazyRegistryToolSet;
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};

@@ -3,5 +3,7 @@
 pub mod admin;
 pub mod ask;
 pub mod models;
+pub mod provider;
+pub mod registry;
 pub mod run;
 pub mod serve;
