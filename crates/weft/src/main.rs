@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use weft::bench::{agent_loop, durable_loop};
+use weft::bench::{agent_loop, durable_loop, registry as registry_bench};
 use weft::cli::admin::{self, RunsCommand, SessionsCommand};
 use weft::cli::models;
 use weft::cli::provider::{self, ProviderArgs};
@@ -249,6 +249,21 @@ enum Bench {
         )]
         postgres: String,
     },
+    /// A tool call through the Redis Streams registry against the raw Redis floor.
+    Registry {
+        /// The Redis URL.
+        #[arg(long, default_value = "redis://127.0.0.1:6379")]
+        redis: String,
+        /// Calls measured one at a time (p50/p99).
+        #[arg(long, default_value_t = 2000)]
+        calls: usize,
+        /// Seconds of each throughput measurement.
+        #[arg(long, default_value_t = 3.0)]
+        seconds: f64,
+        /// Calls in flight for the throughput figures.
+        #[arg(long, default_value_t = 64)]
+        in_flight: usize,
+    },
     /// SSE decode throughput per provider, in MB/s.
     SseDecode {
         /// The recorded provider fixtures.
@@ -427,6 +442,22 @@ fn run_bench(bench: Bench) -> anyhow::Result<ExitCode> {
                 postgres: Some(postgres).filter(|p| p != "none"),
             };
             for line in durable_loop::run(&s)? {
+                println!("{line}");
+            }
+        }
+        Bench::Registry {
+            redis,
+            calls,
+            seconds,
+            in_flight,
+        } => {
+            let s = registry_bench::Settings {
+                redis,
+                sequential_calls: calls,
+                seconds,
+                in_flight: in_flight.max(1),
+            };
+            for line in registry_bench::run(&s)? {
                 println!("{line}");
             }
         }

@@ -2,4 +2,5 @@
 
 pub mod agent_loop;
 pub mod durable_loop;
+pub mod registry;
 pub mod rss;
