@@ -74,7 +74,7 @@ pub async fn admit(
     message: &[u8],
     result_ttl_ms: u64,
 ) -> Result<Admission, RegistryError> {
-    let reply: redis::Value = redis::Script::new(ADMIT_SCRIPT)
+    let reply: redis::Value = admit_script()
         .key(ns.state(toolset))
         .key(pulse::key(&wire::toolset_stream(toolset)))
         .key(pulse::key(&wire::result_stream(tool_use_id)))
@@ -118,4 +118,11 @@ fn split(reply: redis::Value) -> Result<(String, Vec<redis::Value>), RegistryErr
         other => return Err(pulse::ReplyError(format!("admission tag {other:?}")).into()),
     };
     Ok((tag, items))
+}
+
+/// The script, hashed once.
+fn admit_script() -> &'static redis::Script {
+    static SCRIPT: std::sync::LazyLock<redis::Script> =
+        std::sync::LazyLock::new(|| redis::Script::new(ADMIT_SCRIPT));
+    &SCRIPT
 }

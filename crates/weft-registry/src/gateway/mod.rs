@@ -3,6 +3,7 @@
 //! and answer any request; one of them at a time (a Redis lease decides)
 //! pings every toolset ([`health`]).
 
+mod clock;
 mod health;
 mod openapi;
 mod routes;

@@ -67,7 +67,7 @@ pub(crate) async fn execute(shared: &Arc<Shared>, entry_id: String, msg: ToolCal
     drop(tx);
     publisher.abort();
     let payload = wire::encode(&result);
-    let res: Result<redis::Value, _> = redis::Script::new(PUBLISH_SCRIPT)
+    let res: Result<redis::Value, _> = publish_script()
         .key(&result_key)
         .key(&shared.stream_key)
         .arg(payload)
@@ -258,4 +258,11 @@ mod tests {
         assert_eq!(parse_traceparent("garbage"), None);
         assert_eq!(parse_traceparent(""), None);
     }
+}
+
+/// The script, hashed once.
+fn publish_script() -> &'static redis::Script {
+    static SCRIPT: std::sync::LazyLock<redis::Script> =
+        std::sync::LazyLock::new(|| redis::Script::new(PUBLISH_SCRIPT));
+    &SCRIPT
 }
