@@ -245,6 +245,13 @@ pub(crate) fn dead_letter_result(tool_use_id: &str, deliveries: u64) -> ToolResu
     )
 }
 
+/// The script, hashed once.
+fn publish_script() -> &'static redis::Script {
+    static SCRIPT: std::sync::LazyLock<redis::Script> =
+        std::sync::LazyLock::new(|| redis::Script::new(PUBLISH_SCRIPT));
+    &SCRIPT
+}
+
 #[cfg(test)]
 mod tests {
     use super::parse_traceparent;
@@ -258,11 +265,4 @@ mod tests {
         assert_eq!(parse_traceparent("garbage"), None);
         assert_eq!(parse_traceparent(""), None);
     }
-}
-
-/// The script, hashed once.
-fn publish_script() -> &'static redis::Script {
-    static SCRIPT: std::sync::LazyLock<redis::Script> =
-        std::sync::LazyLock::new(|| redis::Script::new(PUBLISH_SCRIPT));
-    &SCRIPT
 }
