@@ -94,6 +94,9 @@ pub enum EventKind {
     ToolOutputDelta {
         /// The call.
         tool_call_id: ToolCallId,
+        /// The output channel (`stdout`, `stderr`, `log`, `progress`).
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        stream: String,
         /// The fragment.
         delta: String,
     },

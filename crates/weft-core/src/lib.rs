@@ -13,6 +13,7 @@
 //! - [`ids`], [`time`]: identifier newtypes and time values.
 //! - [`message`]: conversation messages and their parts.
 //! - [`tool`]: tool specs, requests, outputs, errors and retry hints.
+//! - [`tool_output`]: the sink a running tool publishes live output to.
 //! - [`awaiting`]: await barriers (clarifications, questions, external tools).
 //! - [`planner`]: the planner trait, its inputs and its decisions.
 //! - [`model`]: the model client trait, stream chunks and the stream assembler.
@@ -31,6 +32,7 @@ pub mod session;
 pub mod store;
 pub mod time;
 pub mod tool;
+pub mod tool_output;
 
 pub use ids::{AgentId, AwaitItemId, RunId, SessionId, ToolCallId, TurnId};
 pub use time::Timestamp;

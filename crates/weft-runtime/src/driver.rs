@@ -25,9 +25,9 @@ use weft_core::run::{
 };
 use weft_core::store::{Commit, RunStatus};
 use weft_core::tool::{
-    Labels, RetryHint, RetryReason, ToolError, ToolOutput, ToolRequest, ToolSpec,
+    Labels, OutputSink, RetryHint, RetryReason, ToolError, ToolOutput, ToolRequest, ToolSpec,
 };
-use weft_core::{RunId, SessionId, Timestamp, TurnId};
+use weft_core::{RunId, SessionId, Timestamp, ToolCallId, TurnId};
 
 use crate::agent::Agent;
 use crate::context::Ctx;
@@ -397,6 +397,7 @@ impl RunTask {
                 tool_call_id: call.id.clone(),
                 parent_tool_call_id: call.parent_tool_call_id.clone(),
                 labels: (*self.labels).clone(),
+                output: self.output_sink(call.id.clone()),
             };
             running.push(self.tools.execute(call, request, limits));
         }
@@ -428,6 +429,25 @@ impl RunTask {
             self.commit().await?;
         }
         Ok(())
+    }
+
+    /// The sink through which call `id` publishes live output: each fragment
+    /// becomes a `ToolOutputDelta` event, until the run has finished.
+    fn output_sink(&self, id: ToolCallId) -> OutputSink {
+        let shared = self.shared.clone();
+        let clock = self.inner.clock.clone();
+        OutputSink::new(move |stream, delta| {
+            if shared.finished.get().is_none() {
+                shared.emit(
+                    &*clock,
+                    EventKind::ToolOutputDelta {
+                        tool_call_id: id.clone(),
+                        stream: stream.to_owned(),
+                        delta: delta.to_owned(),
+                    },
+                );
+            }
+        })
     }
 
     fn finish_call(&mut self, out: ToolOutput) {

@@ -187,6 +187,7 @@ mod tests {
             tool_call_id: ToolCallId::new("c"),
             parent_tool_call_id: None,
             labels: Default::default(),
+            output: Default::default(),
         }
     }
 

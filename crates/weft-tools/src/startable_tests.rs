@@ -73,6 +73,7 @@ fn request() -> ToolRequest {
         tool_call_id: ToolCallId::new("c"),
         parent_tool_call_id: None,
         labels: Default::default(),
+        output: Default::default(),
     }
 }
 

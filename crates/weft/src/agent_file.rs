@@ -419,6 +419,40 @@ time_budget_ms = 1000
     }
 
     #[test]
+    fn accepts_builtin_names_and_registry_tables() {
+        let f = AgentFile::parse(
+            r#"
+id = "mixed"
+toolsets = ["text", { type = "registry", name = "calc", gateway = "http://127.0.0.1:8790", alias = "remote" }]
+[planner]
+kind = "scripted"
+[[planner.turns]]
+text = "hi"
+"#,
+            "a.toml",
+        )
+        .unwrap();
+        let names: Vec<String> = f.toolsets().iter().map(|t| t.name().to_owned()).collect();
+        assert_eq!(names, vec!["text", "remote"]);
+        let f = AgentFile::parse(
+            r#"
+id = "tables"
+[[toolsets]]
+type = "registry"
+name = "calc"
+gateway = "http://127.0.0.1:8790"
+[planner]
+kind = "scripted"
+[[planner.turns]]
+text = "hi"
+"#,
+            "a.toml",
+        )
+        .unwrap();
+        assert_eq!(f.toolsets()[0].name(), "calc");
+    }
+
+    #[test]
     fn rejects_bad_files_with_clear_messages() {
         let err = AgentFile::parse("id = 3", "a.toml")
             .unwrap_err()
@@ -438,6 +472,13 @@ time_budget_ms = 1000
         .unwrap_err()
         .to_string();
         assert!(err.contains("exactly one of"), "{err}");
+        let err = AgentFile::parse(
+            "id = \"x\"\ntoolsets = [{ type = \"registry\", name = \"calc\", gateway = \"nope\" }]\n[planner]\nkind = \"scripted\"\nturns = []",
+            "a.toml",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("http(s) `gateway`"), "{err}");
         let err = AgentFile::parse(
             "id = \"x\"\n[planner]\nkind = \"scripted\"\nturns = []\n[policy]\nmax_tool_calls = 0",
             "a.toml",

@@ -5,11 +5,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use weft::bench::{agent_loop, durable_loop, mcp as mcp_bench};
+use weft::bench::{agent_loop, durable_loop, mcp as mcp_bench, registry as registry_bench};
 use weft::cli::admin::{self, RunsCommand, SessionsCommand};
 use weft::cli::mcp::{self, McpServeArgs};
 #[cfg(feature = "local")]
 use weft::cli::models;
+use weft::cli::provider::{self, ProviderArgs};
+use weft::cli::registry::{self, RegistryArgs};
 use weft::cli::run::{self, RunArgs};
 use weft::cli::serve::{self, ServeArgs};
 use weft::render::OutputFormat;
@@ -82,6 +84,16 @@ enum Command {
     Mcp {
         #[command(subcommand)]
         command: McpCmd,
+    },
+    /// The tool registry over Redis Streams: `weft registry serve`.
+    Registry {
+        #[command(subcommand)]
+        command: RegistryCmd,
+    },
+    /// A tool provider for the registry: `weft provider serve <agent-file-or-toolset>`.
+    Provider {
+        #[command(subcommand)]
+        command: ProviderCmd,
     },
     /// Benchmarks; each prints JSON lines.
     Bench {
@@ -171,6 +183,55 @@ enum SessionsCmd {
 
 #[cfg(feature = "local")]
 #[derive(Subcommand)]
+enum RegistryCmd {
+    /// Serves the registry gateway (register, pong, list, search, call) with its health pinger.
+    Serve {
+        /// The Redis URL.
+        #[arg(long, default_value = "redis://127.0.0.1:6379")]
+        redis: String,
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:8790")]
+        addr: String,
+        /// Milliseconds between health pings.
+        #[arg(long, default_value_t = 10_000)]
+        ping_interval_ms: u64,
+        /// Pongs a toolset may miss before it is unhealthy.
+        #[arg(long, default_value_t = 3)]
+        missed_pongs: u32,
+        /// Default bound of a toolset's queue.
+        #[arg(long, default_value_t = 10_000)]
+        max_queue: u64,
+        /// The registry's key prefix in Redis (default `weft:registry`).
+        #[arg(long)]
+        namespace: Option<String>,
+    },
+}
+
+#[derive(Subcommand)]
+enum ProviderCmd {
+    /// Serves built-in toolsets (one by name, or an agent file's) to the registry.
+    Serve {
+        /// An agent file, or a built-in toolset's name (`calc`, `text`, `journal`).
+        source: String,
+        /// The registry gateway's URL.
+        #[arg(long, default_value = "http://127.0.0.1:8790")]
+        gateway: String,
+        /// The Redis URL.
+        #[arg(long, default_value = "redis://127.0.0.1:6379")]
+        redis: String,
+        /// Most calls at once per toolset.
+        #[arg(long, default_value_t = 32)]
+        max_concurrent: usize,
+        /// Milliseconds before another provider may claim an unfinished call.
+        #[arg(long, default_value_t = 30_000)]
+        claim_grace_ms: u64,
+        /// The registry name to serve a single toolset under (default: its own name).
+        #[arg(long)]
+        name: Option<String>,
+    },
+}
+
+#[derive(Subcommand)]
 enum ModelsCmd {
     /// Lists the known local models, one JSON line each, with where their weights go.
     List,
@@ -227,6 +288,21 @@ enum Bench {
         /// Unmeasured calls first, per client.
         #[arg(long, default_value_t = 200)]
         warmup: usize,
+    },
+    /// A tool call through the Redis Streams registry against the raw Redis floor.
+    Registry {
+        /// The Redis URL.
+        #[arg(long, default_value = "redis://127.0.0.1:6379")]
+        redis: String,
+        /// Calls measured one at a time (p50/p99).
+        #[arg(long, default_value_t = 2000)]
+        calls: usize,
+        /// Seconds of each throughput measurement.
+        #[arg(long, default_value_t = 3.0)]
+        seconds: f64,
+        /// Calls in flight for the throughput figures.
+        #[arg(long, default_value_t = 64)]
+        in_flight: usize,
     },
     /// SSE decode throughput per provider, in MB/s.
     SseDecode {
@@ -328,6 +404,42 @@ fn main() -> ExitCode {
             model,
             db,
         }),
+        Command::Registry {
+            command:
+                RegistryCmd::Serve {
+                    redis,
+                    addr,
+                    ping_interval_ms,
+                    missed_pongs,
+                    max_queue,
+                    namespace,
+                },
+        } => registry::serve(RegistryArgs {
+            redis,
+            addr,
+            ping_interval_ms,
+            missed_pongs,
+            max_queue,
+            namespace,
+        }),
+        Command::Provider {
+            command:
+                ProviderCmd::Serve {
+                    source,
+                    gateway,
+                    redis,
+                    max_concurrent,
+                    claim_grace_ms,
+                    name,
+                },
+        } => provider::serve(ProviderArgs {
+            source,
+            gateway,
+            redis,
+            max_concurrent,
+            claim_grace_ms,
+            name,
+        }),
         Command::Bench { bench } => run_bench(bench),
     };
     match result {
@@ -393,6 +505,22 @@ fn run_bench(bench: Bench) -> anyhow::Result<ExitCode> {
         }
         Bench::Mcp { calls, warmup } => {
             for line in mcp_bench::run(mcp_bench::Settings { calls, warmup })? {
+                println!("{line}");
+            }
+        }
+        Bench::Registry {
+            redis,
+            calls,
+            seconds,
+            in_flight,
+        } => {
+            let s = registry_bench::Settings {
+                redis,
+                sequential_calls: calls,
+                seconds,
+                in_flight: in_flight.max(1),
+            };
+            for line in registry_bench::run(&s)? {
                 println!("{line}");
             }
         }

@@ -1,6 +1,8 @@
 //! The `toolsets` entries of agent files: a built-in toolset's name, or a
 //! `[[toolsets]]` table whose `type` says what it is (`type = "mcp"`: an MCP
-//! server over stdio or streamable HTTP; `type = "builtin"`: a built-in one).
+//! server over stdio or streamable HTTP; `type = "registry"`: a toolset
+//! served by providers through the Redis Streams registry; `type =
+//! "builtin"`: a built-in one).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -51,6 +53,49 @@ pub enum ToolsetTable {
     },
     /// An MCP server.
     Mcp(McpSpec),
+    /// A toolset served by providers through the Redis Streams registry.
+    Registry(RegistrySpec),
+}
+
+/// `type = "registry"`: a registry toolset.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegistrySpec {
+    /// The toolset's name in the registry.
+    pub name: String,
+    /// The gateway's base URL (`http://127.0.0.1:8790`).
+    pub gateway: String,
+    /// The registry's Redis.
+    #[serde(default = "default_redis")]
+    pub redis: String,
+    /// The toolset's name in this agent (its tools are `<alias>.<tool>`).
+    #[serde(default)]
+    pub alias: Option<String>,
+    /// The registry's key prefix in Redis.
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// The absolute deadline of one call, in milliseconds.
+    #[serde(default)]
+    pub call_timeout_ms: Option<u64>,
+}
+
+fn default_redis() -> String {
+    "redis://127.0.0.1:6379".to_owned()
+}
+
+impl RegistrySpec {
+    /// The toolset, connected to Redis and the gateway on first use.
+    pub fn toolset(&self) -> Arc<dyn ToolSet> {
+        let mut config = weft_registry::ExecutorConfig::new(&self.gateway, &self.name);
+        config.alias = self.alias.clone();
+        if let Some(ns) = &self.namespace {
+            config.namespace = weft_registry::Namespace::new(ns.clone());
+        }
+        if let Some(ms) = self.call_timeout_ms {
+            config.call_timeout = Duration::from_millis(ms);
+        }
+        Arc::new(weft_registry::LazyRegistryToolSet::new(&self.redis, config))
+    }
 }
 
 /// A `type = "mcp"` toolset: give `command` (stdio) or `url` (streamable HTTP).
@@ -94,6 +139,7 @@ impl ToolsetSpec {
         match self {
             ToolsetSpec::Builtin(name) | ToolsetSpec::Table(ToolsetTable::Builtin { name }) => name,
             ToolsetSpec::Table(ToolsetTable::Mcp(m)) => &m.name,
+            ToolsetSpec::Table(ToolsetTable::Registry(r)) => r.alias.as_deref().unwrap_or(&r.name),
         }
     }
 
@@ -107,6 +153,9 @@ impl ToolsetSpec {
                 Ok(t) => format!("MCP server {}", t.describe()),
                 Err(_) => "MCP server".to_owned(),
             },
+            ToolsetSpec::Table(ToolsetTable::Registry(r)) => {
+                format!("registry toolset `{}` at {}", r.name, r.gateway)
+            }
         }
     }
 
@@ -131,6 +180,15 @@ impl ToolsetSpec {
                 }
                 m.transport().map(drop)
             }
+            ToolsetSpec::Table(ToolsetTable::Registry(r)) => {
+                if r.name.trim().is_empty() || !r.gateway.starts_with("http") {
+                    return Err(format!(
+                        "registry toolset `{}` needs a `name` and an http(s) `gateway` URL",
+                        r.name
+                    ));
+                }
+                Ok(())
+            }
         }
     }
 
@@ -144,6 +202,7 @@ impl ToolsetSpec {
                 let config = m.config().ok()?;
                 Some(Arc::new(StartableToolSet::new(McpToolSet::new(config))))
             }
+            ToolsetSpec::Table(ToolsetTable::Registry(r)) => Some(r.toolset()),
         }
     }
 }

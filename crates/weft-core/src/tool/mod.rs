@@ -14,6 +14,7 @@ use serde_json::Value;
 
 use crate::ids::{RunId, SessionId, ToolCallId, TurnId};
 use crate::message::Part;
+pub use crate::tool_output::OutputSink;
 
 /// Free-form key/value labels attached to runs, requests and planner thoughts.
 pub type Labels = BTreeMap<String, String>;
@@ -138,6 +139,9 @@ pub struct ToolRequest {
     /// Labels of the run.
     #[serde(default, skip_serializing_if = "Labels::is_empty")]
     pub labels: Labels,
+    /// Where the tool may publish live output while it runs; never serialized.
+    #[serde(skip)]
+    pub output: OutputSink,
 }
 
 /// The outcome of one tool call, as recorded in the run and shown to planners.

@@ -147,6 +147,7 @@ impl WeftServer {
             tool_call_id: ToolCallId::new("mcp"),
             parent_tool_call_id: None,
             labels: Default::default(),
+            output: Default::default(),
         };
         match set.call_tool(request).await {
             Ok(reply) => body_result(reply.body),

@@ -43,6 +43,7 @@ pub fn request(tool: &str, payload: Value) -> ToolRequest {
         tool_call_id: ToolCallId::new("call"),
         parent_tool_call_id: None,
         labels: Default::default(),
+        output: Default::default(),
     }
 }
 

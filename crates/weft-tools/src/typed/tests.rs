@@ -62,6 +62,7 @@ fn request(name: &str, payload: Value) -> ToolRequest {
         tool_call_id: ToolCallId::new("c"),
         parent_tool_call_id: None,
         labels: Default::default(),
+        output: Default::default(),
     }
 }
 

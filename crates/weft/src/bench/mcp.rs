@@ -112,6 +112,7 @@ async fn through_weft(exe: &Path, agent: &Path, s: Settings) -> anyhow::Result<V
             tool_call_id: ToolCallId::new("bench"),
             parent_tool_call_id: None,
             labels: Default::default(),
+            output: Default::default(),
         };
         let started = Instant::now();
         set.call_tool(request)

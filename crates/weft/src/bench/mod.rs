@@ -3,4 +3,5 @@
 pub mod agent_loop;
 pub mod durable_loop;
 pub mod mcp;
+pub mod registry;
 pub mod rss;

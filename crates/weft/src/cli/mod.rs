@@ -5,5 +5,7 @@ pub mod ask;
 pub mod mcp;
 #[cfg(feature = "local")]
 pub mod models;
+pub mod provider;
+pub mod registry;
 pub mod run;
 pub mod serve;

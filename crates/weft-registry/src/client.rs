@@ -1,0 +1,148 @@
+//! The gateway's HTTP client: what providers use to register and pong, and
+//! executors to learn a toolset's tools.
+
+use std::time::Duration;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::dto::{
+    PongRequest, PongResponse, Problem, RegisterRequest, RegisterResponse, ToolsetView,
+};
+use crate::error::RegistryError;
+
+/// A gateway's base URL and an HTTP client.
+#[derive(Debug, Clone)]
+pub struct GatewayClient {
+    base: String,
+    http: reqwest::Client,
+}
+
+/// How a gateway answered a pong.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PongReply {
+    /// Taken (or ignored as stale: nothing to do either way).
+    Done,
+    /// The toolset is not registered: register again.
+    Unregistered,
+}
+
+impl GatewayClient {
+    /// A client of the gateway at `base` (`http://host:port`).
+    pub fn new(base: impl Into<String>) -> Result<Self, RegistryError> {
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(10))
+            .tcp_nodelay(true)
+            .build()
+            .map_err(|e| RegistryError::Config(format!("http client: {e}")))?;
+        Ok(Self {
+            base: base.into().trim_end_matches('/').to_owned(),
+            http,
+        })
+    }
+
+    /// Registers a toolset.
+    pub async fn register(&self, req: &RegisterRequest) -> Result<RegisterResponse, RegistryError> {
+        self.send(self.http.post(self.url("/v1/toolsets")), Some(req))
+            .await
+    }
+
+    /// Unregisters a toolset.
+    pub async fn unregister(&self, name: &str) -> Result<(), RegistryError> {
+        let url = self.url(&format!("/v1/toolsets/{name}"));
+        let resp = self
+            .http
+            .delete(&url)
+            .send()
+            .await
+            .map_err(|e| gateway(&url, e))?;
+        check(&url, resp).await.map(|_| ())
+    }
+
+    /// Answers a ping.
+    pub async fn pong(&self, toolset: &str, ping_id: &str) -> Result<PongReply, RegistryError> {
+        let url = self.url(&format!("/v1/toolsets/{toolset}/pong"));
+        let resp = self
+            .http
+            .post(&url)
+            .json(&PongRequest {
+                ping_id: ping_id.to_owned(),
+            })
+            .send()
+            .await
+            .map_err(|e| gateway(&url, e))?;
+        if resp.status() == reqwest::StatusCode::NOT_FOUND {
+            return Ok(PongReply::Unregistered);
+        }
+        let _: PongResponse = decode(&url, check(&url, resp).await?).await?;
+        Ok(PongReply::Done)
+    }
+
+    /// One toolset with its tools and health.
+    pub async fn toolset(&self, name: &str) -> Result<ToolsetView, RegistryError> {
+        let url = self.url(&format!("/v1/toolsets/{name}"));
+        let resp = self
+            .http
+            .get(&url)
+            .send()
+            .await
+            .map_err(|e| gateway(&url, e))?;
+        if resp.status() == reqwest::StatusCode::NOT_FOUND {
+            return Err(RegistryError::UnknownToolset(name.to_owned()));
+        }
+        decode(&url, check(&url, resp).await?).await
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    async fn send<B: Serialize, T: DeserializeOwned>(
+        &self,
+        req: reqwest::RequestBuilder,
+        body: Option<&B>,
+    ) -> Result<T, RegistryError> {
+        let req = match body {
+            Some(b) => req.json(b),
+            None => req,
+        };
+        let req = req
+            .build()
+            .map_err(|e| RegistryError::Config(format!("http request: {e}")))?;
+        let url = req.url().to_string();
+        let resp = self.http.execute(req).await.map_err(|e| gateway(&url, e))?;
+        decode(&url, check(&url, resp).await?).await
+    }
+}
+
+fn gateway(url: &str, e: impl std::fmt::Display) -> RegistryError {
+    RegistryError::Gateway {
+        url: url.to_owned(),
+        message: e.to_string(),
+    }
+}
+
+async fn check(url: &str, resp: reqwest::Response) -> Result<reqwest::Response, RegistryError> {
+    if resp.status().is_success() {
+        return Ok(resp);
+    }
+    let status = resp.status();
+    let text = resp.text().await.unwrap_or_default();
+    let message = match serde_json::from_str::<Problem>(&text) {
+        Ok(p) => format!("{} {}: {}", status.as_u16(), p.code, p.detail),
+        Err(_) => format!(
+            "{}: {}",
+            status.as_u16(),
+            text.chars().take(300).collect::<String>()
+        ),
+    };
+    Err(gateway(url, message))
+}
+
+async fn decode<T: DeserializeOwned>(
+    url: &str,
+    resp: reqwest::Response,
+) -> Result<T, RegistryError> {
+    let bytes = resp.bytes().await.map_err(|e| gateway(url, e))?;
+    serde_json::from_slice(&bytes).map_err(|e| gateway(url, format!("unreadable answer: {e}")))
+}

@@ -1,0 +1,297 @@
+//! The executor: a weft [`ToolSet`] whose tools are a registry toolset's.
+//!
+//! It learns the tools and schemas once from the gateway, then calls
+//! straight through Redis: it validates the payload against the cached
+//! schema, admits and publishes the call in one script (health and queue
+//! bound as the gateway keeps them), and waits on the call's result stream
+//! ([`wait`]) with an absolute deadline, forwarding output deltas to the
+//! call's output sink. The gateway is not a hop on the hot path.
+//!
+//! The `tool_use_id` is `<run id>/<tool call id>`: the runtime's call id,
+//! qualified by its run so two runs' `call_1` never meet. A retried or
+//! resumed call has the same id, finds its result stream and re-attaches to
+//! it instead of publishing again; that is why every registry tool is
+//! marked idempotent for the runtime's crash recovery.
+
+mod lazy;
+mod wait;
+
+pub use lazy::LazyRegistryToolSet;
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use serde_json::Value;
+use weft_core::tool::{
+    RetryHint, RetryReason, ToolAnnotations, ToolError, ToolIdent, ToolRequest, ToolSpec,
+};
+use weft_tools::{ArgsValidator, ToolFailure, ToolReply, ToolSet};
+
+use crate::admission::{self, Admission};
+use crate::catalog::Namespace;
+use crate::client::GatewayClient;
+use crate::conn::Redis;
+use crate::error::RegistryError;
+use crate::wire::{self, ToolCallMessage, ToolCallMeta};
+
+/// How an executor reaches a registry toolset.
+#[derive(Debug, Clone)]
+pub struct ExecutorConfig {
+    /// The gateway to learn the tools from.
+    pub gateway: String,
+    /// The registry toolset's name.
+    pub toolset: String,
+    /// The toolset's name in weft (its tools are `<alias>.<tool>`); the
+    /// registry name when absent.
+    pub alias: Option<String>,
+    /// The registry's namespace in Redis.
+    pub namespace: Namespace,
+    /// How long a result stream lives if nobody reads it.
+    pub result_ttl: Duration,
+    /// The absolute deadline of one call, from its start.
+    pub call_timeout: Duration,
+    /// Largest encoded call accepted, in bytes.
+    pub max_payload_bytes: usize,
+    /// This executor's consumer name in result streams' `agent` group.
+    pub consumer: String,
+}
+
+impl ExecutorConfig {
+    /// Defaults for `toolset` served through the gateway at `gateway`.
+    pub fn new(gateway: impl Into<String>, toolset: impl Into<String>) -> Self {
+        Self {
+            gateway: gateway.into(),
+            toolset: toolset.into(),
+            alias: None,
+            namespace: Namespace::default(),
+            result_ttl: Duration::from_secs(15 * 60),
+            call_timeout: Duration::from_secs(10 * 60),
+            max_payload_bytes: 1 << 20,
+            consumer: format!("weft-{}", uuid::Uuid::new_v4().simple()),
+        }
+    }
+}
+
+struct RemoteTool {
+    remote: String,
+    validator: ArgsValidator,
+}
+
+/// A registry toolset as a weft [`ToolSet`].
+pub struct RegistryToolSet {
+    name: String,
+    redis: Redis,
+    config: ExecutorConfig,
+    specs: Vec<ToolSpec>,
+    tools: HashMap<String, RemoteTool>,
+}
+
+impl std::fmt::Debug for RegistryToolSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RegistryToolSet")
+            .field("name", &self.name)
+            .field("toolset", &self.config.toolset)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RegistryToolSet {
+    /// Learns the toolset's tools from the gateway.
+    pub async fn connect(redis: Redis, config: ExecutorConfig) -> Result<Self, RegistryError> {
+        let view = GatewayClient::new(&config.gateway)?
+            .toolset(&config.toolset)
+            .await?;
+        let name = config
+            .alias
+            .clone()
+            .unwrap_or_else(|| config.toolset.clone());
+        let prefix = format!("{}.", config.toolset);
+        let mut specs = Vec::new();
+        let mut tools = HashMap::new();
+        for t in view.toolset.tools {
+            let short = t.name.strip_prefix(&prefix).unwrap_or(&t.name);
+            let ident = ToolIdent::from_parts(&name, short);
+            let validator = ArgsValidator::compile(&t.payload_schema).map_err(|e| {
+                RegistryError::InvalidSchema {
+                    tool: t.name.clone(),
+                    message: e.message,
+                }
+            })?;
+            specs.push(ToolSpec {
+                name: ident.clone(),
+                description: t.description,
+                input_schema: t.payload_schema,
+                output_schema: t
+                    .result_schema
+                    .filter(|s| s != &Value::Object(Default::default())),
+                annotations: ToolAnnotations {
+                    idempotent: true,
+                    ..ToolAnnotations::default()
+                },
+                tags: t.tags,
+            });
+            tools.insert(
+                ident.as_str().to_owned(),
+                RemoteTool {
+                    remote: t.name,
+                    validator,
+                },
+            );
+        }
+        Ok(Self {
+            name,
+            redis,
+            config,
+            specs,
+            tools,
+        })
+    }
+
+    /// The transport id of a request's call: `<run id>/<tool call id>`.
+    pub fn tool_use_id(request: &ToolRequest) -> String {
+        format!("{}/{}", request.run_id, request.tool_call_id)
+    }
+
+    async fn call(&self, request: ToolRequest) -> Result<ToolReply, ToolFailure> {
+        let started = Instant::now();
+        let Some(tool) = self.tools.get(request.name.as_str()) else {
+            return Err(failure(
+                &request.name,
+                "unknown_tool",
+                format!(
+                    "registry toolset `{}` has no tool `{}`",
+                    self.config.toolset, request.name
+                ),
+            ));
+        };
+        if let Err(issues) = tool.validator.validate(&request.payload) {
+            return Err(tool
+                .validator
+                .failure(&request.name, &request.payload, issues));
+        }
+        let tool_use_id = Self::tool_use_id(&request);
+        let msg = ToolCallMessage {
+            kind: wire::TYPE_CALL.to_owned(),
+            tool_use_id: tool_use_id.clone(),
+            tool: tool.remote.clone(),
+            payload: Some(wire::raw(
+                &tool.validator.normalize(request.payload.clone()),
+            )),
+            meta: Some(ToolCallMeta {
+                run_id: request.run_id.to_string(),
+                session_id: request.session_id.to_string(),
+                turn_id: request.turn_id.to_string(),
+                tool_call_id: request.tool_call_id.to_string(),
+                parent_tool_call_id: request
+                    .parent_tool_call_id
+                    .as_ref()
+                    .map(ToString::to_string)
+                    .unwrap_or_default(),
+            }),
+            traceparent: new_traceparent(),
+            ..Default::default()
+        };
+        let bytes = wire::encode(&msg);
+        if bytes.len() > self.config.max_payload_bytes {
+            return Err(failure(
+                &request.name,
+                ToolError::INVALID_ARGUMENTS,
+                format!(
+                    "the call is {} bytes; the limit is {}",
+                    bytes.len(),
+                    self.config.max_payload_bytes
+                ),
+            ));
+        }
+        let ttl = u64::try_from(self.config.result_ttl.as_millis()).unwrap_or(u64::MAX);
+        let admitted = admission::admit(
+            &self.redis,
+            &self.config.namespace,
+            &self.config.toolset,
+            &tool_use_id,
+            &bytes,
+            ttl,
+        )
+        .await
+        .map_err(|e| {
+            failure(
+                &request.name,
+                ToolError::UNAVAILABLE,
+                format!("admission failed: {e}"),
+            )
+        })?;
+        let reattach = match admitted {
+            Admission::Published(_) => false,
+            Admission::Reattach => true,
+            Admission::UnknownToolset => {
+                return Err(failure(
+                    &request.name,
+                    "unknown_toolset",
+                    format!(
+                        "registry toolset `{}` is not registered",
+                        self.config.toolset
+                    ),
+                ));
+            }
+            Admission::Unhealthy { pong_age_ms } => {
+                return Err(failure(
+                    &request.name,
+                    "service_unavailable",
+                    format!(
+                        "no healthy provider for `{}` (last pong {pong_age_ms} ms ago)",
+                        self.config.toolset
+                    ),
+                ));
+            }
+            Admission::QueueFull { depth, max } => {
+                return Err(failure(
+                    &request.name,
+                    "queue_full",
+                    format!(
+                        "`{}` has {depth} queued calls (limit {max})",
+                        self.config.toolset
+                    ),
+                ));
+            }
+        };
+        let deadline = started + self.config.call_timeout;
+        wait::wait(self, &request, &tool_use_id, reattach, deadline).await
+    }
+}
+
+/// A failure with its retry hint derived from its code.
+pub(crate) fn failure(
+    tool: &ToolIdent,
+    code: impl Into<weft_core::tool::ToolErrorCode>,
+    message: String,
+) -> ToolFailure {
+    let error = ToolError::new(code, message);
+    let code = error.code.as_str();
+    let retry_hint = crate::provider::reply::retry_hint(tool, code, &error)
+        .or_else(|| Some(RetryHint::new(RetryReason::ToolUnavailable).for_tool(tool.clone())))
+        .filter(|_| code != "unknown_tool");
+    ToolFailure { error, retry_hint }
+}
+
+/// A fresh W3C `traceparent` for a call.
+fn new_traceparent() -> String {
+    let trace = uuid::Uuid::new_v4().simple().to_string();
+    let span = uuid::Uuid::new_v4().simple().to_string();
+    format!("00-{trace}-{}-01", &span[..16])
+}
+
+#[async_trait]
+impl ToolSet for RegistryToolSet {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn list_tools(&self) -> Result<Vec<ToolSpec>, ToolError> {
+        Ok(self.specs.clone())
+    }
+
+    async fn call_tool(&self, request: ToolRequest) -> Result<ToolReply, ToolFailure> {
+        self.call(request).await
+    }
+}

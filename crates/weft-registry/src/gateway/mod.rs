@@ -1,0 +1,117 @@
+//! The gateway (`weft registry serve`): an HTTP/JSON service over the
+//! registry state in Redis. Any number of gateway nodes may share one Redis
+//! and answer any request; one of them at a time (a Redis lease decides)
+//! pings every toolset ([`health`]).
+
+mod clock;
+mod health;
+mod openapi;
+mod routes;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::routing::{get, post};
+
+use crate::catalog::{Catalog, Namespace};
+use crate::conn::Redis;
+use crate::error::RegistryError;
+
+pub use openapi::openapi;
+
+/// How a gateway behaves.
+#[derive(Debug, Clone)]
+pub struct GatewayConfig {
+    /// The registry's namespace in Redis.
+    pub namespace: Namespace,
+    /// How often the pinger pings each toolset.
+    pub ping_interval: Duration,
+    /// Pongs a toolset may miss before it is unhealthy.
+    pub missed_pongs: u32,
+    /// Default bound of a toolset's queue (unread plus in-progress calls).
+    pub max_queue: u64,
+    /// How long a result stream lives if nobody reads it.
+    pub result_ttl: Duration,
+    /// Largest call payload accepted over HTTP, in bytes.
+    pub max_payload_bytes: usize,
+    /// This node's id, for the pinger lease.
+    pub node_id: String,
+}
+
+impl Default for GatewayConfig {
+    fn default() -> Self {
+        Self {
+            namespace: Namespace::default(),
+            ping_interval: Duration::from_secs(10),
+            missed_pongs: 3,
+            max_queue: 10_000,
+            result_ttl: Duration::from_secs(15 * 60),
+            max_payload_bytes: 1 << 20,
+            node_id: format!("gw-{}", uuid::Uuid::new_v4().simple()),
+        }
+    }
+}
+
+impl GatewayConfig {
+    /// Pong age past which a toolset is unhealthy: `(missed + 1) × interval`.
+    pub fn stale_after(&self) -> Duration {
+        self.ping_interval * (self.missed_pongs + 1)
+    }
+}
+
+/// What every request handler shares.
+#[derive(Clone)]
+pub struct Gateway {
+    pub(crate) redis: Redis,
+    pub(crate) catalog: Catalog,
+    pub(crate) config: Arc<GatewayConfig>,
+}
+
+impl Gateway {
+    /// A gateway over `redis`.
+    pub fn new(redis: Redis, config: GatewayConfig) -> Result<Self, RegistryError> {
+        if config.ping_interval.is_zero() || config.max_queue == 0 {
+            return Err(RegistryError::Config(
+                "ping_interval and max_queue must be positive".into(),
+            ));
+        }
+        Ok(Self {
+            catalog: Catalog::new(redis.clone(), config.namespace.clone()),
+            redis,
+            config: Arc::new(config),
+        })
+    }
+
+    /// The HTTP routes.
+    pub fn router(&self) -> Router {
+        Router::new()
+            .route("/healthz", get(routes::healthz))
+            .route("/openapi.json", get(openapi::serve))
+            .route("/v1/toolsets", post(routes::register).get(routes::list))
+            .route(
+                "/v1/toolsets/{name}",
+                get(routes::get_toolset).delete(routes::unregister),
+            )
+            .route("/v1/toolsets/{name}/pong", post(routes::pong))
+            .route("/v1/toolsets/{name}/tools/{tool}/call", post(routes::call))
+            .route("/v1/search", get(routes::search))
+            .layer(axum::extract::DefaultBodyLimit::max(
+                self.config.max_payload_bytes.saturating_add(64 * 1024),
+            ))
+            .with_state(self.clone())
+    }
+
+    /// Serves on `listener` and runs the pinger until the listener fails.
+    pub async fn serve(self, listener: tokio::net::TcpListener) -> std::io::Result<()> {
+        let pinger = tokio::spawn(health::run(self.clone()));
+        let res = axum::serve(listener, self.router()).await;
+        pinger.abort();
+        res
+    }
+
+    /// Runs only the pinger (for embedding the gateway in another server).
+    pub fn spawn_pinger(&self) -> tokio::task::JoinHandle<()> {
+        tokio::spawn(health::run(self.clone()))
+    }
+}

@@ -1,0 +1,340 @@
+//! The provider: serves a weft [`ToolSet`] from a toolset's request stream.
+//!
+//! One dedicated connection reads the `provider` consumer group, asking only
+//! for as many calls as the worker pool has free slots (unread calls wait in
+//! Redis, never in memory). Each call runs on a worker; its result is
+//! published and the call acknowledged in one script, so a call is never
+//! acknowledged without its result. Pings are answered with a pong to the
+//! gateway. A claimer ([`claim`]) takes over calls a crashed provider left
+//! idle, dead-letters calls delivered too often and trims acknowledged
+//! entries. Garbage entries are acknowledged and logged; nothing in a
+//! message can stop the loop.
+
+mod claim;
+pub mod reply;
+mod worker;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::Semaphore;
+use weft_core::tool::ToolIdent;
+use weft_tools::{ArgsValidator, ToolSet};
+
+use crate::client::{GatewayClient, PongReply};
+use crate::conn::Redis;
+use crate::dto::RegisterRequest;
+use crate::error::{RegistryError, is_nogroup};
+use crate::pulse::{self, Body, Entry};
+use crate::wire::{self, ToolCallMessage};
+
+/// How a provider behaves.
+#[derive(Debug, Clone)]
+pub struct ProviderConfig {
+    /// This provider's consumer name in the `provider` group (unique per process).
+    pub consumer: String,
+    /// Most calls executing at once.
+    pub max_concurrent: usize,
+    /// How long a call may stay unacknowledged before another provider claims it.
+    pub claim_grace: Duration,
+    /// How often to look for idle calls.
+    pub claim_interval: Duration,
+    /// Deliveries after which a call goes to the dead-letter stream.
+    pub max_deliveries: u64,
+    /// Longest a call may run.
+    pub call_timeout: Duration,
+    /// Largest payload accepted, in bytes.
+    pub max_payload_bytes: usize,
+    /// How long one blocking read waits.
+    pub block: Duration,
+}
+
+impl Default for ProviderConfig {
+    fn default() -> Self {
+        Self {
+            consumer: format!("weft-{}", uuid::Uuid::new_v4().simple()),
+            max_concurrent: 32,
+            claim_grace: Duration::from_secs(30),
+            claim_interval: Duration::from_secs(5),
+            max_deliveries: 5,
+            call_timeout: Duration::from_secs(600),
+            max_payload_bytes: 1 << 20,
+            block: Duration::from_secs(2),
+        }
+    }
+}
+
+/// A running provider's shared state.
+pub(crate) struct Shared {
+    pub(crate) redis: Redis,
+    pub(crate) registry_toolset: String,
+    pub(crate) stream_key: String,
+    pub(crate) toolset: Arc<dyn ToolSet>,
+    pub(crate) tools: HashMap<String, (ToolIdent, ArgsValidator)>,
+    pub(crate) config: ProviderConfig,
+    pub(crate) permits: Arc<Semaphore>,
+    gateway: Option<GatewayClient>,
+    registration: RegisterRequest,
+}
+
+/// Serves one toolset from Redis.
+pub struct Provider {
+    shared: Arc<Shared>,
+}
+
+impl Provider {
+    /// A provider of `toolset` under the registry name `registry_toolset`;
+    /// with a gateway it registers there and answers pings.
+    pub async fn new(
+        redis: Redis,
+        registry_toolset: &str,
+        toolset: Arc<dyn ToolSet>,
+        gateway: Option<GatewayClient>,
+        config: ProviderConfig,
+    ) -> Result<Self, RegistryError> {
+        if config.max_concurrent == 0 || config.max_deliveries == 0 {
+            return Err(RegistryError::Config(
+                "max_concurrent and max_deliveries must be at least 1".into(),
+            ));
+        }
+        let specs = toolset
+            .list_tools()
+            .await
+            .map_err(|e| RegistryError::Config(format!("listing the toolset's tools: {e}")))?;
+        let mut tools = HashMap::new();
+        let mut schemas = Vec::new();
+        for spec in specs {
+            let remote = format!("{registry_toolset}.{}", spec.name.tool());
+            let validator = ArgsValidator::compile(&spec.input_schema).map_err(|e| {
+                RegistryError::InvalidSchema {
+                    tool: spec.name.to_string(),
+                    message: e.message,
+                }
+            })?;
+            schemas.push(crate::catalog::ToolSchema {
+                name: remote.clone(),
+                description: spec.description.clone(),
+                tags: spec.tags.clone(),
+                payload_schema: spec.input_schema.clone(),
+                result_schema: Some(
+                    spec.output_schema
+                        .clone()
+                        .unwrap_or_else(|| serde_json::json!({})),
+                ),
+                sidecar_schema: None,
+            });
+            tools.insert(remote, (spec.name.clone(), validator));
+        }
+        let registration = RegisterRequest {
+            name: registry_toolset.to_owned(),
+            description: weft_tools::capability::find_public_description(&*toolset)
+                .map(|d| d.public_description_text())
+                .unwrap_or_default(),
+            version: None,
+            tags: Vec::new(),
+            tools: schemas,
+            max_queue: None,
+        };
+        let permits = Arc::new(Semaphore::new(config.max_concurrent));
+        Ok(Self {
+            shared: Arc::new(Shared {
+                redis,
+                registry_toolset: registry_toolset.to_owned(),
+                stream_key: pulse::key(&wire::toolset_stream(registry_toolset)),
+                toolset,
+                tools,
+                config,
+                permits,
+                gateway,
+                registration,
+            }),
+        })
+    }
+
+    /// What the provider registers at the gateway.
+    pub fn registration(&self) -> &RegisterRequest {
+        &self.shared.registration
+    }
+
+    /// Registers at the gateway (when there is one) and makes sure the
+    /// request stream and its group exist.
+    pub async fn register(&self) -> Result<(), RegistryError> {
+        self.shared.register().await
+    }
+
+    /// Reads and serves calls until `shutdown` resolves; in-flight calls
+    /// finish (their results are published) before it returns.
+    pub async fn serve(
+        self,
+        shutdown: impl std::future::Future<Output = ()> + Send,
+    ) -> Result<(), RegistryError> {
+        self.shared.register().await?;
+        let claimer = tokio::spawn(claim::run(self.shared.clone()));
+        let reader = read_loop(self.shared.clone());
+        tokio::select! {
+            () = shutdown => {}
+            res = reader => {
+                claimer.abort();
+                return res;
+            }
+        }
+        claimer.abort();
+        // Wait for in-flight calls: every permit back.
+        let all = u32::try_from(self.shared.config.max_concurrent).unwrap_or(u32::MAX);
+        let _ = self.shared.permits.acquire_many(all).await;
+        Ok(())
+    }
+}
+
+impl Shared {
+    async fn register(&self) -> Result<(), RegistryError> {
+        crate::catalog::ensure_provider_group(&self.redis, &self.registry_toolset).await?;
+        if let Some(gw) = &self.gateway {
+            gw.register(&self.registration).await?;
+        }
+        Ok(())
+    }
+
+    /// Handles one entry read from the request stream.
+    pub(crate) async fn handle(self: &Arc<Self>, entry: Entry) {
+        let (name, payload) = match entry.body {
+            Body::Event { name, payload } => (name, payload),
+            Body::Garbage(why) => {
+                tracing::warn!(id = %entry.id, %why, "acknowledging a malformed request entry");
+                self.ack(&entry.id).await;
+                return;
+            }
+        };
+        let msg: ToolCallMessage = match wire::decode(&payload) {
+            Ok(m) => m,
+            Err(e) => {
+                tracing::warn!(id = %entry.id, event = %name, error = %e, "acknowledging an undecodable request");
+                self.ack(&entry.id).await;
+                return;
+            }
+        };
+        match msg.kind.as_str() {
+            wire::TYPE_PING => {
+                self.ack(&entry.id).await;
+                let this = self.clone();
+                tokio::spawn(async move { this.pong(&msg.ping_id).await });
+            }
+            wire::TYPE_CALL if !msg.tool_use_id.is_empty() => {
+                let Ok(permit) = self.permits.clone().acquire_owned().await else {
+                    return;
+                };
+                let this = self.clone();
+                tokio::spawn(async move {
+                    worker::execute(&this, entry.id, msg).await;
+                    drop(permit);
+                });
+            }
+            other => {
+                tracing::warn!(id = %entry.id, kind = %other, "acknowledging an unknown or incomplete message");
+                self.ack(&entry.id).await;
+            }
+        }
+    }
+
+    async fn pong(&self, ping_id: &str) {
+        let Some(gw) = &self.gateway else { return };
+        let reply = tokio::time::timeout(
+            Duration::from_secs(5),
+            gw.pong(&self.registry_toolset, ping_id),
+        )
+        .await;
+        match reply {
+            Ok(Ok(PongReply::Done)) => {}
+            Ok(Ok(PongReply::Unregistered)) => {
+                tracing::warn!(toolset = %self.registry_toolset, "the gateway forgot the toolset; registering again");
+                if let Err(e) = self.register().await {
+                    tracing::warn!(error = %e, "registering again failed");
+                }
+            }
+            Ok(Err(e)) => tracing::warn!(error = %e, "pong failed"),
+            Err(_) => tracing::warn!("pong timed out"),
+        }
+    }
+
+    pub(crate) async fn ack(&self, id: &str) {
+        let res: Result<i64, _> = redis::cmd("XACK")
+            .arg(&self.stream_key)
+            .arg(wire::GROUP_PROVIDER)
+            .arg(id)
+            .query_async(&mut self.redis.mux())
+            .await;
+        if let Err(e) = res {
+            tracing::warn!(id, error = %e, "acknowledging failed");
+        }
+    }
+}
+
+/// Reads new calls while there are free workers; recreates the group when
+/// Redis lost it and reconnects with backoff when Redis is down.
+async fn read_loop(shared: Arc<Shared>) -> Result<(), RegistryError> {
+    let mut backoff = Duration::from_millis(20);
+    let mut conn = None;
+    loop {
+        // Wait for a free worker before reading, so unread calls stay in Redis.
+        let free = match shared.permits.available_permits() {
+            0 => {
+                let _ = shared.permits.acquire().await;
+                1
+            }
+            n => n,
+        };
+        if conn.is_none() {
+            match shared.redis.blocking().await {
+                Ok(c) => conn = Some(c),
+                Err(e) => {
+                    tracing::warn!(error = %e, "connecting to Redis failed; retrying");
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(2));
+                    continue;
+                }
+            }
+        }
+        let Some(c) = conn.as_mut() else { continue };
+        let mut cmd = redis::cmd("XREADGROUP");
+        cmd.arg("GROUP")
+            .arg(wire::GROUP_PROVIDER)
+            .arg(&shared.config.consumer)
+            .arg("COUNT")
+            .arg(free)
+            .arg("BLOCK")
+            .arg(u64::try_from(shared.config.block.as_millis()).unwrap_or(u64::MAX))
+            .arg("STREAMS")
+            .arg(&shared.stream_key)
+            .arg(">");
+        match c.query(&cmd).await {
+            Ok(reply) => {
+                backoff = Duration::from_millis(20);
+                match pulse::parse_read(reply) {
+                    Ok(streams) => {
+                        for (_, entries) in streams {
+                            for entry in entries {
+                                shared.handle(entry).await;
+                            }
+                        }
+                    }
+                    Err(e) => tracing::warn!(error = %e, "unreadable reply"),
+                }
+            }
+            Err(RegistryError::Redis(e)) if is_nogroup(&e) => {
+                tracing::warn!(toolset = %shared.registry_toolset, "the request group is gone (Redis lost its state); recreating it");
+                if let Err(e) = shared.register().await {
+                    tracing::warn!(error = %e, "recreating the group failed");
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(2));
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "reading calls failed; reconnecting");
+                conn = None;
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(2));
+            }
+        }
+    }
+}

@@ -1,0 +1,114 @@
+//! `weft provider serve <agent-file-or-toolset>`: serves built-in toolsets
+//! (named, or those an agent file lists) to the registry from Redis.
+
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use weft_registry::{GatewayClient, Provider, ProviderConfig, Redis};
+use weft_tools::ToolSet;
+
+use crate::agent_file::AgentFile;
+use crate::builtin;
+use crate::toolset_spec::{ToolsetSpec, ToolsetTable};
+
+/// What `weft provider serve` was asked to do.
+#[derive(Debug, Clone)]
+pub struct ProviderArgs {
+    /// An agent file, or a built-in toolset's name.
+    pub source: String,
+    /// The gateway's base URL.
+    pub gateway: String,
+    /// The Redis URL.
+    pub redis: String,
+    /// Most calls at once per toolset.
+    pub max_concurrent: usize,
+    /// Milliseconds before another provider may claim an unfinished call.
+    pub claim_grace_ms: u64,
+    /// The registry name to serve a single toolset under (its own name by default).
+    pub name: Option<String>,
+}
+
+/// Serves until ctrl-c; in-flight calls finish first.
+pub fn serve(args: ProviderArgs) -> anyhow::Result<ExitCode> {
+    let toolsets = toolsets(&args.source)?;
+    if args.name.is_some() && toolsets.len() > 1 {
+        anyhow::bail!(
+            "--name needs exactly one toolset; {} has {}",
+            args.source,
+            toolsets.len()
+        );
+    }
+    let tokio = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    tokio.block_on(async move {
+        let redis = Redis::connect(&args.redis)
+            .await
+            .with_context(|| format!("connecting to Redis at {}", args.redis))?;
+        let gateway = GatewayClient::new(&args.gateway)?;
+        let mut tasks = Vec::new();
+        let (stop_tx, _) = tokio::sync::broadcast::channel::<()>(1);
+        for ts in toolsets {
+            let config = ProviderConfig {
+                max_concurrent: args.max_concurrent.max(1),
+                claim_grace: Duration::from_millis(args.claim_grace_ms.max(1)),
+                ..ProviderConfig::default()
+            };
+            let name = args.name.clone().unwrap_or_else(|| ts.name().to_owned());
+            let provider = Provider::new(redis.clone(), &name, ts, Some(gateway.clone()), config)
+                .await
+                .with_context(|| format!("preparing toolset `{name}`"))?;
+            provider
+                .register()
+                .await
+                .with_context(|| format!("registering toolset `{name}` at {}", args.gateway))?;
+            eprintln!("weft: serving toolset `{name}` to {}", args.gateway);
+            let mut stop = stop_tx.subscribe();
+            tasks.push(tokio::spawn(async move {
+                provider
+                    .serve(async move {
+                        let _ = stop.recv().await;
+                    })
+                    .await
+            }));
+        }
+        let _ = tokio::signal::ctrl_c().await;
+        let _ = stop_tx.send(());
+        for t in tasks {
+            t.await??;
+        }
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+/// The built-in toolsets `source` names: a toolset's name, or an agent
+/// file's built-in toolsets.
+fn toolsets(source: &str) -> anyhow::Result<Vec<Arc<dyn ToolSet>>> {
+    if let Some(ts) = builtin::by_name(source) {
+        return Ok(vec![ts]);
+    }
+    if !Path::new(source).exists() {
+        anyhow::bail!(
+            "`{source}` is neither an agent file nor a built-in toolset ({})",
+            builtin::NAMES.join(", ")
+        );
+    }
+    let file = AgentFile::load(Path::new(source))?;
+    let out: Vec<_> = file
+        .toolsets
+        .iter()
+        // Built-in and MCP toolsets are served; a registry toolset is
+        // already served by its own providers.
+        .filter_map(|e| match e {
+            ToolsetSpec::Table(ToolsetTable::Registry(_)) => None,
+            other => other.build(),
+        })
+        .collect();
+    if out.is_empty() {
+        anyhow::bail!("{source} names no built-in or MCP toolset to serve");
+    }
+    Ok(out)
+}

@@ -1,0 +1,59 @@
+//! `weft registry serve`: the tool registry gateway over Redis (register,
+//! pong, discovery, calls) with its health pinger.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use weft_registry::{Gateway, GatewayConfig, Namespace, Redis};
+
+/// What `weft registry serve` was asked to do.
+#[derive(Debug, Clone)]
+pub struct RegistryArgs {
+    /// The Redis URL.
+    pub redis: String,
+    /// Address to listen on.
+    pub addr: String,
+    /// Milliseconds between health pings.
+    pub ping_interval_ms: u64,
+    /// Pongs a toolset may miss before it is unhealthy.
+    pub missed_pongs: u32,
+    /// Default queue bound per toolset.
+    pub max_queue: u64,
+    /// The registry's key prefix in Redis.
+    pub namespace: Option<String>,
+}
+
+/// Serves the gateway until ctrl-c.
+pub fn serve(args: RegistryArgs) -> anyhow::Result<ExitCode> {
+    let tokio = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    tokio.block_on(async move {
+        let redis = Redis::connect(&args.redis)
+            .await
+            .with_context(|| format!("connecting to Redis at {}", args.redis))?;
+        let mut config = GatewayConfig {
+            ping_interval: Duration::from_millis(args.ping_interval_ms.max(1)),
+            missed_pongs: args.missed_pongs,
+            max_queue: args.max_queue,
+            ..GatewayConfig::default()
+        };
+        if let Some(ns) = args.namespace {
+            config.namespace = Namespace::new(ns);
+        }
+        let gateway = Gateway::new(redis, config)?;
+        let listener = tokio::net::TcpListener::bind(&args.addr)
+            .await
+            .with_context(|| format!("listening on {}", args.addr))?;
+        eprintln!(
+            "weft: registry gateway on http://{}",
+            listener.local_addr()?
+        );
+        tokio::select! {
+            res = gateway.serve(listener) => res?,
+            _ = tokio::signal::ctrl_c() => {}
+        }
+        Ok(ExitCode::SUCCESS)
+    })
+}

@@ -1,0 +1,133 @@
+//! The README's registry example, end to end with real processes: `weft
+//! registry serve`, `weft provider serve`, and `weft run` of an agent whose
+//! tools live in the provider, against the local Redis.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn weft() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_weft"))
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Starts a process and waits until its stderr has a line containing `ready`.
+fn start(mut cmd: Command, ready: &str) -> Proc {
+    let mut child = cmd
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let mut lines = BufReader::new(stderr).lines();
+    let proc = Proc(child);
+    loop {
+        match lines.next() {
+            Some(Ok(line)) if line.contains(ready) => break,
+            Some(Ok(_)) => {}
+            other => panic!("the process ended before `{ready}`: {other:?}"),
+        }
+    }
+    // Keep draining stderr so the process never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+    proc
+}
+
+#[test]
+fn an_agent_calls_tools_served_by_a_provider_process() {
+    let redis = std::env::var("WEFT_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+    let port = free_port();
+    let gateway = format!("http://127.0.0.1:{port}");
+    let tag = format!(
+        "{:x}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    );
+    let ns = format!("test:e2e:{tag}");
+    let name = format!("calc_{tag}");
+
+    let mut gw = weft();
+    gw.args([
+        "registry",
+        "serve",
+        "--redis",
+        &redis,
+        "--addr",
+        &format!("127.0.0.1:{port}"),
+        "--namespace",
+        &ns,
+    ]);
+    let _gw = start(gw, "registry gateway on");
+    let mut provider = weft();
+    provider.args([
+        "provider",
+        "serve",
+        "calc",
+        "--gateway",
+        &gateway,
+        "--redis",
+        &redis,
+        "--name",
+        &name,
+    ]);
+    let _provider = start(provider, "serving toolset");
+
+    // The README's agent file, pointed at this test's gateway and namespace.
+    let text = std::fs::read_to_string(common::example("registry.toml")).unwrap();
+    let text = text
+        .replace(
+            "name = \"calc\"",
+            &format!("name = \"{name}\"\nalias = \"calc\"\nnamespace = \"{ns}\""),
+        )
+        .replace("http://127.0.0.1:8790", &gateway)
+        .replace("redis://127.0.0.1:6379", &redis);
+    let dir = tempfile::tempdir().unwrap();
+    let agent = dir.path().join("registry.toml");
+    std::fs::write(&agent, text).unwrap();
+
+    let out = weft()
+        .args([
+            "run",
+            agent.to_str().unwrap(),
+            "What is (2 + 3) * 7?",
+            "--output",
+            "jsonl",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let results: Vec<serde_json::Value> = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|e| e["type"] == "tool_finished")
+        .map(|e| e["output"]["result"].clone())
+        .collect();
+    assert_eq!(results.len(), 2, "{stdout}");
+    assert_eq!(results[0]["value"], 5, "{stdout}");
+    assert_eq!(results[1]["value"], 35, "{stdout}");
+    assert!(stdout.contains("(2 + 3) * 7 = 35"), "{stdout}");
+}
