@@ -1,0 +1,135 @@
+//! Executing a batch of tool calls: concurrently, under their timeouts and
+//! the payload budget, raced against cancellation and the run's deadline,
+//! each result committed as it lands; calls cut by a crash are answered as
+//! interrupted unless their tool is idempotent.
+
+use super::*;
+
+impl RunTask {
+    /// Executes a batch concurrently, committing each result as it lands.
+    pub(super) async fn execute(&mut self, calls: Vec<ToolCall>) -> Result<(), RuntimeError> {
+        self.collect();
+        let limits = Limits {
+            timeout: self.agent.tool_timeout,
+            payload_budget: self.inner.payload_budget,
+        };
+        let recovering = std::mem::take(&mut self.recovering);
+        let mut running = FuturesUnordered::new();
+        let mut interrupted = Vec::new();
+        let turn_id = TurnId::new(format!("{}/{}", self.shared.run_id, self.machine.turn()));
+        for call in &calls {
+            if recovering && !self.tools.is_idempotent(&call.name) {
+                interrupted.push(interrupted_output(call));
+                continue;
+            }
+            // The tool gets its own copy of the arguments; the events and the
+            // output share the call's.
+            let mut payload = (*call.payload).clone();
+            let description = match self.tools.spec(&call.name) {
+                Some(spec) if self.agent.describe_calls => {
+                    weft_tools::strip_description_for(spec, &mut payload)
+                }
+                _ => None,
+            };
+            let shown = match description {
+                Some(_) => Arc::new(payload.clone()),
+                None => call.payload.clone(),
+            };
+            self.emit(EventKind::ToolStarted {
+                tool_call_id: call.id.clone(),
+                tool: call.name.clone(),
+                payload: shown,
+                description,
+            });
+            let request = ToolRequest {
+                name: call.name.clone(),
+                payload,
+                run_id: self.shared.run_id.clone(),
+                session_id: self.session_id.clone(),
+                turn_id: turn_id.clone(),
+                tool_call_id: call.id.clone(),
+                parent_tool_call_id: call.parent_tool_call_id.clone(),
+                labels: (*self.labels).clone(),
+                output: self.output_sink(call.id.clone()),
+            };
+            running.push(self.tools.execute(call, request, limits));
+        }
+        for out in interrupted {
+            self.finish_call(out);
+            self.commit().await?;
+        }
+        let cancel = self.shared.cancel.clone();
+        while self.machine.phase_name() == PhaseName::Executing {
+            let deadline = self.machine.poll_timeout();
+            let now = self.now();
+            tokio::select! {
+                out = running.next() => match out {
+                    Some(out) => self.finish_call(out),
+                    None => break,
+                },
+                () = cancel.cancelled() => {
+                    let _ = self.machine.cancel(self.shared.cancel_reason());
+                }
+                () = sleep_until(deadline, now) => {
+                    // The time budget ran out: the machine abandons the batch.
+                    let now = self.now();
+                    let _ = self.machine.next_step(now);
+                }
+            }
+            if self.machine.outcome().is_some() {
+                self.hold_control().await;
+            }
+            self.commit().await?;
+        }
+        Ok(())
+    }
+
+    /// The sink through which call `id` publishes live output: each fragment
+    /// becomes a `ToolOutputDelta` event, until the run has finished.
+    fn output_sink(&self, id: ToolCallId) -> OutputSink {
+        let shared = self.shared.clone();
+        let clock = self.inner.clock.clone();
+        OutputSink::new(move |stream, delta| {
+            if shared.finished.get().is_none() {
+                shared.emit(
+                    &*clock,
+                    EventKind::ToolOutputDelta {
+                        tool_call_id: id.clone(),
+                        stream: stream.to_owned(),
+                        delta: delta.to_owned(),
+                    },
+                );
+            }
+        })
+    }
+
+    fn finish_call(&mut self, out: ToolOutput) {
+        let now = self.now();
+        if let Err(e) = self.machine.tool_result(out, now) {
+            // The call was abandoned (time budget, cancel) before it finished.
+            tracing::debug!(run_id = %self.shared.run_id, error = %e, "late tool result dropped");
+        }
+    }
+}
+
+fn interrupted_output(call: &ToolCall) -> ToolOutput {
+    let err = ToolError::new(
+        ToolError::UNAVAILABLE,
+        format!(
+            "`{}` was interrupted by a restart and is not idempotent, so it was not run again",
+            call.name
+        ),
+    );
+    let hint = RetryHint::new(RetryReason::ToolUnavailable)
+        .for_tool(call.name.clone())
+        .with_message(
+            "interrupted by restart: check whether it took effect before calling it again",
+        );
+    ToolOutput::error(
+        call.id.clone(),
+        call.name.clone(),
+        call.payload.clone(),
+        err,
+    )
+    .with_retry_hint(Some(hint))
+}
