@@ -27,7 +27,7 @@ mod tools;
 mod toolsets;
 
 pub use agent::{Agent, AgentBuilder, InvalidCallPolicy, RetryThenFail};
-pub use clock::{Clock, SystemClock};
+pub use clock::{Clock, SystemClock, TokioClock};
 pub use error::RuntimeError;
 pub use events::EventStream;
 pub use memory::MemoryStore;

@@ -15,7 +15,7 @@ use weft_core::planner::{PlanResult, TerminationReason, ToolCallRequest};
 use weft_core::run::{Policy, RunFailure, RunOutcome};
 use weft_core::store::RunStatus;
 use weft_core::tool::{RetryReason, ToolError, ToolResultBody};
-use weft_runtime::{Agent, EventStream, Runtime, ScriptedPlanner, StartRequest};
+use weft_runtime::{Agent, EventStream, Runtime, ScriptedPlanner, StartRequest, TokioClock};
 use weft_tools::{FnToolSet, ToolSet};
 
 #[derive(Deserialize, JsonSchema)]
@@ -88,8 +88,14 @@ fn runtime(
         .policy(policy)
         .tool_timeout(timeout)
         .build();
+    // The runtime's clock follows tokio's, so a test on paused time
+    // (`start_paused = true`) spends no real time on budgets and timeouts.
     (
-        Runtime::builder().agent(agent).payload_budget(1024).build(),
+        Runtime::builder()
+            .agent(agent)
+            .payload_budget(1024)
+            .clock(Arc::new(TokioClock::new()))
+            .build(),
         executions,
     )
 }
@@ -353,7 +359,7 @@ async fn an_oversized_result_is_omitted_with_its_reason() {
     assert!(!text.contains("xxxx"));
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn time_budget_forces_finalization() {
     let (rt, _) = runtime(
         vec![
@@ -458,7 +464,7 @@ async fn wait_status(rt: &Runtime, run: &weft_core::RunId, status: RunStatus) {
     panic!("run never reached {status:?}");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn pause_stops_at_the_next_step_and_resume_continues() {
     let (rt, executions) = runtime(
         vec![
