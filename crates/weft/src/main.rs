@@ -181,7 +181,6 @@ enum SessionsCmd {
     },
 }
 
-#[cfg(feature = "local")]
 #[derive(Subcommand)]
 enum RegistryCmd {
     /// Serves the registry gateway (register, pong, list, search, call) with its health pinger.
@@ -231,6 +230,7 @@ enum ProviderCmd {
     },
 }
 
+#[cfg(feature = "local")]
 #[derive(Subcommand)]
 enum ModelsCmd {
     /// Lists the known local models, one JSON line each, with where their weights go.
