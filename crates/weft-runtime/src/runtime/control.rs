@@ -32,18 +32,9 @@ impl Runtime {
                 Ok(())
             })
             .await?;
-        let agent = self.inner.agent(record.agent_id.as_str())?;
+        self.inner.agent(record.agent_id.as_str())?;
         if progress == AwaitProgress::Satisfied {
-            let tools = self.inner.tools(&agent).await?;
-            self.inner.spawn(
-                agent,
-                tools,
-                shared,
-                record.session_id,
-                record.labels,
-                machine,
-                false,
-            );
+            self.inner.drive_stored(record, machine, shared).await?;
         }
         Ok(progress)
     }
@@ -80,17 +71,7 @@ impl Runtime {
             })
             .await?;
         if machine.phase_name() != weft_core::run::PhaseName::Awaiting {
-            let agent = self.inner.agent(record.agent_id.as_str())?;
-            let tools = self.inner.tools(&agent).await?;
-            self.inner.spawn(
-                agent,
-                tools,
-                shared,
-                record.session_id,
-                record.labels,
-                machine,
-                false,
-            );
+            self.inner.drive_stored(record, machine, shared).await?;
         }
         Ok(())
     }
@@ -164,6 +145,28 @@ impl Runtime {
 }
 
 impl Inner {
+    /// Drives a stored run that can go on (an await answered, a pause lifted)
+    /// on a new task.
+    async fn drive_stored(
+        self: &Arc<Self>,
+        record: RunRecord,
+        machine: RunMachine,
+        shared: Arc<RunShared>,
+    ) -> Result<(), RuntimeError> {
+        let agent = self.agent(record.agent_id.as_str())?;
+        let tools = self.tools(&agent).await?;
+        self.spawn(
+            agent,
+            tools,
+            shared,
+            record.session_id,
+            record.labels,
+            machine,
+            false,
+        );
+        Ok(())
+    }
+
     /// Loads a run that no task drives, changes its machine, and commits the
     /// change with the events the machine produced.
     async fn update_stored(
