@@ -1,7 +1,7 @@
 //! Await barriers: what a run waits for from a human or an outside system, and
 //! the validation of the answers.
 //!
-//! An await is an ordered list of [`AwaitItem`]s; the run resumes only when
+//! An await is an ordered list of [`AwaitItem`]s; the run continues only when
 //! every item has a valid [`AwaitAnswer`]. Validation is strict: an answer of
 //! the wrong kind, for an unknown question, naming an option that was not
 //! offered, or missing an external tool result is rejected and changes nothing.

@@ -44,8 +44,10 @@ pub enum EventKind {
         /// Why.
         reason: String,
     },
-    /// The run resumed.
-    RunResumed,
+    /// The run goes on after a pause or an answered await. Logs written
+    /// before the word `continue` was chosen call it `run_resumed`.
+    #[serde(alias = "run_resumed")]
+    RunContinued,
     /// The run ended.
     RunFinished {
         /// How.

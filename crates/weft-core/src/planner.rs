@@ -3,7 +3,7 @@
 //!
 //! One planner instance serves many runs concurrently. It keeps no per-run
 //! state of its own: per-run state lives in the run (see
-//! [`PlannerContext::state_get`]), so a run can resume on another process.
+//! [`PlannerContext::state_get`]), so a run can be recovered on another process.
 
 use std::sync::Arc;
 

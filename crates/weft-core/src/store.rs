@@ -20,7 +20,7 @@ use crate::tool::Labels;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RunStatus {
-    /// Being driven (or waiting to be resumed after a crash).
+    /// Being driven (or waiting to be recovered after a crash).
     Running,
     /// Waiting for await answers.
     Awaiting,

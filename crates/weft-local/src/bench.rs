@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use weft_core::model::ModelError;
 
 use super::LocalModel;
-use super::engine::{Constraint, Generate, Sampling};
+use super::generation::{Constraint, Generate, Sampling};
 use super::prompt::Turn;
 
 /// What to measure.

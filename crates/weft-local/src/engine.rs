@@ -11,96 +11,19 @@
 //! releases.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
-use std::sync::{Arc, OnceLock};
-use std::time::Duration;
 
-use llama_cpp_2::llama_backend::LlamaBackend;
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
-use weft_core::model::{ModelError, StopReason};
+use weft_core::model::ModelError;
 
+use super::backend::{backend, other};
+use super::generation::{Generate, Generated};
 use super::output::Piece;
 use super::prompt::Turn;
 use super::worker::{self, Job, Msg};
-
-/// The process-wide llama.cpp backend, initialised once.
-pub(super) fn backend() -> Result<&'static LlamaBackend, ModelError> {
-    static BACKEND: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
-    BACKEND
-        .get_or_init(|| {
-            llama_cpp_2::send_logs_to_tracing(
-                llama_cpp_2::LogOptions::default().with_logs_enabled(false),
-            );
-            LlamaBackend::init().map_err(|e| e.to_string())
-        })
-        .as_ref()
-        .map_err(|e| other(format!("llama.cpp backend: {e}")))
-}
-
-pub(super) fn other(message: String) -> ModelError {
-    ModelError::Other { message }
-}
-
-/// How generation picks tokens.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Sampling {
-    /// 0 (or less) picks the likeliest token every time.
-    pub temperature: f32,
-    /// Nucleus mass; 1 disables it.
-    pub top_p: f32,
-    /// Candidates kept before top-p; 0 disables it.
-    pub top_k: i32,
-    /// Seed of the random draw.
-    pub seed: u32,
-}
-
-/// How tool calls are constrained.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Constraint {
-    /// Free text, no calls recognised.
-    None,
-    /// Free text; once the model opens a call, the grammar holds.
-    Lazy(String),
-    /// The whole answer is calls under the grammar.
-    Strict(String),
-}
-
-/// One generation.
-#[derive(Debug, Clone)]
-pub struct Generate {
-    /// The rendered prompt.
-    pub prompt: String,
-    /// Most tokens to produce.
-    pub max_tokens: u32,
-    /// Token choice.
-    pub sampling: Sampling,
-    /// Tool-call grammar.
-    pub constraint: Constraint,
-    /// Stop sequences (text only).
-    pub stop: Vec<String>,
-    /// Keep generating past end-of-turn tokens (benchmarks only).
-    pub ignore_eog: bool,
-    /// Evaluate only the prompt's tokens past what the KV cache already
-    /// holds (off in benchmarks, which time a cold prompt).
-    pub reuse_prefix: bool,
-}
-
-/// What a generation did and how long it took.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Generated {
-    /// Tokens in the prompt.
-    pub prompt_tokens: u32,
-    /// Tokens produced.
-    pub output_tokens: u32,
-    /// From the start to the first produced token (prompt evaluation included).
-    pub first_token: Duration,
-    /// From the first produced token to the last.
-    pub decode: Duration,
-    /// Why generation ended.
-    pub stop: StopReason,
-}
 
 /// A loaded GGUF model.
 pub struct Engine {

@@ -24,11 +24,15 @@
 
 #![warn(missing_docs)]
 
+mod backend;
 pub mod bench;
 pub mod engine;
+pub mod generation;
 pub mod grammar;
 pub mod output;
+mod picker;
 pub mod prompt;
+mod utf8;
 pub mod weights;
 mod worker;
 
@@ -44,7 +48,8 @@ use weft_core::model::{
 };
 use weft_core::planner::NoopEvents;
 
-use self::engine::{Constraint, Engine, Generate, Generated, Sampling};
+use self::engine::Engine;
+use self::generation::{Constraint, Generate, Generated, Sampling};
 use self::grammar::{GrammarTool, tool_call_grammar};
 use self::output::Piece;
 

@@ -16,16 +16,14 @@ use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::LlamaModel;
-use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
-use llama_cpp_2::token::data::LlamaTokenData;
-use llama_cpp_2::token::data_array::LlamaTokenDataArray;
-use llama_cpp_2::token::logit_bias::LlamaLogitBias;
 use weft_core::model::{ModelError, StopReason};
 
-use super::engine::{Constraint, Generate, Generated, backend, other};
-use super::grammar::CALL_OPEN;
+use super::backend::{backend, other};
+use super::generation::{Constraint, Generate, Generated};
 use super::output::{Piece, SplitError, Splitter};
+use super::picker::picker;
+use super::utf8::Utf8Stream;
 
 /// Context size the thread starts with (or the model's, if smaller); a
 /// request needing more gets a larger context.
@@ -252,89 +250,6 @@ fn finished(
     }
 }
 
-fn picker(model: &LlamaModel, req: &Generate) -> Result<Picker, ModelError> {
-    let rejected = |text: &str, e: &dyn std::fmt::Display| {
-        other(format!(
-            "tool-call grammar rejected by llama.cpp: {e}\n{text}"
-        ))
-    };
-    let grammar = match &req.constraint {
-        Constraint::None => None,
-        Constraint::Lazy(g) => {
-            // Triggered when the output opens a call; the grammar then
-            // reads from the opening tag on.
-            let pattern = format!(r"[\s\S]*?({})[\s\S]*", regex_escape(CALL_OPEN));
-            Some(
-                LlamaSampler::grammar_lazy_patterns(model, g, "root", &[pattern], &[])
-                    .map_err(|e| rejected(g, &e))?,
-            )
-        }
-        Constraint::Strict(g) => {
-            Some(LlamaSampler::grammar(model, g, "root").map_err(|e| rejected(g, &e))?)
-        }
-    };
-    let mut chain = Vec::with_capacity(5);
-    if req.ignore_eog {
-        let vocab = model.vocab();
-        let biases: Vec<LlamaLogitBias> = (0..vocab.n_tokens())
-            .map(LlamaToken::new)
-            .filter(|t| vocab.is_eog(*t))
-            .map(|t| LlamaLogitBias::new(t, f32::NEG_INFINITY))
-            .collect();
-        chain.push(LlamaSampler::logit_bias(model.n_vocab(), &biases));
-    }
-    let s = req.sampling;
-    if s.temperature <= 0.0 {
-        chain.push(LlamaSampler::greedy());
-    } else {
-        if s.top_k > 0 {
-            chain.push(LlamaSampler::top_k(s.top_k));
-        }
-        if s.top_p < 1.0 {
-            chain.push(LlamaSampler::top_p(s.top_p, 1));
-        }
-        chain.push(LlamaSampler::temp(s.temperature));
-        chain.push(LlamaSampler::dist(s.seed));
-    }
-    Ok(Picker {
-        grammar,
-        chain: LlamaSampler::chain_simple(chain),
-    })
-}
-
-/// Picks each token: the sampler chain draws, the grammar (if any) checks.
-struct Picker {
-    grammar: Option<LlamaSampler>,
-    chain: LlamaSampler,
-}
-
-impl Picker {
-    fn pick(&mut self, ctx: &LlamaContext<'_>, idx: i32) -> Result<LlamaToken, ModelError> {
-        let none = || other("the sampler chose no token".to_owned());
-        let mut cur = ctx.token_data_array_ith(idx);
-        cur.apply_sampler(&mut self.chain);
-        let mut token = cur.selected_token().ok_or_else(none)?;
-        if let Some(grammar) = &mut self.grammar {
-            let mut one =
-                LlamaTokenDataArray::new(vec![LlamaTokenData::new(token, 1.0, 0.0)], false);
-            one.apply_sampler(grammar);
-            if one
-                .data
-                .first()
-                .is_none_or(|t| t.logit() == f32::NEG_INFINITY)
-            {
-                let mut cur = ctx.token_data_array_ith(idx);
-                cur.apply_sampler(grammar);
-                cur.apply_sampler(&mut self.chain);
-                token = cur.selected_token().ok_or_else(none)?;
-            }
-            grammar.accept(token);
-        }
-        self.chain.accept(token);
-        Ok(token)
-    }
-}
-
 fn pos(i: usize) -> i32 {
     i32::try_from(i).unwrap_or(i32::MAX)
 }
@@ -343,94 +258,5 @@ fn malformed(e: &SplitError) -> ModelError {
     ModelError::Malformed {
         line: String::new(),
         message: e.to_string(),
-    }
-}
-
-fn regex_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() * 2);
-    for c in s.chars() {
-        if "\\.^$|?*+()[]{}".contains(c) {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// Token bytes to text: a token may end inside a UTF-8 sequence, which the
-/// next token completes; bytes that can never be UTF-8 become U+FFFD.
-#[derive(Debug, Default)]
-struct Utf8Stream {
-    pending: Vec<u8>,
-}
-
-impl Utf8Stream {
-    fn push(&mut self, bytes: &[u8]) -> String {
-        self.pending.extend_from_slice(bytes);
-        let mut out = String::new();
-        loop {
-            match std::str::from_utf8(&self.pending) {
-                Ok(s) => {
-                    out.push_str(s);
-                    self.pending.clear();
-                    return out;
-                }
-                Err(e) => {
-                    let valid = e.valid_up_to();
-                    // Safe split: `valid` bytes are UTF-8 by the error's word.
-                    out.push_str(&String::from_utf8_lossy(&self.pending[..valid]));
-                    match e.error_len() {
-                        Some(bad) => {
-                            out.push(char::REPLACEMENT_CHARACTER);
-                            self.pending.drain(..valid + bad);
-                        }
-                        None => {
-                            self.pending.drain(..valid);
-                            return out;
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    fn finish(&mut self) -> String {
-        let out = String::from_utf8_lossy(&self.pending).into_owned();
-        self.pending.clear();
-        out
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    proptest! {
-        /// Any byte string cut anywhere decodes as it does whole.
-        #[test]
-        fn utf8_stream_is_independent_of_cuts(s in "\\PC{0,40}", cut in 0usize..200) {
-            let bytes = s.as_bytes();
-            let cut = cut.min(bytes.len());
-            let mut u = Utf8Stream::default();
-            let mut out = u.push(&bytes[..cut]);
-            out.push_str(&u.push(&bytes[cut..]));
-            out.push_str(&u.finish());
-            prop_assert_eq!(out, s);
-        }
-    }
-
-    #[test]
-    fn invalid_bytes_become_replacement_characters() {
-        let mut u = Utf8Stream::default();
-        let mut out = u.push(b"a\xffb\xe2\x82");
-        out.push_str(&u.finish());
-        assert_eq!(out, "a\u{fffd}b\u{fffd}");
-    }
-
-    #[test]
-    fn the_trigger_pattern_escapes_the_tag() {
-        assert_eq!(regex_escape("<tool_call>"), "<tool_call>");
-        assert_eq!(regex_escape("a.b(c)"), r"a\.b\(c\)");
     }
 }

@@ -5,8 +5,6 @@
 use weft_core::message::Part;
 use weft_core::tool::{Bounds, ToolContent};
 
-use crate::convert::truncate_str;
-
 /// What a model is told about narrowing a cut result.
 const REFINEMENT: &str =
     "the result was cut to the payload budget; ask for less (filter, page or a narrower request)";
@@ -69,4 +67,16 @@ fn json_len<T: serde::Serialize>(value: &Option<T>) -> u64 {
         None => 0,
         Some(v) => serde_json::to_vec(v).map_or(0, |b| b.len() as u64),
     }
+}
+
+/// Cuts `s` to at most `max` bytes on a character boundary.
+pub(crate) fn truncate_str(s: &mut String, max: usize) {
+    if s.len() <= max {
+        return;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s.truncate(end);
 }

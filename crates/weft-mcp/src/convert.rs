@@ -8,7 +8,7 @@ use weft_core::message::{Media, MediaSource, Part};
 use weft_core::tool::{ToolAnnotations, ToolContent, ToolIdent, ToolResultBody, ToolSpec};
 use weft_tools::{ArgsValidator, ToolReply};
 
-use crate::bound::bound_content;
+use crate::bound::{bound_content, truncate_str};
 use crate::error::McpError;
 
 /// The weft spec of MCP tool `tool`, named `toolset.{prefix}{name}`.
@@ -164,18 +164,6 @@ fn base64_media(media_type: String, data: String) -> Media {
         media_type,
         source: MediaSource::Base64(data),
     }
-}
-
-/// Cuts `s` to at most `max` bytes on a character boundary.
-pub(crate) fn truncate_str(s: &mut String, max: usize) {
-    if s.len() <= max {
-        return;
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    s.truncate(end);
 }
 
 #[cfg(test)]

@@ -102,7 +102,7 @@ async fn a_run_resumed_mid_call_reattaches_and_the_tool_runs_once() {
         .store(store.clone() as Arc<dyn RunStore>)
         .agent(agent(&redis, &gw, &toolset).await)
         .build();
-    assert_eq!(rt.resume_unfinished().await.unwrap(), 1);
+    assert_eq!(rt.recover_unfinished().await.unwrap(), 1);
     let mut events = rt.subscribe(&run_id, 0).await.unwrap();
     let mut finished = Vec::new();
     let mut outcome = None;

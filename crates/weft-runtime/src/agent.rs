@@ -12,6 +12,8 @@ use weft_core::planner::Planner;
 use weft_core::run::{InvalidToolCallContext, Policy, Resolution};
 use weft_tools::ToolSet;
 
+use crate::error::RuntimeError;
+use crate::tools::AgentTools;
 use crate::toolsets::AgentToolsets;
 
 /// Decides what to do with an invalid tool call.
@@ -51,7 +53,7 @@ pub struct Agent {
     pub(crate) models: HashMap<String, Arc<dyn ModelClient>>,
     pub(crate) prompts: HashMap<String, String>,
     /// Built from `toolsets` by [`AgentBuilder::build`].
-    pub(crate) tools: Option<AgentToolsets>,
+    pub(crate) started: AgentToolsets,
 }
 
 impl fmt::Debug for Agent {
@@ -81,7 +83,7 @@ impl Agent {
                 describe_calls: false,
                 models: HashMap::new(),
                 prompts: HashMap::new(),
-                tools: None,
+                started: AgentToolsets::new(&[]),
             },
         }
     }
@@ -94,6 +96,21 @@ impl Agent {
     /// The agent's policy.
     pub fn policy(&self) -> &Policy {
         &self.policy
+    }
+
+    /// The agent's tools, listed again when stale (`starting`: a run is
+    /// starting, which retries unavailable toolsets at once).
+    pub(crate) async fn current_tools(
+        &self,
+        starting: bool,
+    ) -> Result<Arc<AgentTools>, RuntimeError> {
+        self.started
+            .tools(starting)
+            .await
+            .map_err(|source| RuntimeError::Catalog {
+                agent: self.id.clone(),
+                source,
+            })
     }
 }
 
@@ -148,7 +165,7 @@ impl AgentBuilder {
 
     /// The agent.
     pub fn build(mut self) -> Agent {
-        self.agent.tools = Some(AgentToolsets::new(&self.agent.toolsets));
+        self.agent.started = AgentToolsets::new(&self.agent.toolsets);
         self.agent
     }
 }

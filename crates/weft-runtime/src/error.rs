@@ -5,6 +5,8 @@ use weft_core::store::StoreError;
 use weft_core::tool::ToolError;
 use weft_core::{AgentId, RunId};
 
+use crate::tools::CatalogError;
+
 /// Why a runtime operation failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum RuntimeError {
@@ -38,12 +40,13 @@ pub enum RuntimeError {
     #[error("toolset failed: {0}")]
     Tools(ToolError),
     /// Two toolsets offer the same tool, or a tool's schema is invalid.
-    #[error("agent `{agent}` tools are inconsistent: {message}")]
+    #[error("agent `{agent}` tools are inconsistent: {source}")]
     Catalog {
         /// The agent.
         agent: AgentId,
         /// What is wrong.
-        message: String,
+        #[source]
+        source: CatalogError,
     },
     /// The runtime is shutting down or the run's task ended unexpectedly.
     #[error("run `{0}` ended without an outcome")]

@@ -141,8 +141,8 @@ impl RunShared {
         }
     }
 
-    /// Continues the log after `seq` (a resumed run's last stored event).
-    pub(crate) fn resume_at(&self, seq: u64) {
+    /// Continues the log after `seq` (a recovered run's last stored event).
+    pub(crate) fn continue_log_after(&self, seq: u64) {
         let mut log = self.lock();
         log.seq = log.seq.max(seq);
     }

@@ -7,7 +7,7 @@
 //! batches concurrently (per-call timeout, panics and timeouts become tool
 //! errors, oversized results are omitted), pause on awaits, finish. Every
 //! step's events and snapshot are committed together, so a crashed process
-//! resumes each unfinished run with [`Runtime::resume_unfinished`] without
+//! recovers each unfinished run with [`Runtime::recover_unfinished`] without
 //! re-executing completed tool calls.
 //!
 //! Architecture invariant: this crate knows no concrete adapter. Models,
@@ -33,4 +33,5 @@ pub use events::EventStream;
 pub use memory::MemoryStore;
 pub use runtime::{DEFAULT_PAYLOAD_BUDGET, RunHandle, Runtime, RuntimeBuilder, StartRequest};
 pub use scripted::ScriptedPlanner;
+pub use tools::CatalogError;
 pub use toolsets::RETRY_UNAVAILABLE;

@@ -210,7 +210,7 @@ mod tests {
         RunEvent {
             seq,
             at: Timestamp::from_millis(seq),
-            kind: EventKind::RunResumed,
+            kind: EventKind::RunContinued,
         }
     }
 

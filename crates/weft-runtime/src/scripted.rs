@@ -1,6 +1,6 @@
 //! [`ScriptedPlanner`]: a planner that replays a fixed list of decisions, one
 //! per turn. For tests, examples and benchmarks; it keeps its position in the
-//! run's state, so one instance serves many runs and survives resumes.
+//! run's state, so one instance serves many runs and survives recoveries.
 
 use async_trait::async_trait;
 use serde_json::Value;

@@ -30,24 +30,20 @@ pub(crate) struct AgentTools {
 impl AgentTools {
     /// Lists every toolset's tools and builds the catalog. A toolset that
     /// cannot list its tools is left out and named in `unavailable`.
-    pub(crate) async fn load(toolsets: &[Arc<dyn ToolSet>]) -> Result<Self, LoadError> {
+    pub(crate) async fn load(toolsets: &[Arc<dyn ToolSet>]) -> Result<Self, CatalogError> {
         let mut specs = Vec::new();
         let mut route = HashMap::new();
         let mut unavailable = Vec::new();
         for (i, ts) in toolsets.iter().enumerate() {
             if route.insert(ts.name().to_owned(), i).is_some() {
-                return Err(LoadError::Catalog(format!(
-                    "two toolsets are named `{}`",
-                    ts.name()
-                )));
+                return Err(CatalogError::DuplicateToolset(ts.name().to_owned()));
             }
             match ts.list_tools().await {
                 Ok(listed) => specs.extend(listed),
                 Err(e) => unavailable.push((ts.name().to_owned(), e)),
             }
         }
-        let catalog =
-            SchemaCatalog::new(specs.clone()).map_err(|e| LoadError::Catalog(e.to_string()))?;
+        let catalog = SchemaCatalog::new(specs.clone())?;
         Ok(Self {
             specs,
             catalog,
@@ -138,10 +134,15 @@ pub(crate) struct Limits {
     pub(crate) payload_budget: u64,
 }
 
-/// Why an agent's tools could not be loaded.
-#[derive(Debug)]
-pub(crate) enum LoadError {
-    Catalog(String),
+/// Why an agent's tools do not form one catalog.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CatalogError {
+    /// Two of the agent's toolsets share a name.
+    #[error("two toolsets are named `{0}`")]
+    DuplicateToolset(String),
+    /// Two tools share a name, or a tool's input schema does not compile.
+    #[error(transparent)]
+    Tools(#[from] weft_tools::CatalogError),
 }
 
 /// Replaces a result larger than `budget` bytes by an omission marker.

@@ -17,9 +17,7 @@ use weft_core::planner::Reminder;
 use weft_core::run::RunMachine;
 use weft_tools::{StartableToolSet, ToolSet, find_tool_list_changes};
 
-use crate::agent::Agent;
-use crate::error::RuntimeError;
-use crate::tools::{AgentTools, LoadError};
+use crate::tools::{AgentTools, CatalogError};
 
 /// How often a running run retries toolsets that could not start.
 pub const RETRY_UNAVAILABLE: Duration = Duration::from_secs(10);
@@ -34,6 +32,8 @@ pub(crate) struct AgentToolsets {
     sets: Vec<Arc<dyn ToolSet>>,
     startable: Vec<Arc<StartableToolSet<Arc<dyn ToolSet>>>>,
     changes: Mutex<Vec<watch::Receiver<u64>>>,
+    /// Whether any toolset can announce tool-list changes.
+    watching: bool,
     cache: tokio::sync::Mutex<Option<Cached>>,
 }
 
@@ -49,7 +49,7 @@ impl AgentToolsets {
             .iter()
             .map(|t| Arc::new(StartableToolSet::new(Arc::clone(t))))
             .collect();
-        let changes = startable
+        let changes: Vec<_> = startable
             .iter()
             .filter_map(|t| find_tool_list_changes(&**t).map(|c| c.subscribe_tool_list()))
             .collect();
@@ -59,6 +59,7 @@ impl AgentToolsets {
                 .map(|t| Arc::clone(t) as Arc<dyn ToolSet>)
                 .collect(),
             startable,
+            watching: !changes.is_empty(),
             changes: Mutex::new(changes),
             cache: tokio::sync::Mutex::new(None),
         }
@@ -66,7 +67,7 @@ impl AgentToolsets {
 
     /// The tools, listed again when stale. `starting` says a run is starting,
     /// which retries unavailable toolsets at once.
-    pub(crate) async fn tools(&self, starting: bool) -> Result<Arc<AgentTools>, LoadError> {
+    pub(crate) async fn tools(&self, starting: bool) -> Result<Arc<AgentTools>, CatalogError> {
         let mut cache = self.cache.lock().await;
         let changed = self.take_changes();
         if let Some(c) = cache.as_ref() {
@@ -96,6 +97,12 @@ impl AgentToolsets {
         Ok(tools)
     }
 
+    /// Whether a listing that found every toolset available can go stale:
+    /// only a toolset that announces tool-list changes can make it so.
+    pub(crate) fn can_change(&self) -> bool {
+        self.watching
+    }
+
     /// Whether any toolset reported a tool-list change since the last call.
     fn take_changes(&self) -> bool {
         let mut changes = self.changes.lock().unwrap_or_else(PoisonError::into_inner);
@@ -108,25 +115,6 @@ impl AgentToolsets {
         }
         any
     }
-}
-
-/// The agent's tools, listed again when stale (`starting`: a run is starting).
-pub(crate) async fn agent_tools(
-    agent: &Agent,
-    starting: bool,
-) -> Result<Arc<AgentTools>, RuntimeError> {
-    let Some(sets) = &agent.tools else {
-        return Err(RuntimeError::Catalog {
-            agent: agent.id.clone(),
-            message: "the agent was not built".to_owned(),
-        });
-    };
-    sets.tools(starting).await.map_err(|e| match e {
-        LoadError::Catalog(message) => RuntimeError::Catalog {
-            agent: agent.id.clone(),
-            message,
-        },
-    })
 }
 
 /// Sets the run's reminders about toolset availability from `tools`: an

@@ -229,7 +229,10 @@ async fn await_provide_resume() {
         rest.iter()
             .any(|e| matches!(e.kind, EventKind::AwaitSatisfied { .. }))
     );
-    assert!(rest.iter().any(|e| matches!(e.kind, EventKind::RunResumed)));
+    assert!(
+        rest.iter()
+            .any(|e| matches!(e.kind, EventKind::RunContinued))
+    );
     // A second answer to a satisfied await is rejected.
     let again = rt
         .provide(
@@ -497,9 +500,9 @@ async fn pause_stops_at_the_next_step_and_resume_continues() {
     );
     // Paused time does not count: sleep past the budget, then resume.
     tokio::time::sleep(Duration::from_millis(1600)).await;
-    assert!(rt.resume(handle.run_id()).await.is_ok());
+    assert!(rt.continue_run(handle.run_id()).await.is_ok());
     assert!(
-        rt.resume(handle.run_id()).await.is_err(),
+        rt.continue_run(handle.run_id()).await.is_err(),
         "a running run is not paused"
     );
     let outcome = handle.outcome().await.unwrap();
@@ -528,7 +531,7 @@ async fn cancel_a_paused_run_finishes_it() {
         )
         .await;
     assert!(answer.is_err(), "a paused run takes no answers");
-    rt.resume(handle.run_id()).await.unwrap();
+    rt.continue_run(handle.run_id()).await.unwrap();
     wait_status(&rt, handle.run_id(), RunStatus::Awaiting).await;
     rt.cancel(handle.run_id(), "no longer needed")
         .await

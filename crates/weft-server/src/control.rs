@@ -1,6 +1,6 @@
-//! Run control handlers: answer an await, pause, resume and cancel.
+//! Run control handlers: answer an await, pause, continue and cancel.
 //!
-//! Pause, resume and cancel are one handler body ([`control_run`]) over a
+//! Pause, continue and cancel are one handler body ([`control_run`]) over a
 //! [`Control`], which says what to ask the runtime and what the stored run
 //! looks like once the request took effect.
 //!
@@ -23,7 +23,7 @@ use crate::dto::{AnswerAccepted, CancelRun, ProvideAnswer, RunView};
 use crate::error::{ApiError, Problem};
 use crate::json::{JsonBody, OptionalJsonBody};
 
-/// Answers one item of a run's await; the run resumes once every item is answered.
+/// Answers one item of a run's await; the run continues once every item is answered.
 #[utoipa::path(
     post, path = "/v1/runs/{run_id}/answers", tag = "runs",
     params(("run_id" = String, Path, description = "The run")),
@@ -82,24 +82,24 @@ pub(crate) async fn pause_run(
     control_run(&state, &tenant, &run_id, Control::Pause).await
 }
 
-/// Resumes a paused run.
+/// Continues a paused run.
 #[utoipa::path(
-    post, path = "/v1/runs/{run_id}/resume", tag = "runs",
+    post, path = "/v1/runs/{run_id}/continue", tag = "runs",
     params(("run_id" = String, Path, description = "The run")),
     responses(
-        (status = 200, description = "Resumed", body = RunView),
+        (status = 200, description = "Continued", body = RunView),
         (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such run for this tenant", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "Not paused, or finished", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]
-pub(crate) async fn resume_run(
+pub(crate) async fn continue_run(
     State(state): State<AppState>,
     tenant: Tenant,
     Path(run_id): Path<String>,
 ) -> Result<Json<RunView>, ApiError> {
-    control_run(&state, &tenant, &run_id, Control::Resume).await
+    control_run(&state, &tenant, &run_id, Control::Continue).await
 }
 
 /// Cancels a run.
@@ -147,8 +147,8 @@ pub(crate) async fn cancel(
 enum Control<'a> {
     /// Pause at the next step.
     Pause,
-    /// Resume a paused run.
-    Resume,
+    /// Continue a paused run.
+    Continue,
     /// Cancel, for `reason`.
     Cancel { reason: &'a str },
 }
@@ -158,7 +158,7 @@ impl Control<'_> {
     async fn call(self, runtime: &Runtime, run_id: &RunId) -> Result<(), RuntimeError> {
         match self {
             Control::Pause => runtime.pause(run_id).await,
-            Control::Resume => runtime.resume(run_id).await,
+            Control::Continue => runtime.continue_run(run_id).await,
             Control::Cancel { reason } => runtime.cancel(run_id, reason).await,
         }
     }

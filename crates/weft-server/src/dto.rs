@@ -218,9 +218,9 @@ pub struct ProvideAnswer {
 /// The await's progress after an answer.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct AnswerAccepted {
-    /// How many items still need answers (0: the run resumed).
+    /// How many items still need answers (0: the run continued).
     pub remaining: usize,
-    /// Whether every item is answered and the run resumed.
+    /// Whether every item is answered and the run continued.
     pub satisfied: bool,
 }
 
@@ -277,7 +277,7 @@ pub struct Health {
 #[schema(as = RunStatus, rename_all = "snake_case")]
 #[allow(dead_code)] // Exists for its schema only.
 pub(crate) enum RunStatusSchema {
-    /// Being driven (or waiting to be resumed after a crash).
+    /// Being driven (or waiting to be recovered after a crash).
     Running,
     /// Waiting for await answers.
     Awaiting,

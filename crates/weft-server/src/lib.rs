@@ -19,7 +19,7 @@
 //! - [`error`]: [`ApiError`], the single error type, as `application/problem+json`.
 //! - [`json`]: [`JsonBody`], body extraction that names the faulty field.
 //! - [`dto`]: request and response bodies.
-//! - `sessions`, `runs`, `events` (SSE), `control` (answers, pause, resume,
+//! - `sessions`, `runs`, `events` (SSE), `control` (answers, pause, continue,
 //!   cancel): the handlers; `access`: the tenant and input checks they share;
 //!   `openapi`: the document served at `/openapi.json`.
 //!
@@ -29,7 +29,7 @@
 //! Endpoints: `GET /healthz`, `GET /openapi.json`, and under `/v1`:
 //! `POST|GET /sessions`, `GET /sessions/{id}`, `POST /sessions/{id}/end`,
 //! `POST|GET /runs`, `GET /runs/{id}`, `GET /runs/{id}/events` (SSE),
-//! `POST /runs/{id}/answers`, `POST /runs/{id}/pause|resume|cancel`.
+//! `POST /runs/{id}/answers`, `POST /runs/{id}/pause|continue|cancel`.
 //!
 //! With `WEFT_TOKENS="acme=tok1"`, a client starts a run, follows its events
 //! and answers an await like this:
@@ -45,12 +45,12 @@
 //! ```
 //!
 //! Wiring (what `weft serve` does): open the store with `weft_store::connect`,
-//! build the runtime on it, resume unfinished runs, then serve:
+//! build the runtime on it, recover unfinished runs, then serve:
 //!
 //! ```text
 //! let store = weft_store::connect("weft.db").await?;
 //! let runtime = Runtime::builder().store(store.clone()).agent(agent).build();
-//! runtime.resume_unfinished().await?;
+//! runtime.recover_unfinished().await?;
 //! let tenants = Tenants::parse(&std::env::var("WEFT_TOKENS")?)?;
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
 //! weft_server::serve(listener, AppState::new(runtime, store, tenants)).await?;
@@ -185,7 +185,7 @@ pub fn app(state: AppState) -> Router {
         .route("/v1/runs/{run_id}/events", get(events::run_events))
         .route("/v1/runs/{run_id}/answers", post(control::provide_answer))
         .route("/v1/runs/{run_id}/pause", post(control::pause_run))
-        .route("/v1/runs/{run_id}/resume", post(control::resume_run))
+        .route("/v1/runs/{run_id}/continue", post(control::continue_run))
         .route("/v1/runs/{run_id}/cancel", post(control::cancel_run))
         .fallback(|| async { ApiError::NotFound("no such route".to_owned()) })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })

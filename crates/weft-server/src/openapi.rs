@@ -26,7 +26,7 @@ use crate::{control, events, runs, sessions};
         events::run_events,
         control::provide_answer,
         control::pause_run,
-        control::resume_run,
+        control::continue_run,
         control::cancel_run,
     ),
     components(schemas(

@@ -1,5 +1,5 @@
 //! Run handlers: start, get and list a tenant's runs; and the health check.
-//! Answering, pausing, resuming and cancelling a run are in `control`.
+//! Answering, pausing, continuing and cancelling a run are in `control`.
 //!
 //! Every handler that names a run loads it first and answers 404 unless it
 //! carries the caller's tenant label, before touching the runtime.

@@ -188,7 +188,7 @@ async fn openapi_lists_every_path() {
         "/v1/runs/{run_id}/events",
         "/v1/runs/{run_id}/answers",
         "/v1/runs/{run_id}/pause",
-        "/v1/runs/{run_id}/resume",
+        "/v1/runs/{run_id}/continue",
         "/v1/runs/{run_id}/cancel",
     ] {
         assert!(paths.contains_key(path), "missing {path}");

@@ -32,7 +32,7 @@ async fn pause_resume_and_cancel_an_awaiting_run() {
         )
         .await;
     assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
-    let r = f.control(&run, "resume").await;
+    let r = f.control(&run, "continue").await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     assert_eq!(r.body["paused"], false);
     assert_eq!(r.body["status"], "awaiting");
@@ -73,7 +73,7 @@ async fn a_driven_run_pauses_at_its_next_step_and_resumes() {
     let paused = f.wait_status(TOKEN_A, &run, "paused").await;
     assert_eq!(paused["paused"], true);
     assert!(paused.get("outcome").is_none());
-    let r = f.control(&run, "resume").await;
+    let r = f.control(&run, "continue").await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     let done = f.wait_status(TOKEN_A, &run, "completed").await;
     assert_eq!(done["outcome"]["message"]["parts"][0]["text"], "rested");

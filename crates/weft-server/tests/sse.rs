@@ -231,7 +231,7 @@ async fn a_live_stream_follows_a_run_across_its_await_and_a_reconnect() {
     assert_complete_log(&all);
     let kinds: Vec<&str> = all.iter().map(|f| f.event.as_str()).collect();
     assert!(kinds.contains(&"await_satisfied"), "{kinds:?}");
-    assert!(kinds.contains(&"run_resumed"), "{kinds:?}");
+    assert!(kinds.contains(&"run_continued"), "{kinds:?}");
     assert_eq!(all.last().unwrap().data["outcome"]["kind"], "response");
 }
 

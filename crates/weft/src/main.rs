@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use weft::bench::{agent_loop, durable_loop, mcp as mcp_bench, registry as registry_bench};
+use weft::bench::BenchCommand;
 use weft::cli::admin::{self, RunsCommand, SessionsCommand};
 use weft::cli::mcp::{self, McpServeArgs};
 #[cfg(feature = "local")]
@@ -58,7 +58,7 @@ enum Command {
         #[arg(long)]
         tokens: Option<String>,
     },
-    /// Stored runs: list, show, events, resume, cancel.
+    /// Stored runs: list, show, events, continue, recover, cancel.
     Runs {
         /// The store: a SQLite file path or a `postgres://` URL.
         #[arg(long, default_value = "weft.db", global = true)]
@@ -98,7 +98,7 @@ enum Command {
     /// Benchmarks; each prints JSON lines.
     Bench {
         #[command(subcommand)]
-        bench: Bench,
+        bench: BenchCommand,
     },
 }
 
@@ -148,8 +148,16 @@ enum RunsCmd {
         #[arg(long, default_value_t = 0)]
         after: u64,
     },
-    /// Resumes a paused run (or recovers one a crashed process left running) and follows it.
-    Resume {
+    /// Continues a paused run and follows it.
+    Continue {
+        /// The run id.
+        run: String,
+        /// An agent file (repeatable); the run's agent must be among them.
+        #[arg(long = "agent", required = true)]
+        agents: Vec<PathBuf>,
+    },
+    /// Recovers a run a crashed process left running and follows it.
+    Recover {
         /// The run id.
         run: String,
         /// An agent file (repeatable); the run's agent must be among them.
@@ -244,96 +252,6 @@ enum ModelsCmd {
     },
 }
 
-#[derive(Subcommand)]
-enum Bench {
-    /// Workload W(k): runtime overhead per step and memory per concurrent run.
-    AgentLoop {
-        /// Tool-calling turns per run.
-        #[arg(long, default_value_t = 10)]
-        k: u32,
-        /// Minimum seconds of sequential runs.
-        #[arg(long, default_value_t = 5.0)]
-        seconds: f64,
-        /// Runs started at once.
-        #[arg(long, default_value_t = 1000)]
-        concurrent: usize,
-        /// Also measure the concurrent runs with a store that keeps only
-        /// this many finished runs (the runtime's own memory per run).
-        #[arg(long, default_value_t = 0)]
-        live_only_keep: usize,
-    },
-    /// W(k) through each store (memory, SQLite, PostgreSQL): µs per durable step.
-    DurableLoop {
-        /// Tool-calling turns per run.
-        #[arg(long, default_value_t = 10)]
-        k: u32,
-        /// Minimum seconds of sequential runs per store.
-        #[arg(long, default_value_t = 3.0)]
-        seconds: f64,
-        /// Runs at once for the throughput figure.
-        #[arg(long, default_value_t = 100)]
-        concurrent: usize,
-        /// PostgreSQL URL; `none` skips PostgreSQL.
-        #[arg(
-            long,
-            default_value = "postgres://postgres@127.0.0.1:5432/test?schema=weft_bench"
-        )]
-        postgres: String,
-    },
-    /// MCP per-call latency over stdio: weft's client toolset against rmcp's client, p50/p99.
-    Mcp {
-        /// Measured calls per client.
-        #[arg(long, default_value_t = 2000)]
-        calls: usize,
-        /// Unmeasured calls first, per client.
-        #[arg(long, default_value_t = 200)]
-        warmup: usize,
-    },
-    /// A tool call through the Redis Streams registry against the raw Redis floor.
-    Registry {
-        /// The Redis URL.
-        #[arg(long, default_value = "redis://127.0.0.1:6379")]
-        redis: String,
-        /// Calls measured one at a time (p50/p99).
-        #[arg(long, default_value_t = 2000)]
-        calls: usize,
-        /// Seconds of each throughput measurement.
-        #[arg(long, default_value_t = 3.0)]
-        seconds: f64,
-        /// Calls in flight for the throughput figures.
-        #[arg(long, default_value_t = 64)]
-        in_flight: usize,
-    },
-    /// SSE decode throughput per provider, in MB/s.
-    SseDecode {
-        /// The recorded provider fixtures.
-        #[arg(long)]
-        fixtures: Option<PathBuf>,
-        /// Bytes decoded per provider.
-        #[arg(long, default_value_t = 64 * 1024 * 1024)]
-        bytes: usize,
-    },
-    /// A local GGUF model on this CPU: time to first token and decode tokens/s.
-    #[cfg(feature = "local")]
-    LocalModel {
-        /// The model: `local/<name>` or `local/<path>.gguf`.
-        #[arg(long, default_value = weft_local::DEFAULT_LOCAL_MODEL)]
-        model: String,
-        /// Tokens decoded per run.
-        #[arg(long, default_value_t = 128)]
-        tokens: u32,
-        /// Measured runs, after one warm-up run.
-        #[arg(long, default_value_t = 5)]
-        runs: u32,
-        /// The user's message.
-        #[arg(long, default_value = "Write a short story about a lighthouse keeper.")]
-        prompt: String,
-        /// Generation threads (default: every core).
-        #[arg(long)]
-        threads: Option<usize>,
-    },
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
@@ -372,7 +290,8 @@ fn main() -> ExitCode {
                 RunsCmd::List { session, status } => RunsCommand::List { session, status },
                 RunsCmd::Show { run } => RunsCommand::Show { run },
                 RunsCmd::Events { run, after } => RunsCommand::Events { run, after },
-                RunsCmd::Resume { run, agents } => RunsCommand::Resume { run, agents },
+                RunsCmd::Continue { run, agents } => RunsCommand::Continue { run, agents },
+                RunsCmd::Recover { run, agents } => RunsCommand::Recover { run, agents },
                 RunsCmd::Cancel { run, reason } => RunsCommand::Cancel { run, reason },
             },
         ),
@@ -440,7 +359,7 @@ fn main() -> ExitCode {
             claim_grace_ms,
             name,
         }),
-        Command::Bench { bench } => run_bench(bench),
+        Command::Bench { bench } => bench.run(),
     };
     match result {
         Ok(code) => code,
@@ -459,102 +378,4 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
-}
-
-fn run_bench(bench: Bench) -> anyhow::Result<ExitCode> {
-    match bench {
-        Bench::AgentLoop {
-            k,
-            seconds,
-            concurrent,
-            live_only_keep,
-        } => {
-            let s = agent_loop::Settings {
-                k,
-                seconds,
-                concurrent,
-                keep_finished: None,
-            };
-            // The concurrent parts come first, on a fresh heap, so their
-            // memory figures are not hidden by memory freed earlier: first
-            // with a store that forgets finished runs (the runtime's own
-            // memory per run), then with one that keeps every run.
-            let live = agent_loop::Settings {
-                keep_finished: Some(live_only_keep),
-                ..s
-            };
-            println!("{}", agent_loop::concurrent(live)?);
-            println!("{}", agent_loop::concurrent(s)?);
-            println!("{}", agent_loop::sequential(s)?);
-        }
-        Bench::DurableLoop {
-            k,
-            seconds,
-            concurrent,
-            postgres,
-        } => {
-            let s = durable_loop::Settings {
-                k,
-                seconds,
-                concurrent,
-                postgres: Some(postgres).filter(|p| p != "none"),
-            };
-            for line in durable_loop::run(&s)? {
-                println!("{line}");
-            }
-        }
-        Bench::Mcp { calls, warmup } => {
-            for line in mcp_bench::run(mcp_bench::Settings { calls, warmup })? {
-                println!("{line}");
-            }
-        }
-        Bench::Registry {
-            redis,
-            calls,
-            seconds,
-            in_flight,
-        } => {
-            let s = registry_bench::Settings {
-                redis,
-                sequential_calls: calls,
-                seconds,
-                in_flight: in_flight.max(1),
-            };
-            for line in registry_bench::run(&s)? {
-                println!("{line}");
-            }
-        }
-        Bench::SseDecode { fixtures, bytes } => {
-            let dir = fixtures.unwrap_or_else(weft_models::bench::default_fixtures_dir);
-            for line in weft_models::bench::bench_sse_decode(&dir, bytes)? {
-                println!("{line}");
-            }
-        }
-        #[cfg(feature = "local")]
-        Bench::LocalModel {
-            model,
-            tokens,
-            runs,
-            prompt,
-            threads,
-        } => {
-            use weft_local::{LocalModel, bench};
-            let name = model
-                .strip_prefix("local/")
-                .ok_or_else(|| anyhow::anyhow!("`{model}` is not a local/ model id"))?;
-            let mut local = LocalModel::open(name, &|k| std::env::var(k).ok())?;
-            if let Some(t) = threads {
-                local = LocalModel::from_path(model.clone(), local.path(), t);
-            }
-            let settings = bench::Settings {
-                tokens,
-                runs,
-                prompt,
-            };
-            for line in bench::bench_local_model(&local, &settings)? {
-                println!("{line}");
-            }
-        }
-    }
-    Ok(ExitCode::SUCCESS)
 }

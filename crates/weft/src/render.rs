@@ -167,7 +167,7 @@ impl<W: Write> Renderer<W> {
             }
             EventKind::RunStarted { .. }
             | EventKind::RunPaused { .. }
-            | EventKind::RunResumed
+            | EventKind::RunContinued
             | EventKind::RunFinished { .. }
             | EventKind::ToolCallArgsDelta { .. }
             | EventKind::ToolOutputDelta { .. }

@@ -177,17 +177,20 @@ fn runs_are_stored_with_db_and_inspected_with_runs_commands() {
         })
         .collect();
     assert_eq!(types, vec!["assistant_chunk", "run_finished"]);
-    let resume = weft()
-        .args(["runs", "resume", &run, "--db", &db, "--agent"])
-        .arg(example("calculator.toml"))
-        .output()
-        .unwrap();
-    assert_eq!(resume.status.code(), Some(2));
-    assert!(
-        String::from_utf8(resume.stderr)
-            .unwrap()
-            .contains("nothing to resume")
-    );
+    for verb in ["continue", "recover"] {
+        let again = weft()
+            .args(["runs", verb, &run, "--db", &db, "--agent"])
+            .arg(example("calculator.toml"))
+            .output()
+            .unwrap();
+        assert_eq!(again.status.code(), Some(2), "runs {verb}");
+        assert!(
+            String::from_utf8(again.stderr)
+                .unwrap()
+                .contains("nothing to go on with"),
+            "runs {verb}"
+        );
+    }
     let sessions = weft()
         .args(["sessions", "list", "--db", &db])
         .output()

@@ -240,8 +240,8 @@ async fn crash_test(backend: &str, db: &str, postgres: Option<&str>, dir: &Path)
     drop(store);
 
     let report = check(&logs, &at_crashes, &created.acknowledged, &listed, &journal);
-    let resumed: Vec<usize> = (1..=harness.incarnations)
-        .map(|n| harness.resumed_count(n))
+    let recovered: Vec<usize> = (1..=harness.incarnations)
+        .map(|n| harness.recovered_count(n))
         .collect();
     let mut statuses: BTreeMap<&str, usize> = BTreeMap::new();
     for (record, _) in logs.values() {
@@ -249,9 +249,9 @@ async fn crash_test(backend: &str, db: &str, postgres: Option<&str>, dir: &Path)
     }
     eprintln!(
         "crash summary ({backend}, seed {seed}): {} runs ({} acknowledged, {} failed POSTs), \
-         statuses {statuses:?}, {KILLS} kills, {} starts, runs resumed per start {resumed:?}, \
+         statuses {statuses:?}, {KILLS} kills, {} starts, runs recovered per start {recovered:?}, \
          {} append calls ({} interrupted, {} of them after their line was written), \
-         {} put calls ({} in flight at a crash, i.e. re-executed), {} runs resumed from a \
+         {} put calls ({} in flight at a crash, i.e. re-executed), {} runs recovered from a \
          planning snapshot, {} s",
         logs.len(),
         created.acknowledged.len(),
@@ -351,7 +351,7 @@ async fn wait_for_backends(base: &str, ports: &[i32]) -> i64 {
 
 /// The last committed snapshot of every run the store says is running,
 /// read while no server is up (right after a kill): what the next server
-/// resumes, and which tool calls were in flight at the crash.
+/// recovers, and which tool calls were in flight at the crash.
 async fn unfinished_snapshots(db: &str) -> Vec<(String, RunMachine)> {
     let store = weft_store::connect(db).await.unwrap();
     let running = store
@@ -853,10 +853,10 @@ impl Harness {
         panic!("could not start weft serve on a free port in 3 attempts");
     }
 
-    /// How many runs the `n`th server said it resumed.
-    fn resumed_count(&self, n: usize) -> usize {
+    /// How many runs the `n`th server said it recovered.
+    fn recovered_count(&self, n: usize) -> usize {
         let log = std::fs::read_to_string(self.log_path(n)).unwrap_or_default();
-        log.split_once(" unfinished run(s) resumed")
+        log.split_once(" unfinished run(s) recovered")
             .and_then(|(head, _)| head.rsplit('(').next())
             .and_then(|n| n.trim().parse().ok())
             .unwrap_or(0)

@@ -36,7 +36,7 @@ impl Clock {
     }
 
     /// Starts counting again at `now`.
-    pub(crate) fn resume(&mut self, now: Timestamp) {
+    pub(crate) fn continue_from(&mut self, now: Timestamp) {
         if self.since.is_none() {
             self.since = Some(now);
         }

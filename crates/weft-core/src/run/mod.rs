@@ -10,7 +10,7 @@
 //!   never change anything;
 //! - **`next_step(now)`** says what the driver must do now. It applies the
 //!   time budget, so it takes `&mut self`, but asking twice without new input
-//!   returns the same step: that is what makes resuming after a crash work;
+//!   returns the same step: that is what makes recovering after a crash work;
 //! - **inputs** (`plan_result`, `resolve`, `tool_result`, `tool_results`,
 //!   `provide`, `cancel`, `fail`) move the machine forward; an input in the
 //!   wrong phase, or one that breaks the protocol, is a typed [`RunError`]
@@ -19,7 +19,7 @@
 //!   called even if no input arrives;
 //! - **`poll_event()`** (and `drain_events()`) hands over the events the
 //!   transitions produced — run started, tool finished, await requested and
-//!   satisfied, paused, resumed, termination, run finished with its outcome —
+//!   satisfied, paused, continued, termination, run finished with its outcome —
 //!   in order. The driver records exactly these, adding only what it saw
 //!   itself (tool starts, streamed text, usage); it never infers an event
 //!   from the machine's state.

@@ -74,7 +74,7 @@ impl RunProjection {
             // An await is reported as `AwaitRequested` then `RunPaused`;
             // only a pause on its own is a human's.
             EventKind::RunPaused { .. } => self.paused |= !await_pause_due,
-            EventKind::RunResumed => self.paused = false,
+            EventKind::RunContinued => self.paused = false,
             EventKind::Termination { termination } => {
                 self.termination = Some(termination.clone());
             }

@@ -63,7 +63,7 @@ fn drive_one(
         // (time accounting is what a pause changes for the machine).
         obs.log.push("pause toggle".into());
         let _ = if m.is_paused() {
-            m.unpause(at)
+            m.continue_run(at)
         } else {
             m.pause(at)
         };
@@ -138,7 +138,7 @@ fn drive_one(
             let pending: Vec<ToolCall> = calls.iter().cloned().collect();
             obs.max_batch = obs.max_batch.max(pending.len());
             for call in &pending {
-                // Each call is executed once, when first seen; a resumed driver
+                // Each call is executed once, when first seen; a recovering driver
                 // sees only calls still without a result.
                 obs.executed.insert(call.id.clone());
             }

@@ -1054,8 +1054,8 @@ fn time_spent_paused_does_not_count_and_pause_is_checked() {
     ));
     assert_eq!(m.poll_timeout(), None);
     assert_eq!(m.active_ms(t(5_000)), 50);
-    m.unpause(t(5_000)).unwrap();
-    assert!(m.unpause(t(5_001)).is_err());
+    m.continue_run(t(5_000)).unwrap();
+    assert!(m.continue_run(t(5_001)).is_err());
     assert_eq!(m.poll_timeout(), Some(t(5_050)));
     assert!(matches!(
         m.next_step(t(5_049)),

@@ -1,9 +1,11 @@
 //! Tools as the contract sees them: specs, requests, outputs, retry hints;
-//! errors and their codes are in [`error`].
+//! errors and their codes are in [`error`], retry hints in [`retry`].
 
 mod error;
+mod retry;
 
 pub use error::{FieldIssue, FieldIssueKind, ToolError, ToolErrorCode};
+pub use retry::{RetryHint, RetryHintProvider, RetryReason};
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -311,88 +313,6 @@ pub struct Telemetry {
     /// The model used, for tools backed by a model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
-}
-
-/// Structured guidance for the planner after a tool failure.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RetryHint {
-    /// Why the call failed.
-    pub reason: RetryReason,
-    /// The tool concerned.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tool: Option<ToolIdent>,
-    /// Whether the next turn should offer only this tool.
-    #[serde(default)]
-    pub restrict_to_tool: bool,
-    /// Fields the arguments lacked.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub missing_fields: Vec<String>,
-    /// A valid example of the arguments.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub example_input: Option<Value>,
-    /// The arguments that failed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prior_input: Option<Value>,
-    /// A question to ask the human, when the planner cannot fix it alone.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub clarifying_question: Option<String>,
-    /// Free-form guidance.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub message: Option<String>,
-}
-
-impl RetryHint {
-    /// A hint with only a reason.
-    pub fn new(reason: RetryReason) -> Self {
-        Self {
-            reason,
-            tool: None,
-            restrict_to_tool: false,
-            missing_fields: Vec::new(),
-            example_input: None,
-            prior_input: None,
-            clarifying_question: None,
-            message: None,
-        }
-    }
-
-    /// Sets the tool concerned.
-    pub fn for_tool(mut self, tool: ToolIdent) -> Self {
-        self.tool = Some(tool);
-        self
-    }
-
-    /// Sets the free-form guidance.
-    pub fn with_message(mut self, message: impl Into<String>) -> Self {
-        self.message = Some(message.into());
-        self
-    }
-}
-
-/// Why a tool call failed, for retry decisions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RetryReason {
-    /// The arguments were wrong.
-    InvalidArguments,
-    /// Required fields were missing.
-    MissingFields,
-    /// The tool's response could not be understood.
-    MalformedResponse,
-    /// The call took too long.
-    Timeout,
-    /// The tool or its backend refused for rate limiting.
-    RateLimited,
-    /// The tool could not be reached or was interrupted.
-    ToolUnavailable,
-}
-
-/// Implemented by domain errors that know how a planner should react to them.
-pub trait RetryHintProvider {
-    /// The hint for this error, if any.
-    fn retry_hint(&self) -> Option<RetryHint> {
-        None
-    }
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@
 //!
 //! The `tool_use_id` is `<run id>/<tool call id>`: the runtime's call id,
 //! qualified by its run so two runs' `call_1` never meet. A retried or
-//! resumed call has the same id, finds its result stream and re-attaches to
+//! recovered call has the same id, finds its result stream and re-attaches to
 //! it instead of publishing again; that is why every registry tool is
 //! marked idempotent for the runtime's crash recovery.
 

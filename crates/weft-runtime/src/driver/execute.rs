@@ -11,7 +11,7 @@ impl RunTask {
         self.collect();
         let limits = Limits {
             timeout: self.agent.tool_timeout,
-            payload_budget: self.inner.payload_budget,
+            payload_budget: self.payload_budget,
         };
         let recovering = std::mem::take(&mut self.recovering);
         let mut running = FuturesUnordered::new();
@@ -88,7 +88,7 @@ impl RunTask {
     /// becomes a `ToolOutputDelta` event, until the run has finished.
     fn output_sink(&self, id: ToolCallId) -> OutputSink {
         let shared = self.shared.clone();
-        let clock = self.inner.clock.clone();
+        let clock = self.clock.clone();
         OutputSink::new(move |stream, delta| {
             if shared.finished.get().is_none() {
                 shared.emit(

@@ -18,6 +18,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use futures_util::stream::{FuturesUnordered, StreamExt};
+use tokio::sync::OwnedMutexGuard;
 use weft_core::event::EventKind;
 use weft_core::planner::{
     Decision, PlanInput, PlanResumeInput, PlannerError, RunContext, Termination,
@@ -26,19 +27,19 @@ use weft_core::run::{
     InvalidToolCallContext, PhaseName, PlanKind, PlanOutcome, Resolution, RunError, RunFailure,
     RunMachine, RunOutcome, Step, ToolCall,
 };
-use weft_core::store::{Commit, RunStatus};
+use weft_core::store::{Commit, RunStatus, RunStore};
 use weft_core::tool::{
     Labels, OutputSink, RetryHint, RetryReason, ToolError, ToolOutput, ToolRequest, ToolSpec,
 };
 use weft_core::{RunId, SessionId, Timestamp, ToolCallId, TurnId};
 
 use crate::agent::Agent;
+use crate::clock::Clock;
 use crate::context::Ctx;
 use crate::error::RuntimeError;
 use crate::events::{RunShared, Sink};
-use crate::runtime::Inner;
 use crate::tools::{AgentTools, Limits};
-use crate::toolsets::{agent_tools, remind_availability};
+use crate::toolsets::remind_availability;
 
 /// How a driver task ended.
 #[derive(Debug)]
@@ -53,33 +54,34 @@ pub(crate) enum DriveEnd {
 
 /// One run being driven.
 pub(crate) struct RunTask {
-    pub(crate) inner: Arc<Inner>,
+    pub(crate) store: Arc<dyn RunStore>,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) payload_budget: u64,
     pub(crate) agent: Arc<Agent>,
     pub(crate) tools: Arc<AgentTools>,
     pub(crate) shared: Arc<RunShared>,
     pub(crate) session_id: SessionId,
     pub(crate) labels: Arc<Labels>,
     pub(crate) machine: RunMachine,
-    /// Set when resuming after a crash: pending calls may have been in flight.
+    /// Set when recovering after a crash: pending calls may have been in flight.
     pub(crate) recovering: bool,
-    /// Identifies this task among the run's drivers over time.
-    pub(crate) epoch: u64,
+    /// Whether the last tool refresh found every toolset available and
+    /// brought the run's reminders in line with that.
+    pub(crate) tools_settled: bool,
     /// The run's control lock, taken before the commit that ends this task
     /// and held until the task has released the run.
-    pub(crate) held: Option<tokio::sync::OwnedMutexGuard<()>>,
+    pub(crate) held: Option<OwnedMutexGuard<()>>,
 }
 
 /// Whether the previous commit failed and how often to retry a commit.
 const COMMIT_ATTEMPTS: u32 = 3;
 
 impl RunTask {
-    pub(crate) async fn drive(mut self) -> DriveEnd {
+    /// Drives the run until it finishes, pauses or the store fails; returns
+    /// how it ended and the run's control lock if the task took it.
+    pub(crate) async fn drive(mut self) -> (DriveEnd, Option<OwnedMutexGuard<()>>) {
         let end = self.drive_inner().await;
-        let held = self.held.take();
-        self.inner
-            .driver_done(&self.shared, self.epoch, &end, held)
-            .await;
-        end
+        (end, self.held.take())
     }
 
     /// Takes the run's control lock (once) before a commit that ends the
@@ -102,7 +104,7 @@ impl RunTask {
 
     async fn drive_inner(&mut self) -> DriveEnd {
         loop {
-            let now = self.inner.clock.now();
+            let now = self.clock.now();
             // The pause is taken under the run's control lock, so a
             // `continue` either withdraws it first or finds the run stored
             // as paused.
@@ -158,16 +160,16 @@ impl RunTask {
     /// Records what the driver saw, after the machine's events so far.
     fn emit(&mut self, kind: EventKind) {
         self.collect();
-        self.shared.emit(&*self.inner.clock, kind);
+        self.shared.emit(&*self.clock, kind);
     }
 
     /// Records the events the machine produced since the last collection.
     fn collect(&mut self) {
-        self.shared.collect(&*self.inner.clock, &mut self.machine);
+        self.shared.collect(&*self.clock, &mut self.machine);
     }
 
     fn now(&self) -> Timestamp {
-        self.inner.clock.now()
+        self.clock.now()
     }
 
     /// Commits pending events with the current snapshot, retrying briefly.
@@ -186,7 +188,7 @@ impl RunTask {
                 status,
                 now: self.now(),
             };
-            match self.inner.store.commit(commit).await {
+            match self.store.commit(commit).await {
                 Ok(()) => break Ok(()),
                 Err(e) if attempt < COMMIT_ATTEMPTS => {
                     tracing::warn!(run_id = %self.shared.run_id, error = %e, attempt, "commit failed; retrying");
@@ -232,7 +234,7 @@ impl RunTask {
         let ctx = Ctx::new(&self.agent, run_id, self.machine.state());
         let sink = Sink {
             shared: &self.shared,
-            clock: &*self.inner.clock,
+            clock: &*self.clock,
         };
         let base = PlanInput {
             messages: self.machine.transcript(),
@@ -258,7 +260,7 @@ impl RunTask {
             }
         };
         let deadline = self.machine.poll_timeout();
-        let clock_now = self.inner.clock.now();
+        let clock_now = self.clock.now();
         let cancel = self.shared.cancel.clone();
         let result = tokio::select! {
             r = fut => Some(r),
@@ -305,13 +307,19 @@ impl RunTask {
     /// Picks up tool-list changes and toolsets that started or stopped
     /// working, and tells the model through reminders.
     async fn refresh_tools(&mut self) {
-        match agent_tools(&self.agent, false).await {
+        // Every toolset was up at the last look, the reminders say so, and
+        // no toolset can change its list: nothing to list again.
+        if self.tools_settled && !self.agent.started.can_change() {
+            return;
+        }
+        match self.agent.current_tools(false).await {
             Ok(tools) => self.tools = tools,
             Err(e) => {
                 tracing::warn!(run_id = %self.shared.run_id, error = %e, "listing tools failed; keeping the previous list")
             }
         }
         remind_availability(&mut self.machine, &self.tools);
+        self.tools_settled = self.tools.unavailable.is_empty();
     }
 
     fn planner_failed(&mut self, e: PlannerError) {

@@ -7,7 +7,7 @@
 use super::*;
 
 impl Runtime {
-    /// Answers one item of a paused run's await; resumes the run once every
+    /// Answers one item of a paused run's await; continues the run once every
     /// item is answered. A rejected answer leaves the run paused and intact.
     pub async fn provide(
         &self,
@@ -51,8 +51,8 @@ impl Runtime {
         self.inner.pause_stored(run_id).await
     }
 
-    /// Resumes a paused run.
-    pub async fn resume(&self, run_id: &RunId) -> Result<(), RuntimeError> {
+    /// Continues a paused run.
+    pub async fn continue_run(&self, run_id: &RunId) -> Result<(), RuntimeError> {
         let (_guard, shared) = self.inner.lock_run(run_id).await;
         if shared.is_driven() {
             // Still driving: withdraw a pause that has not happened yet.
@@ -65,7 +65,7 @@ impl Runtime {
             .inner
             .update_stored(run_id, |machine, now| {
                 machine
-                    .unpause(now)
+                    .continue_run(now)
                     .map_err(|_| RuntimeError::NotPaused(run_id.clone()))?;
                 Ok(())
             })
@@ -87,9 +87,9 @@ impl Runtime {
         self.inner.cancel_stored(run_id, reason).await
     }
 
-    /// Resumes every run the store says is running (after a restart). Calls
+    /// Recovers every run the store says is running (after a restart). Calls
     /// that were pending are re-executed only when their tool is idempotent.
-    pub async fn resume_unfinished(&self) -> Result<usize, RuntimeError> {
+    pub async fn recover_unfinished(&self) -> Result<usize, RuntimeError> {
         let runs = self
             .inner
             .store
@@ -98,20 +98,20 @@ impl Runtime {
                 ..RunFilter::default()
             })
             .await?;
-        let mut resumed = 0;
+        let mut recovered = 0;
         for record in runs {
             match self.recover(&record.run_id).await {
-                Ok(true) => resumed += 1,
+                Ok(true) => recovered += 1,
                 Ok(false) => {}
                 // One run this process cannot drive (e.g. its agent is not
-                // registered here) must not keep the others from resuming.
-                Err(e) => tracing::warn!(run_id = %record.run_id, error = %e, "run not resumed"),
+                // registered here) must not keep the others from being recovered.
+                Err(e) => tracing::warn!(run_id = %record.run_id, error = %e, "run not recovered"),
             }
         }
-        Ok(resumed)
+        Ok(recovered)
     }
 
-    /// Resumes one run the store says is running and nobody drives here
+    /// Recovers one run the store says is running and nobody drives here
     /// (after a crash); false when it is not in that state.
     pub async fn recover(&self, run_id: &RunId) -> Result<bool, RuntimeError> {
         let (_guard, shared) = self.inner.lock_run(run_id).await;
@@ -127,7 +127,7 @@ impl Runtime {
         let agent = self.inner.agent(stored.record.agent_id.as_str())?;
         let tools = self.inner.tools(&agent).await?;
         let seq = stored.snapshot.event_seq();
-        shared.resume_at(seq);
+        shared.continue_log_after(seq);
         // Only calls pending in the stored snapshot may have been in flight;
         // a run stored while planning starts its next batch afresh.
         let in_flight = stored.snapshot.phase_name() == weft_core::run::PhaseName::Executing;
@@ -186,7 +186,7 @@ impl Inner {
         let now = self.clock.now();
         change(&mut machine, now)?;
         let shared = self.live_entry(run_id, machine.event_seq());
-        shared.resume_at(machine.event_seq());
+        shared.continue_log_after(machine.event_seq());
         shared.collect(&*self.clock, &mut machine);
         let pending = shared.begin_commit();
         machine.set_event_seq(shared.seq());
@@ -220,7 +220,7 @@ impl Inner {
             .status;
         if status == RunStatus::Running {
             // Driven by another process, or by none after a crash before
-            // `resume_unfinished`: only its driver may change it.
+            // `recover_unfinished`: only its driver may change it.
             return Err(RuntimeError::NotAwaiting {
                 run_id: run_id.clone(),
                 status: status.as_str(),

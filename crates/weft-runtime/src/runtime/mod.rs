@@ -23,7 +23,6 @@ use crate::error::RuntimeError;
 use crate::events::{EventStream, RunShared};
 use crate::memory::MemoryStore;
 use crate::tools::AgentTools;
-use crate::toolsets::agent_tools;
 
 /// The default payload budget: results above 64 KiB are omitted.
 pub const DEFAULT_PAYLOAD_BUDGET: u64 = 64 * 1024;
@@ -145,7 +144,7 @@ impl RunHandle {
         self.runtime.subscribe(&self.run_id, 0).await
     }
 
-    /// Waits for the run's outcome (across awaits and resumes).
+    /// Waits for the run's outcome (across awaits, pauses and recoveries).
     pub async fn outcome(&self) -> Result<RunOutcome, RuntimeError> {
         self.runtime.outcome(&self.run_id).await
     }
@@ -241,7 +240,7 @@ impl Runtime {
         let mut shared = self.inner.live_get(run_id);
         if shared.is_none() {
             // A run nobody drives now (paused, awaiting, or in another process's
-            // hands) still gets live events when it is resumed here.
+            // hands) still gets live events when it is recovered here.
             let stored = self
                 .inner
                 .store
@@ -250,7 +249,7 @@ impl Runtime {
                 .ok_or_else(|| RuntimeError::RunNotFound(run_id.clone()))?;
             if !stored.record.status.is_finished() {
                 let entry = self.inner.live_entry(run_id, stored.snapshot.event_seq());
-                entry.resume_at(stored.snapshot.event_seq());
+                entry.continue_log_after(stored.snapshot.event_seq());
                 shared = Some(entry);
             }
         }
@@ -290,9 +289,9 @@ impl Runtime {
                 return Ok(outcome.clone());
             }
             // Paused or owned by another process: wait on a live entry, which
-            // a resume in this process will drive.
+            // a recovery in this process will drive.
             let shared = self.inner.live_entry(run_id, stored.snapshot.event_seq());
-            shared.resume_at(stored.snapshot.event_seq());
+            shared.continue_log_after(stored.snapshot.event_seq());
             let notified = shared.done.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
@@ -313,7 +312,7 @@ impl Inner {
     }
 
     async fn tools(&self, agent: &Agent) -> Result<Arc<AgentTools>, RuntimeError> {
-        agent_tools(agent, true).await
+        agent.current_tools(true).await
     }
 
     /// Starts a driver task for a run.
@@ -331,18 +330,24 @@ impl Inner {
         let epoch = self.counter.fetch_add(1, Ordering::Relaxed) + 1;
         shared.claim(epoch);
         let task = RunTask {
-            inner: self.clone(),
+            store: self.store.clone(),
+            clock: self.clock.clone(),
+            payload_budget: self.payload_budget,
             agent,
             tools,
-            shared,
+            shared: Arc::clone(&shared),
             session_id,
             labels: Arc::new(labels),
             machine,
             recovering,
-            epoch,
+            tools_settled: false,
             held: None,
         };
-        tokio::spawn(task.drive());
+        let inner = Arc::clone(self);
+        tokio::spawn(async move {
+            let (end, held) = task.drive().await;
+            inner.driver_done(&shared, epoch, &end, held).await;
+        });
     }
 
     fn next_run_id(&self) -> RunId {

@@ -31,7 +31,7 @@ pub async fn tenant_isolation(f: &Fixture) {
         (format!("/v1/runs/{run}/answers"), answer),
         (format!("/v1/runs/{run}/cancel"), json!({})),
         (format!("/v1/runs/{run}/pause"), json!({})),
-        (format!("/v1/runs/{run}/resume"), json!({})),
+        (format!("/v1/runs/{run}/continue"), json!({})),
         ("/v1/sessions/s-a/end".to_owned(), json!({})),
     ] {
         let r = f.post(&path, TOKEN_B, body).await;

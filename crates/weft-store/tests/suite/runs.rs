@@ -91,7 +91,7 @@ pub async fn appending_a_stored_seq_is_a_no_op(store: &dyn FullStore) {
     assert_eq!(stored, events(1, 5));
     // A stored seq with different content is still a no-op: the first write wins.
     let mut changed = events(5, 5);
-    changed[0].kind = weft_core::event::EventKind::RunResumed;
+    changed[0].kind = weft_core::event::EventKind::RunContinued;
     committed(store, commit(&rec.run_id, &changed, RunStatus::Running, 4)).await;
     assert_eq!(
         store.read_events(&rec.run_id, 4, None).await.unwrap(),

@@ -90,14 +90,10 @@ async fn one_run(rt: &Runtime) -> Result<(), RuntimeError> {
 }
 
 /// The sequential measurement, on a single-threaded runtime.
-pub fn sequential(s: Settings) -> Result<Value, RuntimeError> {
+pub fn sequential(s: Settings) -> anyhow::Result<Value> {
     let tokio = tokio::runtime::Builder::new_current_thread()
         .enable_all()
-        .build()
-        .map_err(|e| RuntimeError::Catalog {
-            agent: "w".into(),
-            message: e.to_string(),
-        })?;
+        .build()?;
     tokio.block_on(async {
         // Finished runs beyond the last 1000 are dropped, so the figure is the
         // runtime's cost per step, not the cost of a store growing for ever.
@@ -126,14 +122,10 @@ pub fn sequential(s: Settings) -> Result<Value, RuntimeError> {
 }
 
 /// The concurrent measurement, on a multi-threaded runtime.
-pub fn concurrent(s: Settings) -> Result<Value, RuntimeError> {
+pub fn concurrent(s: Settings) -> anyhow::Result<Value> {
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
-        .build()
-        .map_err(|e| RuntimeError::Catalog {
-            agent: "w".into(),
-            message: e.to_string(),
-        })?;
+        .build()?;
     tokio.block_on(async {
         let store = match s.keep_finished {
             Some(n) => MemoryStore::keep_finished(n),
@@ -160,8 +152,8 @@ pub fn concurrent(s: Settings) -> Result<Value, RuntimeError> {
                 // With a bounded store, a run that finished before we asked
                 // may already be forgotten: that is its only way to vanish.
                 Err(e) if s.keep_finished.is_some() && forgotten(&e) => {}
-                Ok(_) => return Err(RuntimeError::Interrupted(h.run_id().clone())),
-                Err(e) => return Err(e),
+                Ok(_) => return Err(RuntimeError::Interrupted(h.run_id().clone()).into()),
+                Err(e) => return Err(e.into()),
             }
         }
         let wall = started.elapsed();

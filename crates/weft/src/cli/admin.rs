@@ -36,9 +36,16 @@ pub enum RunsCommand {
         /// Only events after this sequence number.
         after: u64,
     },
-    /// Resume a paused run, or recover a run a crashed process left running,
-    /// and follow it until it pauses or finishes.
-    Resume {
+    /// Continue a paused run and follow it until it pauses or finishes.
+    Continue {
+        /// The run.
+        run: String,
+        /// Agent files, one of which must be the run's agent.
+        agents: Vec<std::path::PathBuf>,
+    },
+    /// Recover a run a crashed process left running and follow it until it
+    /// pauses or finishes.
+    Recover {
         /// The run.
         run: String,
         /// Agent files, one of which must be the run's agent.
@@ -85,6 +92,7 @@ fn block_on<F: std::future::Future<Output = anyhow::Result<ExitCode>>>(
 pub fn runs(db: &str, cmd: RunsCommand) -> anyhow::Result<ExitCode> {
     block_on(async move {
         let store = open(db).await?;
+        let recovering = matches!(cmd, RunsCommand::Recover { .. });
         match cmd {
             RunsCommand::List { session, status } => {
                 let filter = RunFilter {
@@ -121,7 +129,7 @@ pub fn runs(db: &str, cmd: RunsCommand) -> anyhow::Result<ExitCode> {
                     println!("{}", serde_json::to_string(&e)?);
                 }
             }
-            RunsCommand::Resume { run, agents } => {
+            RunsCommand::Continue { run, agents } | RunsCommand::Recover { run, agents } => {
                 let rs: Arc<dyn RunStore> = store;
                 let mut builder = Runtime::builder().store(rs.clone());
                 for path in &agents {
@@ -135,12 +143,20 @@ pub fn runs(db: &str, cmd: RunsCommand) -> anyhow::Result<ExitCode> {
                     .await?
                     .ok_or_else(|| anyhow::anyhow!("run `{run}` not found"))?
                     .record;
-                match record.status {
-                    RunStatus::Paused => runtime.resume(&id).await?,
-                    RunStatus::Running => {
+                match (record.status, recovering) {
+                    (RunStatus::Paused, false) => runtime.continue_run(&id).await?,
+                    (RunStatus::Running, true) => {
                         runtime.recover(&id).await?;
                     }
-                    other => anyhow::bail!("run `{run}` is {}: nothing to resume", other.as_str()),
+                    (RunStatus::Running, false) => anyhow::bail!(
+                        "run `{run}` is running, not paused: if the process that drove it is gone, use `weft runs recover`"
+                    ),
+                    (RunStatus::Paused, true) => anyhow::bail!(
+                        "run `{run}` is paused, not left running by a crash: use `weft runs continue`"
+                    ),
+                    (other, _) => {
+                        anyhow::bail!("run `{run}` is {}: nothing to go on with", other.as_str())
+                    }
                 }
                 let after = rs
                     .read_events(&id, 0, None)

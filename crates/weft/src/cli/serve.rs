@@ -1,5 +1,5 @@
 //! `weft serve`: the HTTP API over a durable store, with the agents of the
-//! given agent files. On start it resumes every run left unfinished by a
+//! given agent files. On start it recovers every run left unfinished by a
 //! previous process.
 
 use std::path::PathBuf;
@@ -57,14 +57,14 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
             builder = builder.agent(a);
         }
         let runtime = builder.build();
-        let resumed = runtime.resume_unfinished().await?;
+        let recovered = runtime.recover_unfinished().await?;
         let listener = tokio::net::TcpListener::bind(&args.addr)
             .await
             .with_context(|| format!("listening on {}", args.addr))?;
         eprintln!(
-            "weft: serving on http://{} ({} unfinished run(s) resumed)",
+            "weft: serving on http://{} ({} unfinished run(s) recovered)",
             listener.local_addr()?,
-            resumed
+            recovered
         );
         weft_server::serve(listener, AppState::new(runtime, store, tenants)).await?;
         Ok(ExitCode::SUCCESS)

@@ -280,8 +280,8 @@ impl RunMachine {
         );
         if let Phase::Awaiting(a) = phase {
             if !self.paused {
-                self.clock.resume(now);
-                self.outbox.push(EventKind::RunResumed);
+                self.clock.continue_from(now);
+                self.outbox.push(EventKind::RunContinued);
             }
             self.apply_answers(*a);
         }
@@ -289,7 +289,7 @@ impl RunMachine {
     }
 
     /// Pauses the run at `now`: the driver stops driving it and its time
-    /// stops counting against the budget until [`RunMachine::unpause`].
+    /// stops counting against the budget until [`RunMachine::continue_run`].
     pub fn pause(&mut self, now: Timestamp) -> Result<(), RunError> {
         if matches!(self.phase, Phase::Finished { .. }) || self.paused {
             return Err(self.wrong_phase("pause"));
@@ -303,15 +303,15 @@ impl RunMachine {
     }
 
     /// Ends a pause at `now`; the run's time counts again (unless it awaits answers).
-    pub fn unpause(&mut self, now: Timestamp) -> Result<(), RunError> {
+    pub fn continue_run(&mut self, now: Timestamp) -> Result<(), RunError> {
         if !self.paused || matches!(self.phase, Phase::Finished { .. }) {
-            return Err(self.wrong_phase("unpause"));
+            return Err(self.wrong_phase("continue_run"));
         }
         self.paused = false;
         if !matches!(self.phase, Phase::Awaiting(_)) {
-            self.clock.resume(now);
+            self.clock.continue_from(now);
         }
-        self.outbox.push(EventKind::RunResumed);
+        self.outbox.push(EventKind::RunContinued);
         Ok(())
     }
 

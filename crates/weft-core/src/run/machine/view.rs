@@ -67,7 +67,7 @@ impl RunMachine {
 
     /// Sequence number of the last event the driver recorded for this run.
     ///
-    /// The driver commits events together with the snapshot, so a resumed
+    /// The driver commits events together with the snapshot, so a recovered
     /// run continues its log from here without gaps.
     pub fn event_seq(&self) -> u64 {
         self.event_seq

@@ -3,8 +3,8 @@
 //! through wrapper layers.
 //!
 //! A toolset advertises a capability by overriding the matching provided
-//! method of [`ToolSet`] (for example [`ToolSet::lifecycle`]). A wrapper
-//! toolset exposes the toolset it wraps through [`ToolSet::inner`]; the
+//! method of [`ToolSet`](crate::ToolSet) (for example [`ToolSet::lifecycle`](crate::ToolSet::lifecycle)). A wrapper
+//! toolset exposes the toolset it wraps through [`ToolSet::inner`](crate::ToolSet::inner); the
 //! lookup functions ([`find_capability`], [`find_lifecycle`], ...) ask the
 //! outermost layer first and then walk inwards, like Go's `errors.As`. A
 //! wrapper that wants to intercept a capability simply answers for it.
@@ -18,8 +18,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::watch;
 use weft_core::tool::ToolError;
-
-use crate::toolset::ToolSet;
 
 /// How many wrapper layers the lookup walks before giving up; guards against
 /// a wrapper that (wrongly) names itself as its own inner toolset.
@@ -168,53 +166,12 @@ impl ToolListChanges for ToolListNotifier {
     }
 }
 
-/// Finds a capability on `set` or on any toolset it wraps, outermost first.
-///
-/// `get` reads the capability off one layer, e.g. `|s| s.lifecycle()`.
-pub fn find_capability<'a, C: ?Sized + 'a>(
-    set: &'a dyn ToolSet,
-    get: impl Fn(&'a dyn ToolSet) -> Option<&'a C>,
-) -> Option<&'a C> {
-    let mut layer = set;
-    for _ in 0..MAX_WRAPPER_DEPTH {
-        if let Some(found) = get(layer) {
-            return Some(found);
-        }
-        layer = layer.inner()?;
-    }
-    None
-}
+mod lookup;
 
-/// The outermost [`Lifecycle`] in the wrapper chain.
-pub fn find_lifecycle(set: &dyn ToolSet) -> Option<&dyn Lifecycle> {
-    find_capability(set, |s| s.lifecycle())
-}
-
-/// The outermost [`Instructions`] in the wrapper chain.
-pub fn find_instructions(set: &dyn ToolSet) -> Option<&dyn Instructions> {
-    find_capability(set, |s| s.instructions())
-}
-
-/// The outermost [`PublicDescription`] in the wrapper chain.
-pub fn find_public_description(set: &dyn ToolSet) -> Option<&dyn PublicDescription> {
-    find_capability(set, |s| s.public_description())
-}
-
-/// The outermost [`ToolListChanges`] in the wrapper chain.
-pub fn find_tool_list_changes(set: &dyn ToolSet) -> Option<&dyn ToolListChanges> {
-    find_capability(set, |s| s.tool_list_changes())
-}
-
-/// The outermost [`ElicitationSupport`] in the wrapper chain.
-pub fn find_elicitation(set: &dyn ToolSet) -> Option<&dyn ElicitationSupport> {
-    find_capability(set, |s| s.elicitation())
-}
-
-/// The outermost [`OAuthTokenSource`] in the wrapper chain.
-pub fn find_oauth(set: &dyn ToolSet) -> Option<&dyn OAuthTokenSource> {
-    find_capability(set, |s| s.oauth())
-}
+pub use lookup::{
+    find_capability, find_elicitation, find_instructions, find_lifecycle, find_oauth,
+    find_public_description, find_tool_list_changes,
+};
 
 #[cfg(test)]
-#[path = "capability_tests.rs"]
 mod tests;

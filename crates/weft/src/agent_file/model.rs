@@ -1,0 +1,73 @@
+//! The model planner an agent file asks for: which model, how it is
+//! prompted, and the local-model engine of this build.
+
+use std::sync::Arc;
+
+use weft_core::model::{ModelError, ToolChoice};
+use weft_core::planner::Planner;
+use weft_models::{ModelConfig, ModelPlanner, ModelPlannerConfig};
+use weft_tools::ToolSet;
+
+/// How an agent asks its model, beyond the model id.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ModelSettings {
+    /// The server's base URL (required for `compat/` models).
+    pub base_url: Option<String>,
+    /// Output token limit per call.
+    pub max_tokens: Option<u32>,
+    /// Sampling temperature.
+    pub temperature: Option<f32>,
+    /// What the model must call until the run has tool results.
+    pub tool_choice: ToolChoice,
+}
+
+/// `auto`, `required`, `none`, or else a tool's name.
+pub(super) fn parse_tool_choice(s: &str) -> ToolChoice {
+    match s {
+        "auto" => ToolChoice::Auto,
+        "required" => ToolChoice::Required,
+        "none" => ToolChoice::None,
+        tool => ToolChoice::Tool(tool.to_owned()),
+    }
+}
+
+/// The local-model engine of this build, if it has one (feature `local`).
+pub fn local_loader() -> Option<weft_models::LocalLoader> {
+    #[cfg(feature = "local")]
+    return Some(weft_local::loader);
+    #[cfg(not(feature = "local"))]
+    None
+}
+
+/// A model planner for model `id`, prompted with `instruction` and the
+/// toolsets' own instructions.
+pub fn model_planner(
+    id: &str,
+    instruction: String,
+    toolsets: &[Arc<dyn ToolSet>],
+    settings: ModelSettings,
+) -> Result<Arc<dyn Planner>, ModelError> {
+    let config = ModelConfig {
+        base_url: settings.base_url,
+        local_loader: local_loader(),
+        ..ModelConfig::new(id)
+    };
+    let model = weft_models::build_model(&config)?;
+    let toolset_instructions = toolsets
+        .iter()
+        .filter_map(|t| {
+            weft_tools::capability::find_instructions(&**t).map(|i| i.instructions_text())
+        })
+        .collect();
+    Ok(Arc::new(ModelPlanner::new(
+        model,
+        ModelPlannerConfig {
+            instruction,
+            toolset_instructions,
+            max_tokens: settings.max_tokens,
+            temperature: settings.temperature,
+            tool_choice: settings.tool_choice,
+            ..ModelPlannerConfig::default()
+        },
+    )))
+}
