@@ -1,4 +1,4 @@
-//! Runtime errors: what `start`, `provide`, `cancel` and subscriptions can fail with.
+//! Runtime errors: what `start`, `answer`, `cancel` and subscriptions can fail with.
 
 use weft_core::run::RunError;
 use weft_core::store::StoreError;

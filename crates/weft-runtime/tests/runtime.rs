@@ -162,7 +162,7 @@ async fn a_run_completes_with_tool_calls_and_a_gap_free_event_log() {
 }
 
 #[tokio::test]
-async fn await_provide_resume() {
+async fn await_answer_continue() {
     let ask = clarification("which", "Which numbers?");
     let (rt, executions) = runtime(
         vec![
@@ -191,7 +191,7 @@ async fn await_provide_resume() {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let bad = rt
-        .provide(
+        .answer(
             handle.run_id(),
             &AwaitItemId::new("nope"),
             AwaitAnswer::Clarification { text: "x".into() },
@@ -199,7 +199,7 @@ async fn await_provide_resume() {
         .await;
     assert!(bad.is_err());
     let wrong_kind = rt
-        .provide(
+        .answer(
             handle.run_id(),
             &AwaitItemId::new("which"),
             AwaitAnswer::Confirmation {
@@ -212,7 +212,7 @@ async fn await_provide_resume() {
     let stored = rt.store().load_run(handle.run_id()).await.unwrap().unwrap();
     assert_eq!(stored.record.status, RunStatus::Awaiting);
     assert_eq!(executions.load(Ordering::SeqCst), 0);
-    rt.provide(
+    rt.answer(
         handle.run_id(),
         &AwaitItemId::new("which"),
         AwaitAnswer::Clarification {
@@ -235,7 +235,7 @@ async fn await_provide_resume() {
     );
     // A second answer to a satisfied await is rejected.
     let again = rt
-        .provide(
+        .answer(
             handle.run_id(),
             &AwaitItemId::new("which"),
             AwaitAnswer::Clarification { text: "x".into() },
@@ -524,7 +524,7 @@ async fn cancel_a_paused_run_finishes_it() {
     rt.pause(handle.run_id()).await.unwrap();
     wait_status(&rt, handle.run_id(), RunStatus::Paused).await;
     let answer = rt
-        .provide(
+        .answer(
             handle.run_id(),
             &AwaitItemId::new("q"),
             AwaitAnswer::Clarification { text: "x".into() },

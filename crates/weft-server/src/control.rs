@@ -37,7 +37,7 @@ use crate::json::{JsonBody, OptionalJsonBody};
     ),
     security(("bearer" = []))
 )]
-pub(crate) async fn provide_answer(
+pub(crate) async fn answer_await(
     State(state): State<AppState>,
     tenant: Tenant,
     Path(run_id): Path<String>,
@@ -46,7 +46,7 @@ pub(crate) async fn provide_answer(
     let stored = owned_run(&state, &tenant, &run_id).await?;
     let progress = state
         .runtime
-        .provide(
+        .answer(
             &stored.record.run_id,
             &AwaitItemId::new(body.item_id),
             body.answer,

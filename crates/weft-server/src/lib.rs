@@ -183,7 +183,7 @@ pub fn app(state: AppState) -> Router {
         .route("/v1/runs", post(runs::start_run).get(runs::list_runs))
         .route("/v1/runs/{run_id}", get(runs::get_run))
         .route("/v1/runs/{run_id}/events", get(events::run_events))
-        .route("/v1/runs/{run_id}/answers", post(control::provide_answer))
+        .route("/v1/runs/{run_id}/answers", post(control::answer_await))
         .route("/v1/runs/{run_id}/pause", post(control::pause_run))
         .route("/v1/runs/{run_id}/continue", post(control::continue_run))
         .route("/v1/runs/{run_id}/cancel", post(control::cancel_run))

@@ -24,7 +24,7 @@ use crate::{control, events, runs, sessions};
         runs::list_runs,
         runs::get_run,
         events::run_events,
-        control::provide_answer,
+        control::answer_await,
         control::pause_run,
         control::continue_run,
         control::cancel_run,

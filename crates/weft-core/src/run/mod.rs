@@ -12,7 +12,7 @@
 //!   time budget, so it takes `&mut self`, but asking twice without new input
 //!   returns the same step: that is what makes recovering after a crash work;
 //! - **inputs** (`plan_result`, `resolve`, `tool_result`, `tool_results`,
-//!   `provide`, `cancel`, `fail`) move the machine forward; an input in the
+//!   `answer`, `cancel`, `fail`) move the machine forward; an input in the
 //!   wrong phase, or one that breaks the protocol, is a typed [`RunError`]
 //!   and changes nothing;
 //! - **`poll_timeout()`** gives the next deadline at which `next_step` must be

@@ -176,7 +176,7 @@ fn drive_one(
             for (id, confirm) in ids.into_iter().zip(confirms) {
                 let before = m.clone();
                 assert!(
-                    m.provide(&id, AwaitAnswer::Clarification { text: "  ".into() }, at)
+                    m.answer(&id, AwaitAnswer::Clarification { text: "  ".into() }, at)
                         .is_err()
                 );
                 assert_eq!(&before, m);
@@ -190,7 +190,7 @@ fn drive_one(
                         text: "answer".into(),
                     }
                 };
-                m.provide(&id, answer, at).unwrap();
+                m.answer(&id, answer, at).unwrap();
             }
             true
         }

@@ -35,7 +35,7 @@ pub enum Step<'a> {
         /// The calls.
         calls: PendingCalls<'a>,
     },
-    /// Persist and pause until every listed item is answered through `provide`.
+    /// Persist and pause until every listed item is answered through `answer`.
     Await {
         /// The items, in order.
         items: &'a [AwaitItem],

@@ -261,13 +261,13 @@ fn inputs_in_the_wrong_phase_are_typed_errors() {
         })
     );
     assert!(matches!(
-        m.provide(
+        m.answer(
             &AwaitItemId::new("x"),
             AwaitAnswer::Clarification { text: "y".into() },
             t(0)
         ),
         Err(RunError::WrongPhase {
-            input: "provide",
+            input: "answer",
             ..
         })
     ));
@@ -474,7 +474,7 @@ fn time_spent_awaiting_does_not_count() {
     assert_eq!(m.poll_timeout(), None);
     assert!(matches!(m.next_step(t(10_000)), Step::Await { .. }));
     let progress = m
-        .provide(
+        .answer(
             &AwaitItemId::new("q1"),
             AwaitAnswer::Clarification {
                 text: "1 and 2".into(),
@@ -539,32 +539,32 @@ fn questions_answers_are_validated_and_become_the_tool_result() {
     };
     let id = AwaitItemId::new("form");
     assert!(matches!(
-        m.provide(&id, answer(&["blue"]), t(2)),
+        m.answer(&id, answer(&["blue"]), t(2)),
         Err(RunError::InvalidAnswer { .. })
     ));
     assert!(matches!(
-        m.provide(&id, answer(&["r", "g"]), t(2)),
+        m.answer(&id, answer(&["r", "g"]), t(2)),
         Err(RunError::InvalidAnswer { .. })
     ));
     assert!(matches!(
-        m.provide(&id, answer(&[]), t(2)),
+        m.answer(&id, answer(&[]), t(2)),
         Err(RunError::InvalidAnswer { .. })
     ));
     assert!(matches!(
-        m.provide(&id, AwaitAnswer::Clarification { text: "red".into() }, t(2)),
+        m.answer(&id, AwaitAnswer::Clarification { text: "red".into() }, t(2)),
         Err(RunError::InvalidAnswer { .. })
     ));
     assert_eq!(
-        m.provide(&AwaitItemId::new("other"), answer(&["r"]), t(2)),
+        m.answer(&AwaitItemId::new("other"), answer(&["r"]), t(2)),
         Err(RunError::UnknownAwaitItem(AwaitItemId::new("other")))
     );
     assert_eq!(
         m, before,
         "rejected answers leave the run paused and intact"
     );
-    m.provide(&id, answer(&["g"]), t(3)).unwrap();
+    m.answer(&id, answer(&["g"]), t(3)).unwrap();
     assert!(matches!(
-        m.provide(&id, answer(&["g"]), t(3)),
+        m.answer(&id, answer(&["g"]), t(3)),
         Err(RunError::WrongPhase { .. })
     ));
     let last = m.transcript().last().unwrap();
@@ -595,7 +595,7 @@ fn confirmation_pauses_before_execution_and_denial_is_the_result() {
     };
     assert_eq!(items.len(), 1);
     let item_id = items[0].id().clone();
-    m.provide(
+    m.answer(
         &item_id,
         AwaitAnswer::Confirmation {
             approved: false,

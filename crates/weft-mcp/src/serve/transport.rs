@@ -12,7 +12,10 @@ use tokio_util::sync::CancellationToken;
 pub enum ServeError {
     /// The MCP session could not be set up.
     #[error("MCP server: {0}")]
-    Init(String),
+    Init(#[source] Box<rmcp::service::ServerInitializeError>),
+    /// The session's task ended abnormally (it panicked or was aborted).
+    #[error("MCP server: the session ended abnormally: {0}")]
+    Ended(#[from] tokio::task::JoinError),
     /// Listening or accepting failed.
     #[error("MCP server: {0}")]
     Io(#[from] std::io::Error),
@@ -23,11 +26,8 @@ pub async fn serve_stdio<H: ServerHandler>(handler: H) -> Result<(), ServeError>
     let running = handler
         .serve(rmcp::transport::stdio())
         .await
-        .map_err(|e| ServeError::Init(e.to_string()))?;
-    running
-        .waiting()
-        .await
-        .map_err(|e| ServeError::Init(e.to_string()))?;
+        .map_err(|e| ServeError::Init(Box::new(e)))?;
+    running.waiting().await?;
     Ok(())
 }
 

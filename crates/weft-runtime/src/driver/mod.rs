@@ -7,7 +7,7 @@
 //! starts, streamed text, usage); the driver infers nothing from the
 //! machine's state. Tool calls of a batch run
 //! concurrently inside the task; cancellation and the machine's deadline are
-//! raced against them ([`execute`]). A paused run's task ends; `provide`
+//! raced against them ([`execute`]). A paused run's task ends; `answer`
 //! starts a new one.
 
 mod execute;

@@ -9,7 +9,7 @@ use super::*;
 impl Runtime {
     /// Answers one item of a paused run's await; continues the run once every
     /// item is answered. A rejected answer leaves the run paused and intact.
-    pub async fn provide(
+    pub async fn answer(
         &self,
         run_id: &RunId,
         item: &AwaitItemId,
@@ -28,7 +28,7 @@ impl Runtime {
                         status: status_of(machine).as_str(),
                     });
                 }
-                progress = machine.provide(item, answer, now)?;
+                progress = machine.answer(item, answer, now)?;
                 Ok(())
             })
             .await?;

@@ -265,33 +265,26 @@ impl Runtime {
     /// Waits for a run's outcome.
     pub async fn outcome(&self, run_id: &RunId) -> Result<RunOutcome, RuntimeError> {
         loop {
-            let shared = self.inner.live_get(run_id);
-            if let Some(shared) = &shared {
-                let notified = shared.done.notified();
-                tokio::pin!(notified);
-                notified.as_mut().enable();
-                if let Some(end) = shared.finished.get() {
-                    return end.clone();
+            let shared = match self.inner.live_get(run_id) {
+                Some(shared) => shared,
+                None => {
+                    let stored = self
+                        .inner
+                        .store
+                        .load_run(run_id)
+                        .await?
+                        .ok_or_else(|| RuntimeError::RunNotFound(run_id.clone()))?;
+                    if let Some(outcome) = stored.snapshot.outcome() {
+                        return Ok(outcome.clone());
+                    }
+                    // Paused or owned by another process: wait on a live
+                    // entry, which a recovery in this process will drive.
+                    let seq = stored.snapshot.event_seq();
+                    let shared = self.inner.live_entry(run_id, seq);
+                    shared.continue_log_after(seq);
+                    shared
                 }
-                notified.await;
-                if let Some(end) = shared.finished.get() {
-                    return end.clone();
-                }
-                continue;
-            }
-            let stored = self
-                .inner
-                .store
-                .load_run(run_id)
-                .await?
-                .ok_or_else(|| RuntimeError::RunNotFound(run_id.clone()))?;
-            if let Some(outcome) = stored.snapshot.outcome() {
-                return Ok(outcome.clone());
-            }
-            // Paused or owned by another process: wait on a live entry, which
-            // a recovery in this process will drive.
-            let shared = self.inner.live_entry(run_id, stored.snapshot.event_seq());
-            shared.continue_log_after(stored.snapshot.event_seq());
+            };
             let notified = shared.done.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
@@ -299,6 +292,9 @@ impl Runtime {
                 return end.clone();
             }
             notified.await;
+            if let Some(end) = shared.finished.get() {
+                return end.clone();
+            }
         }
     }
 }

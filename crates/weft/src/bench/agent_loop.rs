@@ -11,7 +11,7 @@
 //!   in-memory store, so this counts everything a run leaves behind.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
@@ -20,7 +20,7 @@ use weft_core::planner::{
 };
 use weft_runtime::{Agent, MemoryStore, Runtime, RuntimeError, StartRequest};
 
-use super::rss;
+use super::{one_run, rss, runs_for};
 use crate::builtin;
 
 /// The W(k) planner.
@@ -80,15 +80,6 @@ fn runtime(k: u32, store: MemoryStore) -> Runtime {
         .build()
 }
 
-async fn one_run(rt: &Runtime) -> Result<(), RuntimeError> {
-    let handle = rt.start("w", StartRequest::user("go")).await?;
-    let outcome = handle.outcome().await?;
-    if !outcome.is_success() {
-        return Err(RuntimeError::Interrupted(handle.run_id().clone()));
-    }
-    Ok(())
-}
-
 /// The sequential measurement, on a single-threaded runtime.
 pub fn sequential(s: Settings) -> anyhow::Result<Value> {
     let tokio = tokio::runtime::Builder::new_current_thread()
@@ -98,16 +89,7 @@ pub fn sequential(s: Settings) -> anyhow::Result<Value> {
         // Finished runs beyond the last 1000 are dropped, so the figure is the
         // runtime's cost per step, not the cost of a store growing for ever.
         let rt = runtime(s.k, MemoryStore::keep_finished(1000));
-        for _ in 0..100 {
-            one_run(&rt).await?;
-        }
-        let started = Instant::now();
-        let mut runs = 0u64;
-        while started.elapsed() < Duration::from_secs_f64(s.seconds) {
-            one_run(&rt).await?;
-            runs += 1;
-        }
-        let secs = started.elapsed().as_secs_f64();
+        let (runs, secs) = runs_for(&rt, 100, s.seconds).await?;
         let steps = runs * u64::from(s.k);
         Ok(json!({
             "bench": "agent-loop",

@@ -7,13 +7,14 @@
 //! durable steps per second with `concurrent` runs at once.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde_json::{Value, json};
 use weft_core::store::RunStore;
 use weft_runtime::{Agent, MemoryStore, Runtime, RuntimeError, StartRequest};
 
 use super::agent_loop::LoopPlanner;
+use super::runs_for;
 use crate::builtin;
 
 /// Settings of the durable-loop benchmark.
@@ -36,30 +37,13 @@ fn runtime(k: u32, store: Arc<dyn RunStore>) -> Runtime {
     Runtime::builder().agent(agent).store(store).build()
 }
 
-async fn one_run(rt: &Runtime) -> Result<(), RuntimeError> {
-    let handle = rt.start("w", StartRequest::user("go")).await?;
-    match handle.outcome().await? {
-        o if o.is_success() => Ok(()),
-        _ => Err(RuntimeError::Interrupted(handle.run_id().clone())),
-    }
-}
-
 async fn measure(
     name: &str,
     store: Arc<dyn RunStore>,
     s: &Settings,
 ) -> Result<Value, RuntimeError> {
     let rt = runtime(s.k, store);
-    for _ in 0..5 {
-        one_run(&rt).await?;
-    }
-    let started = Instant::now();
-    let mut runs = 0u64;
-    while started.elapsed() < Duration::from_secs_f64(s.seconds) {
-        one_run(&rt).await?;
-        runs += 1;
-    }
-    let seq_secs = started.elapsed().as_secs_f64();
+    let (runs, seq_secs) = runs_for(&rt, 5, s.seconds).await?;
     let steps = (runs * u64::from(s.k)) as f64;
     let started = Instant::now();
     let mut handles = Vec::with_capacity(s.concurrent);

@@ -8,3 +8,35 @@ pub mod registry;
 pub mod rss;
 
 pub use command::BenchCommand;
+
+/// Runs agent `w` once on input "go"; an unsuccessful outcome is an error.
+pub(crate) async fn one_run(rt: &weft_runtime::Runtime) -> Result<(), weft_runtime::RuntimeError> {
+    let handle = rt
+        .start("w", weft_runtime::StartRequest::user("go"))
+        .await?;
+    match handle.outcome().await? {
+        o if o.is_success() => Ok(()),
+        _ => Err(weft_runtime::RuntimeError::Interrupted(
+            handle.run_id().clone(),
+        )),
+    }
+}
+
+/// Runs `warmup` runs, then runs one after another for at least `seconds`;
+/// returns how many measured runs finished and the seconds they took.
+pub(crate) async fn runs_for(
+    rt: &weft_runtime::Runtime,
+    warmup: u32,
+    seconds: f64,
+) -> Result<(u64, f64), weft_runtime::RuntimeError> {
+    for _ in 0..warmup {
+        one_run(rt).await?;
+    }
+    let started = std::time::Instant::now();
+    let mut runs = 0u64;
+    while started.elapsed() < std::time::Duration::from_secs_f64(seconds) {
+        one_run(rt).await?;
+        runs += 1;
+    }
+    Ok((runs, started.elapsed().as_secs_f64()))
+}

@@ -82,10 +82,7 @@ async fn open(db: &str) -> anyhow::Result<Arc<dyn FullStore>> {
 fn block_on<F: std::future::Future<Output = anyhow::Result<ExitCode>>>(
     f: F,
 ) -> anyhow::Result<ExitCode> {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?
-        .block_on(f)
+    super::async_runtime()?.block_on(f)
 }
 
 /// Runs a `weft runs` command against the store at `db`.

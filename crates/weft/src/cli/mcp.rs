@@ -8,12 +8,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use anyhow::Context as _;
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 use weft_core::event::EventKind;
 use weft_core::run::RunOutcome;
-use weft_core::store::RunStore;
 use weft_mcp::serve::{AgentRunner, AgentTool, HttpServer, Progress, WeftServer, serve_stdio};
 use weft_runtime::{Runtime, StartRequest};
 
@@ -95,16 +93,9 @@ pub fn serve(args: McpServeArgs) -> anyhow::Result<ExitCode> {
         Vec::new()
     };
     let agent = file.agent(planner);
-    let tokio = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
+    let tokio = super::async_runtime()?;
     tokio.block_on(async move {
-        let mut builder = Runtime::builder().agent(agent);
-        if let Some(url) = &args.db {
-            let store: Arc<dyn RunStore> = weft_store::connect(url).await?;
-            builder = builder.store(store);
-        }
+        let builder = super::runtime_for(agent, args.db.as_deref()).await?;
         let tool = AgentTool {
             name: file.id.clone(),
             description: file

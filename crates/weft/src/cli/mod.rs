@@ -9,3 +9,35 @@ pub mod provider;
 pub mod registry;
 pub mod run;
 pub mod serve;
+
+/// A multi-threaded async runtime for one command.
+pub(crate) fn async_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    use anyhow::Context;
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
+}
+
+/// A runtime builder with `agent`, on the store at `db` when one is given
+/// (in memory otherwise).
+pub(crate) async fn runtime_for(
+    agent: weft_runtime::Agent,
+    db: Option<&str>,
+) -> anyhow::Result<weft_runtime::RuntimeBuilder> {
+    let mut builder = weft_runtime::Runtime::builder().agent(agent);
+    if let Some(url) = db {
+        let store: std::sync::Arc<dyn weft_core::store::RunStore> =
+            weft_store::connect(url).await?;
+        builder = builder.store(store);
+    }
+    Ok(builder)
+}
+
+/// Connects to Redis at `url`, saying where on failure.
+pub(crate) async fn connect_redis(url: &str) -> anyhow::Result<weft_registry::Redis> {
+    use anyhow::Context;
+    weft_registry::Redis::connect(url)
+        .await
+        .with_context(|| format!("connecting to Redis at {url}"))
+}

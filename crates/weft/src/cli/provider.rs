@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use weft_registry::{GatewayClient, Provider, ProviderConfig, Redis};
+use weft_registry::{GatewayClient, Provider, ProviderConfig};
 use weft_tools::ToolSet;
 
 use crate::agent_file::AgentFile;
@@ -41,13 +41,9 @@ pub fn serve(args: ProviderArgs) -> anyhow::Result<ExitCode> {
             toolsets.len()
         );
     }
-    let tokio = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
+    let tokio = super::async_runtime()?;
     tokio.block_on(async move {
-        let redis = Redis::connect(&args.redis)
-            .await
-            .with_context(|| format!("connecting to Redis at {}", args.redis))?;
+        let redis = super::connect_redis(&args.redis).await?;
         let gateway = GatewayClient::new(&args.gateway)?;
         let mut tasks = Vec::new();
         let (stop_tx, _) = tokio::sync::broadcast::channel::<()>(1);

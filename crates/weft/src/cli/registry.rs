@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use weft_registry::{Gateway, GatewayConfig, Namespace, Redis};
+use weft_registry::{Gateway, GatewayConfig, Namespace};
 
 /// What `weft registry serve` was asked to do.
 #[derive(Debug, Clone)]
@@ -26,13 +26,9 @@ pub struct RegistryArgs {
 
 /// Serves the gateway until ctrl-c.
 pub fn serve(args: RegistryArgs) -> anyhow::Result<ExitCode> {
-    let tokio = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
+    let tokio = super::async_runtime()?;
     tokio.block_on(async move {
-        let redis = Redis::connect(&args.redis)
-            .await
-            .with_context(|| format!("connecting to Redis at {}", args.redis))?;
+        let redis = super::connect_redis(&args.redis).await?;
         let mut config = GatewayConfig {
             ping_interval: Duration::from_millis(args.ping_interval_ms.max(1)),
             missed_pongs: args.missed_pongs,

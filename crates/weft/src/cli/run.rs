@@ -3,13 +3,11 @@
 use std::io::{BufRead, IsTerminal};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use anyhow::Context as _;
 use weft_core::event::EventKind;
 use weft_core::run::Policy;
-use weft_core::store::RunStore;
-use weft_runtime::{Agent, Runtime, StartRequest};
+use weft_runtime::{Agent, StartRequest};
 
 use crate::agent_file::{AgentFile, ModelSettings, model_planner};
 use crate::builtin;
@@ -63,16 +61,9 @@ fn agent(args: &RunArgs) -> anyhow::Result<Agent> {
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let agent = agent(&args)?;
     let agent_id = agent.id().to_string();
-    let tokio = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
+    let tokio = super::async_runtime()?;
     tokio.block_on(async move {
-        let mut builder = Runtime::builder().agent(agent);
-        if let Some(url) = &args.db {
-            let store: Arc<dyn RunStore> = weft_store::connect(url).await?;
-            builder = builder.store(store);
-        }
+        let builder = super::runtime_for(agent, args.db.as_deref()).await?;
         let runtime = builder.build();
         let handle = runtime
             .start(&agent_id, StartRequest::user(args.prompt.clone()))
@@ -106,7 +97,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                     .context("reading the answer")?;
                     match answer {
                         Ok(answer) => {
-                            runtime.provide(handle.run_id(), &id, answer).await?;
+                            runtime.answer(handle.run_id(), &id, answer).await?;
                         }
                         Err(err) => {
                             runtime

@@ -46,9 +46,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     if agents.is_empty() {
         anyhow::bail!("give at least one agent file with --agent <file>");
     }
-    let tokio = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
+    let tokio = super::async_runtime()?;
     tokio.block_on(async move {
         let store = weft_store::connect(&args.db).await?;
         let run_store: Arc<dyn RunStore> = store.clone();

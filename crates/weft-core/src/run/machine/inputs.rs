@@ -242,14 +242,14 @@ impl RunMachine {
     }
 
     /// Answers one await item.
-    pub fn provide(
+    pub fn answer(
         &mut self,
         item: &AwaitItemId,
         answer: AwaitAnswer,
         now: Timestamp,
     ) -> Result<AwaitProgress, RunError> {
         let Phase::Awaiting(a) = &mut self.phase else {
-            return Err(self.wrong_phase("provide"));
+            return Err(self.wrong_phase("answer"));
         };
         let Some(i) = a.items.iter().position(|it| it.id() == item) else {
             return Err(RunError::UnknownAwaitItem(item.clone()));
@@ -305,7 +305,7 @@ impl RunMachine {
     /// Ends a pause at `now`; the run's time counts again (unless it awaits answers).
     pub fn continue_run(&mut self, now: Timestamp) -> Result<(), RunError> {
         if !self.paused || matches!(self.phase, Phase::Finished { .. }) {
-            return Err(self.wrong_phase("continue_run"));
+            return Err(self.wrong_phase("continue"));
         }
         self.paused = false;
         if !matches!(self.phase, Phase::Awaiting(_)) {
