@@ -78,11 +78,12 @@ impl Tenants {
         self.tokens.insert(token.into(), tenant.into());
     }
 
-    /// Parses `tenant-a=tok1,tenant-b=tok2` (whitespace around entries is
+    /// Parses `tenant-a=tok1,tenant-b=tok2`, entries separated by commas or
+    /// lines (whitespace around entries is
     /// ignored; a tenant may have several tokens).
     pub fn parse(spec: &str) -> Result<Self, TokensError> {
         let mut tenants = Tenants::new();
-        for (i, entry) in spec.split(',').map(str::trim).enumerate() {
+        for (i, entry) in spec.split([',', '\n']).map(str::trim).enumerate() {
             let index = i + 1;
             if entry.is_empty() {
                 continue;
@@ -165,10 +166,8 @@ impl FromStr for Tenants {
 }
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    use subtle::ConstantTimeEq;
+    a.ct_eq(b).into()
 }
 
 /// The authenticated caller's tenant, extracted from `Authorization: Bearer`.
@@ -201,11 +200,12 @@ impl FromRequestParts<AppState> for Tenant {
                 scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
             })
             .ok_or(ApiError::Unauthorized)?;
-        state
+        let tenant = state
             .tenants
             .tenant_of(token)
-            .map(|t| Tenant(t.to_owned()))
-            .ok_or(ApiError::Unauthorized)
+            .ok_or(ApiError::Unauthorized)?;
+        tracing::Span::current().record("tenant", tenant);
+        Ok(Tenant(tenant.to_owned()))
     }
 }
 
@@ -222,6 +222,17 @@ mod tests {
         assert_eq!(t.tenant_of("tok2"), Some("tenant-b"));
         assert_eq!(t.tenant_of("tok"), None);
         assert!(!format!("{t:?}").contains("tok1"));
+    }
+
+    #[test]
+    fn a_tokens_file_has_one_entry_per_line() {
+        let t = Tenants::parse("tenant-a=tok1\ntenant-b=tok2\n\n").unwrap();
+        assert_eq!(t.len(), 2);
+        assert_eq!(t.tenant_of("tok2"), Some("tenant-b"));
+        assert_eq!(
+            Tenants::parse("a=1\nb"),
+            Err(TokensError::NotAPair { index: 2 })
+        );
     }
 
     #[test]

@@ -68,9 +68,7 @@ mod runs;
 mod sessions;
 
 use std::future::Future;
-use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
@@ -99,7 +97,6 @@ pub struct AppState {
     /// The largest request body accepted, in bytes.
     pub body_limit: usize,
     shutdown: watch::Sender<bool>,
-    ids: Arc<IdSource>,
 }
 
 impl AppState {
@@ -111,7 +108,6 @@ impl AppState {
             tenants: Arc::new(tenants),
             body_limit: DEFAULT_BODY_LIMIT,
             shutdown: watch::channel(false).0,
-            ids: Arc::new(IdSource::new()),
         }
     }
 
@@ -123,7 +119,9 @@ impl AppState {
 
     /// A fresh id with `prefix`, unique across processes with high probability.
     pub(crate) fn new_id(&self, prefix: &str) -> String {
-        self.ids.next(prefix)
+        // A random v4 UUID: no client can guess, probe or take another
+        // tenant's next id.
+        format!("{prefix}_{}", uuid::Uuid::new_v4().simple())
     }
 
     /// Resolves when the server begins shutting down.
@@ -135,37 +133,13 @@ impl AppState {
     }
 }
 
-struct IdSource {
-    nonce: u64,
-    counter: AtomicU64,
-}
-
-impl IdSource {
-    fn new() -> Self {
-        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-        h.write_u128(now_millis_u128());
-        Self {
-            nonce: h.finish(),
-            counter: AtomicU64::new(0),
-        }
-    }
-
-    fn next(&self, prefix: &str) -> String {
-        let n = self.counter.fetch_add(1, Ordering::Relaxed);
-        format!("{prefix}_{:016x}{n:08x}", self.nonce)
-    }
-}
-
-fn now_millis_u128() -> u128 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis())
-        .unwrap_or_default()
-}
-
 /// The current time as a weft timestamp.
 pub(crate) fn now() -> weft_core::Timestamp {
-    weft_core::Timestamp::from_millis(u64::try_from(now_millis_u128()).unwrap_or(u64::MAX))
+    let millis = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or_default();
+    weft_core::Timestamp::from_millis(u64::try_from(millis).unwrap_or(u64::MAX))
 }
 
 /// The API router.
@@ -190,7 +164,24 @@ pub fn app(state: AppState) -> Router {
         .fallback(|| async { ApiError::NotFound("no such route".to_owned()) })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .layer(DefaultBodyLimit::max(limit))
+        .layer(axum::middleware::from_fn(request_span))
         .with_state(state)
+}
+
+/// Runs each request inside a span naming its method and path; the tenant
+/// is recorded on it once the bearer token is checked.
+async fn request_span(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use tracing::Instrument as _;
+    let span = tracing::info_span!(
+        "request",
+        method = %request.method(),
+        path = %request.uri().path(),
+        tenant = tracing::field::Empty,
+    );
+    next.run(request).instrument(span).await
 }
 
 /// Serves the API on `listener` until ctrl-c, then shuts down gracefully.

@@ -57,14 +57,11 @@ pub(crate) async fn start_run(
             format!("unknown agent `{}`", body.agent),
         ));
     }
-    let session_id = match body.session_id {
-        Some(id) => check_id("session_id", id)?,
-        None => state.new_id("ses"),
-    };
-    let session = session_for_run(&state, &tenant, &session_id).await?;
+    let messages = body.input.into_messages()?;
+    let session = session_for_run(&state, &tenant, body.session_id).await?;
     let request = StartRequest {
         session_id: Some(session.session_id.clone()),
-        messages: body.input.into_messages(),
+        messages,
         labels: tenant.label(body.labels),
         run_id: Some(RunId::new(state.new_id("run"))),
         policy: None,
@@ -84,6 +81,7 @@ pub(crate) async fn start_run(
         Err(e) => return Err(e.into()),
     };
     let run_id = handle.run_id().clone();
+    tracing::info!(run_id = %run_id, agent = %body.agent, "run started");
     let view = match state.runtime.store().load_run(&run_id).await? {
         Some(stored) => RunView::new(stored.record, Some(&stored.snapshot)),
         None => return Err(RuntimeError::RunNotFound(run_id).into()),
@@ -167,28 +165,23 @@ pub(crate) async fn list_runs(
 async fn session_for_run(
     state: &AppState,
     tenant: &Tenant,
-    session_id: &str,
+    session_id: Option<String>,
 ) -> Result<SessionRecord, ApiError> {
-    let id = SessionId::new(session_id);
-    let session = match state.sessions.get_session(&id).await? {
-        Some(s) => s,
-        None => {
-            let record = SessionRecord::new(id.clone(), tenant.label(Default::default()), now());
-            match state.sessions.create_session(&record).await {
-                Ok(()) => record,
-                // Created concurrently: use whoever won.
-                Err(SessionError::Exists { .. }) => {
-                    state.sessions.get_session(&id).await?.ok_or_else(|| {
-                        ApiError::Internal(format!("session `{id}` vanished").into())
-                    })?
-                }
-                Err(e) => return Err(e.into()),
-            }
-        }
+    let Some(session_id) = session_id else {
+        let id = SessionId::new(state.new_id("ses"));
+        let record = SessionRecord::new(id, tenant.label(Default::default()), now());
+        state.sessions.create_session(&record).await?;
+        return Ok(record);
     };
-    if !tenant.owns(&session.labels) {
-        return Err(SessionError::NotFound { session_id: id }.into());
-    }
+    let id = SessionId::new(check_id("session_id", session_id)?);
+    let session = state
+        .sessions
+        .get_session(&id)
+        .await?
+        .filter(|s| tenant.owns(&s.labels))
+        .ok_or_else(|| SessionError::NotFound {
+            session_id: id.clone(),
+        })?;
     if session.is_ended() {
         return Err(ended(&id));
     }

@@ -12,7 +12,7 @@ use weft_core::SessionId;
 use weft_core::session::{SessionFilter, SessionRecord};
 use weft_core::store::{RunFilter, RunStatus};
 
-use crate::access::{check_id, check_labels, owned_session};
+use crate::access::{check_labels, owned_session};
 use crate::auth::Tenant;
 use crate::dto::{CreateSession, EndedSession, SessionList, SessionQuery, SessionView};
 use crate::error::{ApiError, Problem};
@@ -22,12 +22,11 @@ use crate::{AppState, control, now};
 /// Creates a session for the caller's tenant.
 #[utoipa::path(
     post, path = "/v1/sessions", tag = "sessions",
-    request_body(content = CreateSession, description = "Optional; `{}` or no body creates a session with a generated id"),
+    request_body(content = CreateSession, description = "Optional; the id is always generated"),
     responses(
         (status = 201, description = "Created", body = SessionView),
         (status = 400, description = "Malformed request", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "The id is taken", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]
@@ -37,10 +36,7 @@ pub(crate) async fn create_session(
     OptionalJsonBody(body): OptionalJsonBody<CreateSession>,
 ) -> Result<impl IntoResponse, ApiError> {
     check_labels(&body.labels)?;
-    let session_id = match body.session_id {
-        Some(id) => check_id("session_id", id)?,
-        None => state.new_id("ses"),
-    };
+    let session_id = state.new_id("ses");
     let record = SessionRecord::new(
         SessionId::new(session_id.clone()),
         tenant.label(body.labels),

@@ -53,9 +53,12 @@ async fn pause_resume_and_cancel_an_awaiting_run() {
 #[tokio::test]
 async fn a_driven_run_is_cancelled_by_ending_its_session() {
     let f = Fixture::new().await;
-    let run = f.start(TOKEN_A, "slow", Some("s-slow")).await;
+    let s = f.session(TOKEN_A).await;
+    let run = f.start(TOKEN_A, "slow", Some(&s)).await;
     f.wait_phase(TOKEN_A, &run, "executing").await;
-    let r = f.post("/v1/sessions/s-slow/end", TOKEN_A, json!({})).await;
+    let r = f
+        .post(&format!("/v1/sessions/{s}/end"), TOKEN_A, json!({}))
+        .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     assert_eq!(r.body["cancelled_runs"], json!([run]));
     let view = f.wait_status(TOKEN_A, &run, "cancelled").await;

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use weft::bench::BenchCommand;
 use weft::cli::admin::{self, RunsCommand, SessionsCommand};
+use weft::cli::logs::LogFormat;
 use weft::cli::mcp::{self, McpServeArgs};
 #[cfg(feature = "local")]
 use weft::cli::models;
@@ -54,9 +55,14 @@ enum Command {
         /// Address to listen on.
         #[arg(long, default_value = "127.0.0.1:8787")]
         addr: String,
-        /// Tenant tokens, `tenant=token,...` (default: the WEFT_TOKENS variable).
+        /// A file of tenant tokens, `tenant=token` separated by commas or
+        /// lines (default: the WEFT_TOKENS variable). Tokens are never taken
+        /// on the command line, where `ps` would show them.
         #[arg(long)]
-        tokens: Option<String>,
+        tokens_file: Option<PathBuf>,
+        /// Log lines as text or JSON; the level comes from RUST_LOG (default info).
+        #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+        log_format: LogFormat,
     },
     /// Stored runs: list, show, events, continue, recover, cancel.
     Runs {
@@ -277,12 +283,14 @@ fn main() -> ExitCode {
             agents,
             db,
             addr,
-            tokens,
+            tokens_file,
+            log_format,
         } => serve::serve(ServeArgs {
             agents,
             db,
             addr,
-            tokens,
+            tokens_file,
+            log_format,
         }),
         Command::Runs { db, command } => admin::runs(
             &db,

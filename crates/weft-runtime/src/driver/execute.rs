@@ -4,6 +4,7 @@
 //! interrupted unless their tool is idempotent.
 
 use super::*;
+use tracing::Instrument as _;
 
 impl RunTask {
     /// Executes a batch concurrently, committing each result as it lands.
@@ -52,7 +53,12 @@ impl RunTask {
                 labels: (*self.labels).clone(),
                 output: self.output_sink(call.id.clone()),
             };
-            running.push(self.tools.execute(call, request, limits));
+            let span = tracing::info_span!(
+                "tool",
+                tool_call_id = %call.id,
+                tool = %call.name,
+            );
+            running.push(self.tools.execute(call, request, limits).instrument(span));
         }
         for out in interrupted {
             self.finish_call(out);

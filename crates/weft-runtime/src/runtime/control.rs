@@ -284,14 +284,22 @@ impl Inner {
     ) {
         match end {
             DriveEnd::Finished(outcome) => {
+                let kind = match outcome {
+                    RunOutcome::Response { .. } | RunOutcome::ToolResult { .. } => "completed",
+                    RunOutcome::Failed { .. } => "failed",
+                    RunOutcome::Cancelled { .. } => "cancelled",
+                };
+                tracing::info!(outcome = kind, "run finished");
                 shared.release(epoch);
                 self.finished(shared, Ok(outcome.clone()));
             }
             DriveEnd::StoreFailed(e) => {
+                tracing::error!(error = %e, "run left at its last commit: the store failed");
                 shared.release(epoch);
                 self.finished(shared, Err(e.clone()));
             }
             DriveEnd::Paused => {
+                tracing::info!("run paused");
                 let _guard = match guard {
                     Some(g) => g,
                     None => shared.control.clone().lock_owned().await,

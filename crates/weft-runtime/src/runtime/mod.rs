@@ -5,9 +5,9 @@
 mod control;
 
 use std::collections::HashMap;
-use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use tracing::Instrument as _;
 
 use weft_core::awaiting::AwaitAnswer;
 use weft_core::message::Message;
@@ -39,7 +39,6 @@ pub(crate) struct Inner {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) payload_budget: u64,
     live: Mutex<HashMap<RunId, Arc<RunShared>>>,
-    nonce: u64,
     counter: AtomicU64,
 }
 
@@ -78,9 +77,6 @@ impl RuntimeBuilder {
 
     /// The runtime.
     pub fn build(self) -> Runtime {
-        let nonce = std::collections::hash_map::RandomState::new()
-            .build_hasher()
-            .finish();
         Runtime {
             inner: Arc::new(Inner {
                 agents: self.agents,
@@ -88,7 +84,6 @@ impl RuntimeBuilder {
                 clock: self.clock,
                 payload_budget: self.payload_budget,
                 live: Mutex::new(HashMap::new()),
-                nonce,
                 counter: AtomicU64::new(0),
             }),
         }
@@ -340,15 +335,23 @@ impl Inner {
             held: None,
         };
         let inner = Arc::clone(self);
-        tokio::spawn(async move {
-            let (end, held) = task.drive().await;
-            inner.driver_done(&shared, epoch, &end, held).await;
-        });
+        let span = tracing::info_span!(
+            "run",
+            run_id = %shared.run_id,
+            agent = %task.agent.id,
+        );
+        tokio::spawn(
+            async move {
+                let (end, held) = task.drive().await;
+                inner.driver_done(&shared, epoch, &end, held).await;
+            }
+            .instrument(span),
+        );
     }
 
+    /// A random, unguessable run id.
     fn next_run_id(&self) -> RunId {
-        let n = self.counter.fetch_add(1, Ordering::Relaxed);
-        RunId::new(format!("run_{:016x}{n:08x}", self.nonce))
+        RunId::new(format!("run_{}", uuid::Uuid::new_v4().simple()))
     }
 
     fn live(&self) -> std::sync::MutexGuard<'_, HashMap<RunId, Arc<RunShared>>> {

@@ -219,6 +219,13 @@ impl Fixture {
     }
 
     /// Starts a run and returns its id.
+    /// Creates a session for `token`'s tenant and returns its generated id.
+    pub async fn session(&self, token: &str) -> String {
+        let r = self.post("/v1/sessions", token, json!({})).await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+        r.body["session_id"].as_str().unwrap().to_owned()
+    }
+
     pub async fn start(&self, token: &str, agent: &str, session: Option<&str>) -> String {
         let mut body = json!({"agent": agent, "input": "go"});
         if let Some(s) = session {

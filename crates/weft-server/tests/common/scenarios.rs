@@ -7,18 +7,17 @@ use super::{Fixture, TOKEN_A, TOKEN_B, clarification};
 
 /// Tenant B gets 404 for everything of tenant A's, and lists only its own.
 pub async fn tenant_isolation(f: &Fixture) {
-    let session = f
-        .post("/v1/sessions", TOKEN_A, json!({"session_id": "s-a"}))
-        .await;
+    let session = f.post("/v1/sessions", TOKEN_A, json!({})).await;
     assert_eq!(session.status, StatusCode::CREATED, "{}", session.body);
     assert_eq!(session.body["labels"]["weft.tenant"], "tenant-a");
-    let run = f.start(TOKEN_A, "ask", Some("s-a")).await;
+    let s_a = session.body["session_id"].as_str().unwrap().to_owned();
+    let run = f.start(TOKEN_A, "ask", Some(&s_a)).await;
     f.wait_status(TOKEN_A, &run, "awaiting").await;
     let b_session = f.start(TOKEN_B, "echo", None).await;
 
     // Every read and action of tenant B on tenant A's resources is a 404.
     for path in [
-        "/v1/sessions/s-a".to_owned(),
+        format!("/v1/sessions/{s_a}"),
         format!("/v1/runs/{run}"),
         format!("/v1/runs/{run}/events"),
     ] {
@@ -32,7 +31,7 @@ pub async fn tenant_isolation(f: &Fixture) {
         (format!("/v1/runs/{run}/cancel"), json!({})),
         (format!("/v1/runs/{run}/pause"), json!({})),
         (format!("/v1/runs/{run}/continue"), json!({})),
-        ("/v1/sessions/s-a/end".to_owned(), json!({})),
+        (format!("/v1/sessions/{s_a}/end"), json!({})),
     ] {
         let r = f.post(&path, TOKEN_B, body).await;
         assert_eq!(r.status, StatusCode::NOT_FOUND, "POST {path}: {}", r.body);
@@ -42,7 +41,7 @@ pub async fn tenant_isolation(f: &Fixture) {
         .post(
             "/v1/runs",
             TOKEN_B,
-            json!({"agent": "echo", "session_id": "s-a", "input": "x"}),
+            json!({"agent": "echo", "session_id": s_a, "input": "x"}),
         )
         .await;
     assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.body);

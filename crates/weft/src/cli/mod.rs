@@ -2,6 +2,7 @@
 
 pub mod admin;
 pub mod ask;
+pub mod logs;
 pub mod mcp;
 #[cfg(feature = "local")]
 pub mod models;

@@ -11,6 +11,7 @@ use weft_core::store::RunStore;
 use weft_runtime::Runtime;
 use weft_server::{AppState, Tenants};
 
+use super::logs::LogFormat;
 use crate::agent_file::AgentFile;
 
 /// What `weft serve` was asked to do.
@@ -22,8 +23,10 @@ pub struct ServeArgs {
     pub db: String,
     /// Address to listen on.
     pub addr: String,
-    /// `tenant=token,...`; from `WEFT_TOKENS` when absent.
-    pub tokens: Option<String>,
+    /// A file of `tenant=token` entries; `WEFT_TOKENS` when absent.
+    pub tokens_file: Option<PathBuf>,
+    /// How log lines are written.
+    pub log_format: LogFormat,
 }
 
 /// The variable holding `tenant=token` pairs.
@@ -31,10 +34,13 @@ pub const TOKENS_VAR: &str = "WEFT_TOKENS";
 
 /// Runs the server until ctrl-c.
 pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
-    let spec = match args.tokens {
-        Some(t) => t,
-        None => std::env::var(TOKENS_VAR)
-            .with_context(|| format!("give --tokens tenant=token,... or set {TOKENS_VAR}"))?,
+    super::logs::install(args.log_format)?;
+    let spec = match &args.tokens_file {
+        Some(path) => std::fs::read_to_string(path)
+            .with_context(|| format!("reading the tokens file {}", path.display()))?,
+        None => std::env::var(TOKENS_VAR).with_context(|| {
+            format!("give --tokens-file <file of tenant=token lines> or set {TOKENS_VAR}")
+        })?,
     };
     let tenants = Tenants::parse(&spec).context("reading the tenant tokens")?;
     let mut agents = Vec::new();

@@ -1,0 +1,116 @@
+//! `weft serve` as an operator runs it: tokens from a file (never the
+//! command line), and logs on stderr as JSON lines whose spans carry the
+//! tenant of a request and the id of a run.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::example;
+use serde_json::{Value, json};
+
+fn weft() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_weft"))
+}
+
+#[test]
+fn tokens_are_refused_on_the_command_line() {
+    let out = weft()
+        .args(["serve", "--tokens", "a=b", "--agent"])
+        .arg(example("calculator.toml"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("--tokens"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn json_logs_name_the_tenant_and_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens");
+    std::fs::write(&tokens, "acme=secret-token\nother=other-token\n").unwrap();
+    let mut child = weft()
+        .arg("serve")
+        .arg("--agent")
+        .arg(example("calculator.toml"))
+        .arg("--db")
+        .arg(dir.path().join("w.db"))
+        .args(["--addr", "127.0.0.1:0", "--log-format", "json"])
+        .arg("--tokens-file")
+        .arg(&tokens)
+        .env_remove("WEFT_TOKENS")
+        .env("RUST_LOG", "info")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    let addr = loop {
+        line.clear();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "serve exited early"
+        );
+        if let Some(rest) = line.split("serving on http://").nth(1) {
+            break rest.split_whitespace().next().unwrap().to_owned();
+        }
+    };
+    let http = reqwest::Client::new();
+    let started: Value = http
+        .post(format!("http://{addr}/v1/runs"))
+        .bearer_auth("secret-token")
+        .json(&json!({"agent": "calculator", "input": "What is 2 + 3?"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let run_id = started["run_id"].as_str().unwrap().to_owned();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let view: Value = http
+            .get(format!("http://{addr}/v1/runs/{run_id}"))
+            .bearer_auth("secret-token")
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if view["status"] == "completed" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "run did not finish: {view}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let lines: Vec<Value> = stderr
+        .lines()
+        .map_while(Result::ok)
+        .filter_map(|l| serde_json::from_str(&l).ok())
+        .collect();
+    let with_message = |m: &str| {
+        lines
+            .iter()
+            .find(|l| l["fields"]["message"] == m)
+            .unwrap_or_else(|| panic!("no `{m}` line in {lines:?}"))
+            .clone()
+    };
+    let started = with_message("run started");
+    assert_eq!(started["span"]["name"], "request");
+    assert_eq!(started["span"]["tenant"], "acme");
+    assert_eq!(started["fields"]["run_id"], run_id.as_str());
+    let finished = with_message("run finished");
+    assert_eq!(finished["span"]["name"], "run");
+    assert_eq!(finished["span"]["run_id"], run_id.as_str());
+    assert_eq!(finished["fields"]["outcome"], "completed");
+    let text = serde_json::to_string(&lines).unwrap();
+    assert!(!text.contains("secret-token"), "a token reached the logs");
+}
