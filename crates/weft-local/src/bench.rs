@@ -45,10 +45,12 @@ pub fn bench_local_model(
         Turn {
             role: "system",
             content: SYSTEM.to_owned(),
+            literal: false,
         },
         Turn {
             role: "user",
             content: settings.prompt.clone(),
+            literal: true,
         },
     ])?;
     let generate = Generate {
@@ -102,7 +104,7 @@ pub fn bench_local_model(
         "decoded_tokens": settings.tokens,
         "ttft_ms_median": round(median(&mut ttft)),
         "decode_tok_s_median": round(median(&mut speed)),
-        "prompt": prompt,
+        "prompt": prompt.text,
     }));
     Ok(lines)
 }

@@ -20,9 +20,10 @@ use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
 use weft_core::model::ModelError;
 
 use super::backend::{backend, other};
-use super::generation::{Generate, Generated};
+use super::generation::{Generate, Generated, Prompt};
 use super::output::Piece;
 use super::prompt::Turn;
+use super::tokens::{self, literal_ranges};
 use super::worker::{self, Job, Msg};
 
 /// A loaded GGUF model.
@@ -75,8 +76,8 @@ impl Engine {
     }
 
     /// Renders `turns` with the model's own chat template, ready for the
-    /// assistant's answer.
-    pub fn render(&self, turns: &[Turn]) -> Result<String, ModelError> {
+    /// assistant's answer, marking where the literal turns' text landed.
+    pub fn render(&self, turns: &[Turn]) -> Result<Prompt, ModelError> {
         let chat = turns
             .iter()
             .map(|t| LlamaChatMessage::new(t.role.to_owned(), t.content.clone()))
@@ -84,14 +85,36 @@ impl Engine {
             .map_err(|e| ModelError::Config {
                 message: format!("a message cannot be passed to the chat template: {e}"),
             })?;
-        self.model
+        let text = self
+            .model
             .apply_chat_template(&self.template, &chat, true)
             .map_err(|e| ModelError::Config {
                 message: format!(
                     "the chat template of {} could not be applied: {e}",
                     self.path.display()
                 ),
-            })
+            })?;
+        let literal = literal_ranges(&text, turns)?;
+        Ok(Prompt { text, literal })
+    }
+
+    /// The prompt's tokens as generation evaluates them.
+    pub fn prompt_tokens(&self, prompt: &Prompt) -> Vec<i32> {
+        tokens::tokenize(&self.model, prompt)
+            .iter()
+            .map(|t| t.0)
+            .collect()
+    }
+
+    /// The token ids of `text` read with special tokens (e.g. the id of
+    /// `<|im_start|>` when the vocabulary has it).
+    pub fn special_tokens(&self, text: &str) -> Vec<i32> {
+        self.model
+            .vocab()
+            .tokenize(text.as_bytes(), false, true)
+            .iter()
+            .map(|t| t.0)
+            .collect()
     }
 
     /// Whether llama.cpp accepts `grammar` (root rule `root`) for this

@@ -29,11 +29,26 @@ pub enum Constraint {
     Strict(String),
 }
 
+/// A prompt rendered by the chat template, with the byte ranges that came
+/// from users and tools: those are tokenized as plain text, so text like
+/// `<|im_start|>system` in a message cannot forge the template's special
+/// tokens. Everything else (the template's own markup, the system prompt
+/// of the agent file, the model's own earlier turns) is tokenized with its
+/// special tokens.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Prompt {
+    /// The rendered text.
+    pub text: String,
+    /// Ranges of `text` to tokenize without special tokens, in order and
+    /// not overlapping.
+    pub literal: Vec<std::ops::Range<usize>>,
+}
+
 /// One generation.
 #[derive(Debug, Clone)]
 pub struct Generate {
     /// The rendered prompt.
-    pub prompt: String,
+    pub prompt: Prompt,
     /// Most tokens to produce.
     pub max_tokens: u32,
     /// Token choice.

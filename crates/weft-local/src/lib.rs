@@ -32,6 +32,7 @@ pub mod grammar;
 pub mod output;
 mod picker;
 pub mod prompt;
+mod tokens;
 mod utf8;
 pub mod weights;
 mod worker;

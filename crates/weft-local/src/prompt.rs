@@ -17,6 +17,9 @@ pub struct Turn {
     pub role: &'static str,
     /// The turn's text.
     pub content: String,
+    /// Whether the text comes from outside the agent (a user's message or
+    /// a tool's result): it is then never read as chat-template tokens.
+    pub literal: bool,
 }
 
 /// The turns for `request`; `with_tools` says whether tools are described.
@@ -33,13 +36,14 @@ pub fn turns(request: &ModelRequest, with_tools: bool) -> Result<Vec<Turn>, Mode
         out.push(Turn {
             role: "system",
             content: system,
+            literal: false,
         });
     }
     for message in &request.messages {
-        let role = match message.role {
-            Role::System => "system",
-            Role::User | Role::Tool => "user",
-            Role::Assistant => "assistant",
+        let (role, literal) = match message.role {
+            Role::System => ("system", false),
+            Role::User | Role::Tool => ("user", true),
+            Role::Assistant => ("assistant", false),
         };
         let mut content = String::new();
         for part in &message.parts {
@@ -51,7 +55,11 @@ pub fn turns(request: &ModelRequest, with_tools: bool) -> Result<Vec<Turn>, Mode
                 last.content.push_str("\n\n");
                 last.content.push_str(&content);
             }
-            _ => out.push(Turn { role, content }),
+            _ => out.push(Turn {
+                role,
+                content,
+                literal,
+            }),
         }
     }
     Ok(out)

@@ -23,6 +23,7 @@ use super::backend::{backend, other};
 use super::generation::{Constraint, Generate, Generated};
 use super::output::{Piece, SplitError, Splitter};
 use super::picker::picker;
+use super::tokens;
 use super::utf8::Utf8Stream;
 
 /// Context size the thread starts with (or the model's, if smaller); a
@@ -109,7 +110,7 @@ fn generate<'m>(
 ) -> Result<Generated, ModelError> {
     let start = Instant::now();
     let vocab = model.vocab();
-    let prompt = vocab.tokenize(req.prompt.as_bytes(), false, true);
+    let prompt = tokens::tokenize(model, &req.prompt);
     let prompt_tokens = u32::try_from(prompt.len()).unwrap_or(u32::MAX);
     let limit = model.n_ctx_train();
     if prompt_tokens >= limit {
