@@ -7,7 +7,8 @@
 //! listing asks again. A connection that died (a crashed child process, a
 //! restarted remote server) is reopened by the next use, after the restart
 //! backoff, and its tools are listed again. Each call runs under the call
-//! timeout; a call that times out is cancelled on the server.
+//! timeout; a call that times out is cancelled on the server. An HTTP server
+//! with an `oauth` section is authorized on its 401 (see [`crate::oauth`]).
 
 mod connect;
 mod handler;
