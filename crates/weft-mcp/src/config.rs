@@ -6,6 +6,8 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::oauth::OAuthConfig;
+
 /// The default time a server gets to start and answer `initialize` and `tools/list`.
 pub const DEFAULT_START_TIMEOUT: Duration = Duration::from_secs(30);
 /// The default time one tool call may take.
@@ -30,6 +32,8 @@ pub struct McpConfig {
     pub result_budget: u64,
     /// Restart backoff after a server died or failed to start: first delay and cap.
     pub restart_backoff: Backoff,
+    /// OAuth 2.1 for a streamable HTTP server that asks for it (401); `None` for none.
+    pub oauth: Option<OAuthConfig>,
 }
 
 impl McpConfig {
@@ -43,6 +47,7 @@ impl McpConfig {
             call_timeout: DEFAULT_CALL_TIMEOUT,
             result_budget: DEFAULT_RESULT_BUDGET,
             restart_backoff: Backoff::default(),
+            oauth: None,
         }
     }
 
@@ -70,6 +75,12 @@ impl McpConfig {
         self
     }
 
+    /// Authorizes with the (HTTP) server over OAuth when it asks.
+    pub fn with_oauth(mut self, oauth: OAuthConfig) -> Self {
+        self.oauth = Some(oauth);
+        self
+    }
+
     /// Sets the restart backoff.
     pub fn with_restart_backoff(mut self, backoff: Backoff) -> Self {
         self.restart_backoff = backoff;
@@ -87,6 +98,7 @@ impl fmt::Debug for McpConfig {
             .field("start_timeout", &self.start_timeout)
             .field("call_timeout", &self.call_timeout)
             .field("result_budget", &self.result_budget)
+            .field("oauth", &self.oauth)
             .finish_non_exhaustive()
     }
 }

@@ -7,6 +7,8 @@ use std::time::Duration;
 use weft_core::tool::{RetryHint, RetryReason, ToolError, ToolErrorCode, ToolIdent};
 use weft_tools::ToolFailure;
 
+use crate::oauth::OAuthFlowError;
+
 /// A failure of an MCP toolset.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum McpError {
@@ -29,6 +31,17 @@ pub enum McpError {
         server: String,
         /// Why.
         message: String,
+    },
+    /// Authorizing with the server over OAuth failed.
+    #[error("toolset `{toolset}`: OAuth with {server} failed: {source}")]
+    OAuth {
+        /// The toolset.
+        toolset: String,
+        /// The URL.
+        server: String,
+        /// The failed step.
+        #[source]
+        source: OAuthFlowError,
     },
     /// Starting took longer than the start timeout.
     #[error("toolset `{toolset}`: {server} did not start within {} ms", after.as_millis())]
@@ -149,6 +162,7 @@ impl McpError {
         match self {
             McpError::Spawn { .. }
             | McpError::Connect { .. }
+            | McpError::OAuth { .. }
             | McpError::StartTimeout { .. }
             | McpError::List { .. }
             | McpError::Closed { .. }
@@ -176,6 +190,7 @@ impl McpError {
             McpError::Malformed { .. } => Some(RetryReason::MalformedResponse),
             McpError::Spawn { .. }
             | McpError::Connect { .. }
+            | McpError::OAuth { .. }
             | McpError::StartTimeout { .. }
             | McpError::List { .. }
             | McpError::Closed { .. }

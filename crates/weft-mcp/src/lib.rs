@@ -8,6 +8,7 @@
 //! - [`convert`]: MCP tools and results mapped to weft specs and replies.
 //! - [`bound`]: results cut to the payload budget, with bounds.
 //! - [`error`]: [`McpError`], every failure naming its toolset and tool.
+//! - [`oauth`]: OAuth 2.1 for streamable HTTP servers ([`OAuthConfig`]).
 //! - [`serve`]: weft as an MCP server (stdio, streamable HTTP).
 
 pub mod bound;
@@ -15,8 +16,11 @@ pub mod client;
 pub mod config;
 pub mod convert;
 pub mod error;
+pub mod oauth;
+mod tls;
 
 pub use client::McpToolSet;
 pub use config::{Backoff, McpConfig, Transport};
 pub use error::McpError;
+pub use oauth::{OAuthConfig, OAuthFlowError};
 pub mod serve;

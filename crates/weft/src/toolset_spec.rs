@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
-use weft_mcp::{McpConfig, McpToolSet, Transport};
+use weft_mcp::{McpConfig, McpToolSet, OAuthConfig, Transport};
 use weft_tools::{StartableToolSet, ToolSet};
 
 use crate::builtin;
@@ -131,6 +131,41 @@ pub struct McpSpec {
     /// How long one call may take, in milliseconds.
     #[serde(default)]
     pub call_timeout_ms: Option<u64>,
+    /// OAuth 2.1 for a streamable HTTP server that asks for it (`[toolsets.oauth]`).
+    #[serde(default)]
+    pub oauth: Option<McpOAuthSpec>,
+}
+
+/// The `oauth` table of an HTTP MCP toolset; every key is optional.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpOAuthSpec {
+    /// Where token files go (default `$XDG_CONFIG_HOME/weft/oauth` or `~/.config/weft/oauth`).
+    #[serde(default)]
+    pub token_dir: Option<PathBuf>,
+    /// The loopback callback port on 127.0.0.1 (default: any free port).
+    #[serde(default)]
+    pub redirect_port: u16,
+    /// The client name sent in dynamic client registration (default `weft`).
+    #[serde(default)]
+    pub client_name: Option<String>,
+    /// The scopes to ask for (default: the ones the server suggests).
+    #[serde(default)]
+    pub scopes: Vec<String>,
+}
+
+impl McpOAuthSpec {
+    /// The OAuth settings; the authorization URL is printed on stderr.
+    pub fn config(&self) -> OAuthConfig {
+        let mut config = OAuthConfig::default()
+            .with_redirect_port(self.redirect_port)
+            .with_scopes(self.scopes.iter().cloned());
+        config.token_dir = self.token_dir.clone();
+        if let Some(name) = &self.client_name {
+            config = config.with_client_name(name.clone());
+        }
+        config
+    }
 }
 
 impl ToolsetSpec {
@@ -175,6 +210,12 @@ impl ToolsetSpec {
                 if m.name.is_empty() || m.name.contains('.') {
                     return Err(format!(
                         "MCP toolset name `{}` must be non-empty and without dots",
+                        m.name
+                    ));
+                }
+                if m.oauth.is_some() && m.url.is_none() {
+                    return Err(format!(
+                        "MCP toolset `{}`: `oauth` needs a streamable HTTP `url`",
                         m.name
                     ));
                 }
@@ -243,6 +284,79 @@ impl McpSpec {
         if let Some(ms) = self.call_timeout_ms {
             config.call_timeout = Duration::from_millis(ms);
         }
+        config.oauth = self.oauth.as_ref().map(McpOAuthSpec::config);
         Ok(config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Deserialize)]
+    struct File {
+        toolsets: Vec<ToolsetSpec>,
+    }
+
+    fn parse(text: &str) -> ToolsetSpec {
+        let mut file: File = toml::from_str(text).unwrap();
+        file.toolsets.remove(0)
+    }
+
+    #[test]
+    fn an_http_toolset_takes_an_oauth_table() {
+        let spec = parse(
+            r#"
+            [[toolsets]]
+            type = "mcp"
+            name = "remote"
+            url = "https://mcp.example.com/mcp"
+            [toolsets.oauth]
+            token_dir = "/tmp/tokens"
+            redirect_port = 8765
+            client_name = "my agent"
+            scopes = ["read", "write"]
+            "#,
+        );
+        spec.check().unwrap();
+        let ToolsetSpec::Table(ToolsetTable::Mcp(m)) = &spec else {
+            panic!("an MCP table: {spec:?}");
+        };
+        let oauth = m.config().unwrap().oauth.unwrap();
+        assert_eq!(oauth.token_dir, Some(PathBuf::from("/tmp/tokens")));
+        assert_eq!(oauth.redirect_port, 8765);
+        assert_eq!(oauth.client_name, "my agent");
+        assert_eq!(oauth.scopes, ["read", "write"]);
+    }
+
+    #[test]
+    fn an_empty_oauth_table_takes_the_defaults_and_none_means_no_oauth() {
+        let with = parse(
+            "[[toolsets]]\ntype = \"mcp\"\nname = \"r\"\nurl = \"http://127.0.0.1:9/mcp\"\noauth = {}\n",
+        );
+        let ToolsetSpec::Table(ToolsetTable::Mcp(m)) = &with else {
+            panic!("an MCP table: {with:?}");
+        };
+        let oauth = m.config().unwrap().oauth.unwrap();
+        assert_eq!(oauth.redirect_port, 0);
+        assert_eq!(oauth.client_name, "weft");
+        let without =
+            parse("[[toolsets]]\ntype = \"mcp\"\nname = \"r\"\nurl = \"http://127.0.0.1:9/mcp\"\n");
+        let ToolsetSpec::Table(ToolsetTable::Mcp(m)) = &without else {
+            panic!("an MCP table: {without:?}");
+        };
+        assert!(m.config().unwrap().oauth.is_none());
+    }
+
+    #[test]
+    fn oauth_needs_an_http_server_and_known_keys() {
+        let stdio =
+            parse("[[toolsets]]\ntype = \"mcp\"\nname = \"s\"\ncommand = \"srv\"\noauth = {}\n");
+        let err = stdio.check().unwrap_err();
+        assert!(err.contains("`oauth` needs"), "{err}");
+        let unknown: Result<File, _> = toml::from_str(
+            "[[toolsets]]\ntype = \"mcp\"\nname = \"r\"\nurl = \"http://h/mcp\"\noauth = { port = 1 }\n",
+        );
+        assert!(unknown.is_err());
     }
 }

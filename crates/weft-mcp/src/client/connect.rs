@@ -14,12 +14,19 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use super::handler::Handler;
 use crate::config::{McpConfig, Transport};
 use crate::error::McpError;
+use crate::oauth::BearerClient;
+use crate::tls::install_crypto_provider;
 
 /// A live MCP client session.
 pub(crate) type Session = RunningService<RoleClient, Handler>;
 
-/// Connects to the server `config` names and completes `initialize`.
-pub(crate) async fn connect(config: &McpConfig, handler: Handler) -> Result<Session, McpError> {
+/// Connects to the server `config` names and completes `initialize`; an
+/// HTTP server's requests go through `oauth` when given.
+pub(crate) async fn connect(
+    config: &McpConfig,
+    handler: Handler,
+    oauth: Option<&BearerClient>,
+) -> Result<Session, McpError> {
     let server = config.transport.describe();
     let connect_error = |message: String| McpError::Connect {
         toolset: config.name.clone(),
@@ -73,20 +80,18 @@ pub(crate) async fn connect(config: &McpConfig, handler: Handler) -> Result<Sess
                     .map_err(|_| connect_error(format!("header `{name}`: invalid value")))?;
                 http.custom_headers.insert(name, value);
             }
-            let transport = StreamableHttpClientTransport::from_config(http);
-            handler
-                .serve(transport)
-                .await
-                .map_err(|e| connect_error(e.to_string()))
+            let served = match oauth {
+                Some(client) => {
+                    let transport =
+                        StreamableHttpClientTransport::with_client(client.clone(), http);
+                    handler.serve(transport).await
+                }
+                None => {
+                    let transport = StreamableHttpClientTransport::from_config(http);
+                    handler.serve(transport).await
+                }
+            };
+            served.map_err(|e| connect_error(e.to_string()))
         }
     }
-}
-
-/// HTTPS needs a process-wide rustls crypto provider; weft uses ring.
-pub fn install_crypto_provider() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        // Another part of the process may have installed one already; that one is kept.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
 }

@@ -7,10 +7,12 @@
 //! listing asks again. A connection that died (a crashed child process, a
 //! restarted remote server) is reopened by the next use, after the restart
 //! backoff, and its tools are listed again. Each call runs under the call
-//! timeout; a call that times out is cancelled on the server.
+//! timeout; a call that times out is cancelled on the server. An HTTP server
+//! with an `oauth` section is authorized on its 401 (see [`crate::oauth`]).
 
 mod connect;
 mod handler;
+mod oauth;
 
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
@@ -22,16 +24,17 @@ use rmcp::model::CallToolRequestParams;
 use rmcp::service::ServiceError;
 use weft_core::tool::{ToolError, ToolRequest, ToolSpec};
 use weft_tools::{
-    Lifecycle, PublicDescription, ToolFailure, ToolListChanges, ToolListNotifier, ToolReply,
-    ToolSet,
+    Lifecycle, OAuthTokenSource, PublicDescription, ToolFailure, ToolListChanges, ToolListNotifier,
+    ToolReply, ToolSet,
 };
 
-pub use self::connect::install_crypto_provider;
 use self::connect::{Session, connect};
 use self::handler::Handler;
+use self::oauth::{OAuthLink, link, oauth_error};
 use crate::config::McpConfig;
 use crate::convert::{call_result, tool_spec};
 use crate::error::McpError;
+pub use crate::tls::install_crypto_provider;
 
 /// An MCP server's tools as a toolset.
 pub struct McpToolSet {
@@ -40,6 +43,8 @@ pub struct McpToolSet {
     gate: tokio::sync::Mutex<Restarts>,
     live: Mutex<Option<Arc<Live>>>,
     notifier: Arc<ToolListNotifier>,
+    /// The OAuth session and client of an HTTP server with an `oauth` section.
+    oauth: Result<Option<OAuthLink>, McpError>,
 }
 
 /// One open connection and the tools listed on it.
@@ -60,6 +65,7 @@ impl McpToolSet {
     /// A toolset for the server `config` describes; nothing happens until it starts.
     pub fn new(config: McpConfig) -> Self {
         Self {
+            oauth: link(&config),
             config,
             gate: tokio::sync::Mutex::new(Restarts::default()),
             live: Mutex::new(None),
@@ -72,6 +78,14 @@ impl McpToolSet {
         &self.config
     }
 
+    /// The OAuth link, if any; a config whose OAuth could not be set up fails every use.
+    fn oauth_link(&self) -> Result<Option<&OAuthLink>, McpError> {
+        self.oauth
+            .as_ref()
+            .map(Option::as_ref)
+            .map_err(Clone::clone)
+    }
+
     fn current(&self) -> Option<Arc<Live>> {
         let guard = self.live.lock().unwrap_or_else(PoisonError::into_inner);
         guard.clone().filter(|l| !l.session.is_closed())
@@ -79,6 +93,12 @@ impl McpToolSet {
 
     /// The open connection, opening one (after the backoff) when there is none.
     async fn ensure(&self) -> Result<Arc<Live>, McpError> {
+        if let Some(link) = self.oauth_link()? {
+            link.session
+                .prepare()
+                .await
+                .map_err(|e| oauth_error(&self.config, e))?;
+        }
         if let Some(live) = self.current() {
             return Ok(live);
         }
@@ -122,11 +142,35 @@ impl McpToolSet {
         }
     }
 
-    /// Connects and lists the tools, all under the start timeout.
+    /// Connects and lists the tools; when the server asks for OAuth
+    /// authorization (401), authorizes (on its own timeouts) and connects again.
     async fn open(&self) -> Result<Arc<Live>, McpError> {
+        let link = self.oauth_link()?;
+        let Some(link) = link else {
+            return self.open_once(None).await;
+        };
+        link.client.take_challenge();
+        match self.open_once(Some(link)).await {
+            Err(e) => match link.client.take_challenge() {
+                Some(challenge) => {
+                    link.session
+                        .authorize(Some(&challenge))
+                        .await
+                        .map_err(|e| oauth_error(&self.config, e))?;
+                    self.open_once(Some(link)).await
+                }
+                None => Err(e),
+            },
+            live => live,
+        }
+    }
+
+    /// Connects and lists the tools, all under the start timeout.
+    async fn open_once(&self, oauth: Option<&OAuthLink>) -> Result<Arc<Live>, McpError> {
         let handler = Handler::new(self.notifier.clone());
         let attempt = async {
-            let session = connect(&self.config, handler.clone()).await?;
+            let client = oauth.map(|l| &l.client);
+            let session = connect(&self.config, handler.clone(), client).await?;
             let specs = self.list(&session).await?;
             Ok::<_, McpError>(Arc::new(Live {
                 session,
@@ -308,6 +352,13 @@ impl ToolSet for McpToolSet {
 
     fn public_description(&self) -> Option<&dyn PublicDescription> {
         Some(self)
+    }
+
+    fn oauth(&self) -> Option<&dyn OAuthTokenSource> {
+        match &self.oauth {
+            Ok(Some(link)) => Some(&*link.session),
+            _ => None,
+        }
     }
 }
 
