@@ -51,6 +51,7 @@ impl RunTask {
                 parent_tool_call_id: call.parent_tool_call_id.clone(),
                 labels: (*self.labels).clone(),
                 output: self.output_sink(call.id.clone()),
+                elicit: Default::default(),
             };
             running.push(self.tools.execute(call, request, limits));
         }
