@@ -7,9 +7,11 @@
 //! listing asks again. A connection that died (a crashed child process, a
 //! restarted remote server) is reopened by the next use, after the restart
 //! backoff, and its tools are listed again. Each call runs under the call
-//! timeout; a call that times out is cancelled on the server.
+//! timeout; a call that times out is cancelled on the server. A server's
+//! elicitation during a call goes to the call's elicitor ([`elicit`]).
 
 mod connect;
+mod elicit;
 mod handler;
 
 use std::collections::HashSet;
@@ -22,12 +24,13 @@ use rmcp::model::CallToolRequestParams;
 use rmcp::service::ServiceError;
 use weft_core::tool::{ToolError, ToolRequest, ToolSpec};
 use weft_tools::{
-    Lifecycle, PublicDescription, ToolFailure, ToolListChanges, ToolListNotifier, ToolReply,
-    ToolSet,
+    ElicitationHandler, ElicitationSupport, Lifecycle, PublicDescription, ToolFailure,
+    ToolListChanges, ToolListNotifier, ToolReply, ToolSet,
 };
 
 pub use self::connect::install_crypto_provider;
 use self::connect::{Session, connect};
+use self::elicit::Fallback;
 use self::handler::Handler;
 use crate::config::McpConfig;
 use crate::convert::{call_result, tool_spec};
@@ -40,6 +43,8 @@ pub struct McpToolSet {
     gate: tokio::sync::Mutex<Restarts>,
     live: Mutex<Option<Arc<Live>>>,
     notifier: Arc<ToolListNotifier>,
+    /// Answers elicitations that come with no call able to take them.
+    fallback: Fallback,
 }
 
 /// One open connection and the tools listed on it.
@@ -64,6 +69,7 @@ impl McpToolSet {
             gate: tokio::sync::Mutex::new(Restarts::default()),
             live: Mutex::new(None),
             notifier: Arc::new(ToolListNotifier::new()),
+            fallback: Fallback::default(),
         }
     }
 
@@ -124,7 +130,7 @@ impl McpToolSet {
 
     /// Connects and lists the tools, all under the start timeout.
     async fn open(&self) -> Result<Arc<Live>, McpError> {
-        let handler = Handler::new(self.notifier.clone());
+        let handler = Handler::new(self.notifier.clone(), self.fallback.clone());
         let attempt = async {
             let session = connect(&self.config, handler.clone()).await?;
             let specs = self.list(&session).await?;
@@ -275,6 +281,9 @@ impl ToolSet for McpToolSet {
             }
         }
         let timeout = self.config.call_timeout;
+        // The server may elicit while the call runs; a question waits at
+        // most as long as the call may take.
+        let _in_flight = live.handler.calls.enter(request.elicit.clone());
         let result = match tokio::time::timeout(timeout, live.session.call_tool(params)).await {
             Err(_) => Err(McpError::CallTimeout {
                 toolset: self.config.name.clone(),
@@ -308,6 +317,16 @@ impl ToolSet for McpToolSet {
 
     fn public_description(&self) -> Option<&dyn PublicDescription> {
         Some(self)
+    }
+
+    fn elicitation(&self) -> Option<&dyn ElicitationSupport> {
+        Some(self)
+    }
+}
+
+impl ElicitationSupport for McpToolSet {
+    fn set_elicitation_handler(&self, handler: Option<Arc<dyn ElicitationHandler>>) {
+        *self.fallback.lock().unwrap_or_else(PoisonError::into_inner) = handler;
     }
 }
 
