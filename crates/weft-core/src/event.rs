@@ -119,6 +119,12 @@ pub enum EventKind {
         /// The answer.
         answer: AwaitAnswer,
     },
+    /// A pending await item was withdrawn unanswered: the running call
+    /// that asked it (an elicitation) ended, or the run did.
+    AwaitWithdrawn {
+        /// The item.
+        item_id: AwaitItemId,
+    },
     /// Tokens used.
     Usage {
         /// The usage.

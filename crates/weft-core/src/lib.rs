@@ -14,7 +14,9 @@
 //! - [`message`]: conversation messages and their parts.
 //! - [`tool`]: tool specs, requests, outputs, errors and retry hints.
 //! - [`tool_output`]: the sink a running tool publishes live output to.
-//! - [`awaiting`]: await barriers (clarifications, questions, external tools).
+//! - [`awaiting`]: await barriers (clarifications, questions, external tools,
+//!   confirmations, elicitations).
+//! - [`elicitation`]: a running tool's questions to the human and the [`elicitation::Elicitor`] it asks through.
 //! - [`planner`]: the planner trait, its inputs and its decisions.
 //! - [`model`]: the model client trait, stream chunks and the stream assembler.
 //! - [`event`]: run events.
@@ -22,6 +24,7 @@
 //! - [`store`]: the run store trait that durable stores implement.
 
 pub mod awaiting;
+pub mod elicitation;
 pub mod event;
 pub mod ids;
 pub mod message;

@@ -24,6 +24,10 @@ pub enum RuntimeError {
         /// Its status.
         status: &'static str,
     },
+    /// The run is driven by another process (or waits to be recovered after
+    /// a crash): only its driver can hand an answer to a running tool.
+    #[error("run `{0}` is driven by another process: answer its running tools' questions there")]
+    DrivenElsewhere(RunId),
     /// The run is not paused.
     #[error("run `{0}` is not paused")]
     NotPaused(RunId),

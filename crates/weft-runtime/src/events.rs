@@ -25,6 +25,7 @@ use weft_core::tool::Labels;
 
 use crate::clock::Clock;
 use crate::error::RuntimeError;
+use crate::inbox::Inbox;
 
 const CHANNEL_CAPACITY: usize = 1024;
 
@@ -47,6 +48,9 @@ pub(crate) struct RunShared {
     /// recover) with a driver's final commit and release of the run, so a
     /// control call sees the run either still driven or already stored.
     pub(crate) control: Arc<tokio::sync::Mutex<()>>,
+    /// Open while the driver executes a batch: elicitations of running
+    /// tools and answers to them go through it.
+    pub(crate) inbox: Inbox,
 }
 
 #[derive(Default)]
@@ -72,6 +76,7 @@ impl RunShared {
             finished: OnceLock::new(),
             done: Notify::new(),
             control: Arc::new(tokio::sync::Mutex::new(())),
+            inbox: Inbox::default(),
         }
     }
 

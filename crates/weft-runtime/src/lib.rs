@@ -20,6 +20,7 @@ mod context;
 mod driver;
 mod error;
 mod events;
+mod inbox;
 mod memory;
 mod runtime;
 mod scripted;

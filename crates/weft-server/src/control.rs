@@ -23,7 +23,8 @@ use crate::dto::{AnswerAccepted, CancelRun, ProvideAnswer, RunView};
 use crate::error::{ApiError, Problem};
 use crate::json::{JsonBody, OptionalJsonBody};
 
-/// Answers one item of a run's await; the run continues once every item is answered.
+/// Answers one item of a run's await; the run continues once every item is
+/// answered. An elicitation (a running tool's question) is handed to the tool.
 #[utoipa::path(
     post, path = "/v1/runs/{run_id}/answers", tag = "runs",
     params(("run_id" = String, Path, description = "The run")),
@@ -33,7 +34,7 @@ use crate::json::{JsonBody, OptionalJsonBody};
         (status = 400, description = "Unknown item, or an answer that does not fit it; the run stays paused", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such run for this tenant", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "The item is already answered, or the run awaits nothing", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The item is already answered, the run awaits nothing, or a running tool's question of a run driven by another process", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]

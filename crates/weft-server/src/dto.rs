@@ -139,7 +139,9 @@ pub struct StartRun {
 /// The items a run awaits and the answers given so far.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct AwaitView {
-    /// The items (`kind`: clarification, questions, external_tools, confirmation).
+    /// The items (`kind`: clarification, questions, external_tools,
+    /// confirmation, elicitation). Elicitations are questions of running
+    /// tools: the run stays `running` while they wait.
     #[schema(value_type = Vec<Object>)]
     pub items: Vec<AwaitItem>,
     /// The answer of each item so far, by position (`null` when unanswered).
@@ -205,7 +207,17 @@ impl RunView {
             view.paused = machine.is_paused();
             view.outcome = machine.outcome().cloned();
             view.event_seq = Some(machine.event_seq());
-            if machine.phase_name() == PhaseName::Awaiting {
+            if !machine.elicitations().is_empty() {
+                view.awaiting = Some(AwaitView {
+                    items: machine
+                        .elicitations()
+                        .iter()
+                        .cloned()
+                        .map(AwaitItem::Elicitation)
+                        .collect(),
+                    answers: vec![None; machine.elicitations().len()],
+                });
+            } else if machine.phase_name() == PhaseName::Awaiting {
                 // `next_step` applies the time budget, which never changes an
                 // awaiting machine; it runs on a clone all the same.
                 let mut probe = machine.clone();
@@ -237,8 +249,10 @@ pub struct ProvideAnswer {
     pub item_id: String,
     /// The answer, tagged by `kind`: `{"kind": "clarification", "text": ...}`,
     /// `{"kind": "questions", "answers": {"q": ["option"]}}`,
-    /// `{"kind": "external_tools", "results": [...]}` or
-    /// `{"kind": "confirmation", "approved": true, "reason": ...}`.
+    /// `{"kind": "external_tools", "results": [...]}`,
+    /// `{"kind": "confirmation", "approved": true, "reason": ...}` or
+    /// `{"kind": "elicitation", "action": "accept" | "decline" | "cancel",
+    /// "content": {...}}` (`content`, the form's fields, only to accept a form).
     #[schema(value_type = Object)]
     pub answer: AwaitAnswer,
 }

@@ -182,6 +182,7 @@ impl From<RuntimeError> for ApiError {
             RuntimeError::UnknownAgent(_) => ApiError::field("agent", e.to_string()),
             RuntimeError::RunNotFound(_) => ApiError::NotFound(e.to_string()),
             RuntimeError::NotAwaiting { .. }
+            | RuntimeError::DrivenElsewhere(_)
             | RuntimeError::NotPaused(_)
             | RuntimeError::Finished(_) => ApiError::Conflict(e.to_string()),
             RuntimeError::Protocol(p) => p.into(),
@@ -210,10 +211,14 @@ impl From<RunError> for ApiError {
                 let code = serde_json::to_value(&error)
                     .ok()
                     .and_then(|v| v.get("error").and_then(|c| c.as_str()).map(str::to_owned));
+                let field = match error.field() {
+                    Some(f) => format!("answer.content.{f}"),
+                    None => "answer".to_owned(),
+                };
                 ApiError::BadRequest {
                     detail: message,
                     errors: vec![FieldError {
-                        field: "answer".to_owned(),
+                        field,
                         message: error.to_string(),
                         code,
                     }],

@@ -60,6 +60,7 @@ mod access;
 pub mod auth;
 mod control;
 pub mod dto;
+mod elicit_schema;
 pub mod error;
 mod events;
 pub mod json;

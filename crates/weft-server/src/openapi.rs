@@ -8,6 +8,9 @@ use crate::dto::{
     AnswerAccepted, AwaitView, CancelRun, CreateSession, EndedSession, Health, PhaseSchema,
     ProvideAnswer, RunList, RunStatusSchema, RunView, SessionList, SessionView, StartRun,
 };
+use crate::elicit_schema::{
+    ElicitationActionSchema, ElicitationAnswerSchema, ElicitationItemSchema, ElicitationModeSchema,
+};
 use crate::error::{FieldError, Problem};
 use crate::{control, events, runs, sessions};
 
@@ -32,7 +35,8 @@ use crate::{control, events, runs, sessions};
     components(schemas(
         AnswerAccepted, AwaitView, CancelRun, CreateSession, EndedSession, FieldError, Health,
         PhaseSchema, Problem, ProvideAnswer, RunList, RunStatusSchema, RunView, SessionList,
-        SessionView, StartRun,
+        SessionView, StartRun, ElicitationItemSchema, ElicitationModeSchema,
+        ElicitationAnswerSchema, ElicitationActionSchema,
     )),
     modifiers(&BearerAuth),
     tags(

@@ -188,6 +188,7 @@ mod tests {
             parent_tool_call_id: None,
             labels: Default::default(),
             output: Default::default(),
+            elicit: Default::default(),
         }
     }
 

@@ -74,6 +74,7 @@ fn request() -> ToolRequest {
         parent_tool_call_id: None,
         labels: Default::default(),
         output: Default::default(),
+        elicit: Default::default(),
     }
 }
 

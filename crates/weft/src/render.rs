@@ -172,6 +172,7 @@ impl<W: Write> Renderer<W> {
             | EventKind::ToolCallArgsDelta { .. }
             | EventKind::ToolOutputDelta { .. }
             | EventKind::AwaitSatisfied { .. }
+            | EventKind::AwaitWithdrawn { .. }
             | EventKind::Usage { .. } => {}
         }
         Ok(())

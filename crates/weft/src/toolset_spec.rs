@@ -52,7 +52,7 @@ pub enum ToolsetTable {
         name: String,
     },
     /// An MCP server.
-    Mcp(McpSpec),
+    Mcp(Box<McpSpec>),
     /// A toolset served by providers through the Redis Streams registry.
     Registry(RegistrySpec),
 }

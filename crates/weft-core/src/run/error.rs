@@ -52,6 +52,15 @@ pub enum RunError {
     /// A planner asked for a confirmation; only the policy creates those.
     #[error("confirmation items are created by the policy, not by planners")]
     ConfirmationFromPlanner,
+    /// A planner asked for an elicitation; only running tools ask those.
+    #[error("elicitation items are asked by running tools, not by planners")]
+    ElicitationFromPlanner,
+    /// A run has as many elicitations pending as it may.
+    #[error("the run already has {max} elicitations pending")]
+    TooManyElicitations {
+        /// The bound.
+        max: usize,
+    },
     /// An answer names an item the await does not hold.
     #[error("await item `{0}` is unknown")]
     UnknownAwaitItem(AwaitItemId),

@@ -12,14 +12,14 @@
 //!   time budget, so it takes `&mut self`, but asking twice without new input
 //!   returns the same step: that is what makes recovering after a crash work;
 //! - **inputs** (`plan_result`, `resolve`, `tool_result`, `tool_results`,
-//!   `answer`, `cancel`, `fail`) move the machine forward; an input in the
+//!   `elicit`, `answer`, `cancel`, `fail`) move the machine forward; an input in the
 //!   wrong phase, or one that breaks the protocol, is a typed [`RunError`]
 //!   and changes nothing;
 //! - **`poll_timeout()`** gives the next deadline at which `next_step` must be
 //!   called even if no input arrives;
 //! - **`poll_event()`** (and `drain_events()`) hands over the events the
-//!   transitions produced — run started, tool finished, await requested and
-//!   satisfied, paused, continued, termination, run finished with its outcome —
+//!   transitions produced — run started, tool finished, await requested,
+//!   satisfied and withdrawn, paused, continued, termination, run finished with its outcome —
 //!   in order. The driver records exactly these, adding only what it saw
 //!   itself (tool starts, streamed text, usage); it never infers an event
 //!   from the machine's state.
@@ -41,13 +41,15 @@ mod step;
 mod transcript;
 
 #[cfg(test)]
+mod elicit_tests;
+#[cfg(test)]
 mod proptests;
 #[cfg(test)]
 mod tests;
 
 pub use catalog::{InvalidReason, InvalidToolCallContext, PlanOutcome, Resolution, ToolCatalog};
 pub use error::RunError;
-pub use machine::{AwaitProgress, FORMAT_VERSION, RunConfig, RunMachine};
+pub use machine::{AwaitProgress, FORMAT_VERSION, MAX_PENDING_ELICITATIONS, RunConfig, RunMachine};
 pub use policy::Policy;
 pub use projection::RunProjection;
 pub use render::render_tool_output;

@@ -22,7 +22,8 @@ pub struct RunProjection {
     pub session_id: Option<SessionId>,
     /// Every tool output recorded, in the order the events announced them.
     pub outputs: Vec<Arc<ToolOutput>>,
-    /// The items of the open await, if the run awaits answers.
+    /// The items of the open await, if the run awaits answers, or the
+    /// pending elicitations of running calls.
     pub awaiting: Vec<AwaitItem>,
     /// The items of the open await answered so far.
     pub answered: Vec<AwaitItemId>,
@@ -59,11 +60,25 @@ impl RunProjection {
                 self.session_id = Some(session_id.clone());
             }
             EventKind::ToolFinished { output } => self.outputs.push(output.clone()),
+            // A running call's question joins the others; the run goes on
+            // executing (no pause follows).
+            EventKind::AwaitRequested { items } if items.iter().all(is_elicitation) => {
+                self.awaiting.extend(items.iter().cloned());
+            }
             EventKind::AwaitRequested { items } => {
                 self.awaiting = items.clone();
                 self.answered.clear();
                 self.await_pause_due = true;
             }
+            EventKind::AwaitSatisfied { item_id, .. } | EventKind::AwaitWithdrawn { item_id }
+                if self
+                    .awaiting
+                    .iter()
+                    .any(|i| i.id() == item_id && is_elicitation(i)) =>
+            {
+                self.awaiting.retain(|i| i.id() != item_id);
+            }
+            EventKind::AwaitWithdrawn { .. } => {}
             EventKind::AwaitSatisfied { item_id, .. } => {
                 self.answered.push(item_id.clone());
                 if self.awaiting.iter().all(|i| self.answered.contains(i.id())) {
@@ -93,4 +108,8 @@ impl RunProjection {
             | EventKind::Usage { .. } => {}
         }
     }
+}
+
+fn is_elicitation(item: &AwaitItem) -> bool {
+    matches!(item, AwaitItem::Elicitation(_))
 }

@@ -11,6 +11,7 @@ use serde_json::json;
 use super::tests::TestCatalog;
 use super::*;
 use crate::awaiting::{AwaitAnswer, AwaitItem, Clarification};
+use crate::elicitation::{ElicitationAction, ElicitationRequest};
 use crate::event::EventKind;
 use crate::ids::{AwaitItemId, ToolCallId};
 use crate::message::Message;
@@ -42,6 +43,11 @@ struct Observed {
     answered: BTreeMap<ToolCallId, u32>,
     max_batch: usize,
     log: Vec<String>,
+}
+
+/// A driver-side check (the driver returns `bool`, not a test result).
+fn prop_assert_ok(ok: bool, what: &str) {
+    assert!(ok, "{what}");
 }
 
 /// Drives one step; returns false when the run has finished.
@@ -141,6 +147,41 @@ fn drive_one(
                 // Each call is executed once, when first seen; a recovering driver
                 // sees only calls still without a result.
                 obs.executed.insert(call.id.clone());
+            }
+            // Running calls sometimes ask the human, and some questions are
+            // answered (badly first) before results land.
+            for call in &pending {
+                if c.next(4) == 0 {
+                    let request = ElicitationRequest::form(
+                        "name?",
+                        json!({"type": "object", "properties": {"name": {"type": "string"}},
+                               "required": ["name"]}),
+                    );
+                    let asked = m.elicit(&call.id, request, at);
+                    let bounded = matches!(asked, Err(RunError::TooManyElicitations { .. }));
+                    prop_assert_ok(asked.is_ok() || bounded, "elicit refused");
+                }
+            }
+            let asked: Vec<AwaitItemId> = m.elicitations().iter().map(|e| e.id.clone()).collect();
+            for id in asked {
+                if c.next(2) == 0 {
+                    continue;
+                }
+                let before = m.clone();
+                let bad = AwaitAnswer::Elicitation {
+                    action: ElicitationAction::Accept,
+                    content: Some(json!({})),
+                };
+                assert!(m.answer(&id, bad, at).is_err());
+                assert_eq!(&before, m);
+                let action = match c.next(3) {
+                    0 => ElicitationAction::Decline,
+                    1 => ElicitationAction::Cancel,
+                    _ => ElicitationAction::Accept,
+                };
+                let content = (action == ElicitationAction::Accept).then(|| json!({"name": "Ada"}));
+                m.answer(&id, AwaitAnswer::Elicitation { action, content }, at)
+                    .unwrap();
             }
             // Answer a random non-empty prefix, in reverse order.
             let k = 1 + c.next(u32::try_from(pending.len()).unwrap_or(1)) as usize;
@@ -245,6 +286,11 @@ fn check_projection(m: &RunMachine, log: &[EventKind]) -> Result<(), TestCaseErr
             .collect(),
         _ => Vec::new(),
     };
+    // Pending questions of running calls are open items too.
+    let awaiting: Vec<AwaitItemId> = awaiting
+        .into_iter()
+        .chain(m.elicitations().iter().map(|e| e.id.clone()))
+        .collect();
     let open: Vec<AwaitItemId> = p
         .awaiting
         .iter()

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use crate::elicitation::Elicitor;
 use crate::ids::{RunId, SessionId, ToolCallId, TurnId};
 use crate::message::Part;
 pub use crate::tool_output::OutputSink;
@@ -144,6 +145,9 @@ pub struct ToolRequest {
     /// Where the tool may publish live output while it runs; never serialized.
     #[serde(skip)]
     pub output: OutputSink,
+    /// Where the tool may ask the human for input while it runs; never serialized.
+    #[serde(skip)]
+    pub elicit: Elicitor,
 }
 
 /// The outcome of one tool call, as recorded in the run and shown to planners.

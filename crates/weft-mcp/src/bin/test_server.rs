@@ -10,16 +10,19 @@
 //! content), `fail` (isError), `big` (a long text), `sleep`, `crash` (the
 //! process exits mid-call), `add_tool` (adds `extra` and sends
 //! `tools/list_changed`), `extra` (once added), `delete` (annotated
-//! destructive) and `read` (annotated read-only, with a title).
+//! destructive), `read` (annotated read-only, with a title), `ask_name`
+//! (elicits a form `{name: string}`; says "hello <name>", "declined" or
+//! "cancelled") and `open_url` (elicits a URL; says "accepted", "declined"
+//! or "cancelled").
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, JsonObject,
-    ListToolsResult, PaginatedRequestParams, Resource, ResourceContents, ServerCapabilities,
-    ServerConfig, Tool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams,
+    ElicitationAction, ElicitationSchema, JsonObject, ListToolsResult, PaginatedRequestParams,
+    Resource, ResourceContents, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler};
@@ -74,6 +77,8 @@ impl TestServer {
                 None,
                 Some(false),
             )),
+            Tool::new("ask_name", "Asks the user's name and greets them", none()),
+            Tool::new("open_url", "Asks the user to visit a page", none()),
         ];
         if self.extra.load(Ordering::Acquire) {
             tools.push(Tool::new("extra", "Added at run time", none()));
@@ -142,6 +147,34 @@ impl TestServer {
             "extra" if self.extra.load(Ordering::Acquire) => {
                 CallToolResult::success(vec![ContentBlock::text("extra")])
             }
+            "ask_name" => {
+                let schema = ElicitationSchema::builder()
+                    .required_string("name")
+                    .build()
+                    .map_err(|e| ErrorData::internal_error(e, None))?;
+                let params = ElicitRequestParams::FormElicitationParams {
+                    meta: None,
+                    message: "What is your name?".into(),
+                    requested_schema: schema,
+                };
+                elicited(&context, params, |content| {
+                    let name = content
+                        .and_then(|c| c.get("name"))
+                        .and_then(Value::as_str)
+                        .unwrap_or_default();
+                    format!("hello {name}")
+                })
+                .await
+            }
+            "open_url" => {
+                let params = ElicitRequestParams::UrlElicitationParams {
+                    meta: None,
+                    message: "Please approve at the page".into(),
+                    url: "https://example.test/consent".into(),
+                    elicitation_id: "consent-1".into(),
+                };
+                elicited(&context, params, |_| "accepted".to_owned()).await
+            }
             "delete" => CallToolResult::success(vec![ContentBlock::text("deleted")]),
             "read" => CallToolResult::success(vec![ContentBlock::text("read")]),
             other => {
@@ -151,6 +184,28 @@ impl TestServer {
                 ));
             }
         })
+    }
+}
+
+/// Elicits `params` and says what came back (`accepted` names the content).
+async fn elicited(
+    context: &RequestContext<RoleServer>,
+    params: ElicitRequestParams,
+    accepted: impl FnOnce(Option<&Value>) -> String,
+) -> CallToolResult {
+    match context.peer.create_elicitation(params).await {
+        Ok(result) => {
+            let text = match result.action {
+                ElicitationAction::Accept => accepted(result.content.as_ref()),
+                ElicitationAction::Decline => "declined".to_owned(),
+                ElicitationAction::Cancel => "cancelled".to_owned(),
+                _ => "unknown action".to_owned(),
+            };
+            CallToolResult::success(vec![ContentBlock::text(text)])
+        }
+        Err(e) => {
+            CallToolResult::error(vec![ContentBlock::text(format!("elicitation failed: {e}"))])
+        }
     }
 }
 

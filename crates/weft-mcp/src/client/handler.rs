@@ -1,15 +1,20 @@
 //! The client side of one MCP connection: what weft tells a server about
 //! itself, and what it does with the server's notifications and requests
-//! (tool-list changes mark the cached list stale).
+//! (tool-list changes mark the cached list stale; elicitations go to a call
+//! in flight, see [`super::elicit`]).
 
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use rmcp::ClientHandler;
-use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
-use rmcp::service::{NotificationContext, RoleClient};
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, Implementation,
+};
+use rmcp::service::{NotificationContext, RequestContext, RoleClient};
+use rmcp::{ClientHandler, ErrorData};
 use weft_tools::ToolListNotifier;
+
+use super::elicit::{self, Fallback, InFlight};
 
 /// Handles one connection's server-to-client traffic.
 #[derive(Clone)]
@@ -18,13 +23,19 @@ pub(crate) struct Handler {
     pub(crate) stale: Arc<AtomicBool>,
     /// Tells the toolset's subscribers.
     pub(crate) notifier: Arc<ToolListNotifier>,
+    /// The calls in flight on this connection, for elicitations.
+    pub(crate) calls: Arc<InFlight>,
+    /// The toolset's handler for elicitations no call can take.
+    fallback: Fallback,
 }
 
 impl Handler {
-    pub(crate) fn new(notifier: Arc<ToolListNotifier>) -> Self {
+    pub(crate) fn new(notifier: Arc<ToolListNotifier>, fallback: Fallback) -> Self {
         Self {
             stale: Arc::new(AtomicBool::new(false)),
             notifier,
+            calls: Arc::default(),
+            fallback,
         }
     }
 }
@@ -39,9 +50,19 @@ impl ClientHandler for Handler {
         std::future::ready(())
     }
 
+    fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> impl Future<Output = Result<ElicitResult, ErrorData>> + Send + '_ {
+        elicit::answer(&self.calls, &self.fallback, request)
+    }
+
     fn get_info(&self) -> ClientConfig {
+        let mut capabilities = ClientCapabilities::default();
+        capabilities.elicitation = Some(elicit::capability());
         ClientConfig::new(
-            ClientCapabilities::default(),
+            capabilities,
             Implementation::new("weft", env!("CARGO_PKG_VERSION")),
         )
     }

@@ -9,8 +9,12 @@
 //! backoff, and its tools are listed again. Each call runs under the call
 //! timeout; a call that times out is cancelled on the server. An HTTP server
 //! with an `oauth` section is authorized on its 401 (see [`crate::oauth`]).
+//! A server's elicitation during a call goes to the call's elicitor
+//! ([`elicit`]).
 
+mod capabilities;
 mod connect;
+mod elicit;
 mod handler;
 mod oauth;
 
@@ -24,11 +28,12 @@ use rmcp::model::CallToolRequestParams;
 use rmcp::service::ServiceError;
 use weft_core::tool::{ToolError, ToolRequest, ToolSpec};
 use weft_tools::{
-    Lifecycle, OAuthTokenSource, PublicDescription, ToolFailure, ToolListChanges, ToolListNotifier,
-    ToolReply, ToolSet,
+    ElicitationSupport, Lifecycle, OAuthTokenSource, PublicDescription, ToolFailure,
+    ToolListChanges, ToolListNotifier, ToolReply, ToolSet,
 };
 
 use self::connect::{Session, connect};
+use self::elicit::Fallback;
 use self::handler::Handler;
 use self::oauth::{OAuthLink, link, oauth_error};
 use crate::config::McpConfig;
@@ -45,6 +50,8 @@ pub struct McpToolSet {
     notifier: Arc<ToolListNotifier>,
     /// The OAuth session and client of an HTTP server with an `oauth` section.
     oauth: Result<Option<OAuthLink>, McpError>,
+    /// Answers elicitations that come with no call able to take them.
+    fallback: Fallback,
 }
 
 /// One open connection and the tools listed on it.
@@ -70,6 +77,7 @@ impl McpToolSet {
             gate: tokio::sync::Mutex::new(Restarts::default()),
             live: Mutex::new(None),
             notifier: Arc::new(ToolListNotifier::new()),
+            fallback: Fallback::default(),
         }
     }
 
@@ -167,7 +175,7 @@ impl McpToolSet {
 
     /// Connects and lists the tools, all under the start timeout.
     async fn open_once(&self, oauth: Option<&OAuthLink>) -> Result<Arc<Live>, McpError> {
-        let handler = Handler::new(self.notifier.clone());
+        let handler = Handler::new(self.notifier.clone(), self.fallback.clone());
         let attempt = async {
             let client = oauth.map(|l| &l.client);
             let session = connect(&self.config, handler.clone(), client).await?;
@@ -319,6 +327,9 @@ impl ToolSet for McpToolSet {
             }
         }
         let timeout = self.config.call_timeout;
+        // The server may elicit while the call runs; a question waits at
+        // most as long as the call may take.
+        let _in_flight = live.handler.calls.enter(request.elicit.clone());
         let result = match tokio::time::timeout(timeout, live.session.call_tool(params)).await {
             Err(_) => Err(McpError::CallTimeout {
                 toolset: self.config.name.clone(),
@@ -360,34 +371,8 @@ impl ToolSet for McpToolSet {
             _ => None,
         }
     }
-}
 
-#[async_trait]
-impl Lifecycle for McpToolSet {
-    async fn start(&self) -> Result<(), ToolError> {
-        self.ensure().await.map(drop).map_err(Into::into)
-    }
-
-    async fn stop(&self) -> Result<(), ToolError> {
-        let _restarts = self.gate.lock().await;
-        let live = self
-            .live
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        if let Some(live) = live {
-            live.session.cancellation_token().cancel();
-        }
-        Ok(())
-    }
-}
-
-impl PublicDescription for McpToolSet {
-    fn public_description_text(&self) -> String {
-        format!(
-            "MCP server {} (toolset `{}`)",
-            self.config.transport.describe(),
-            self.config.name
-        )
+    fn elicitation(&self) -> Option<&dyn ElicitationSupport> {
+        Some(self)
     }
 }

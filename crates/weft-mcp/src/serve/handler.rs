@@ -148,6 +148,7 @@ impl WeftServer {
             parent_tool_call_id: None,
             labels: Default::default(),
             output: Default::default(),
+            elicit: Default::default(),
         };
         match set.call_tool(request).await {
             Ok(reply) => body_result(reply.body),

@@ -44,6 +44,7 @@ pub fn request(tool: &str, payload: Value) -> ToolRequest {
         parent_tool_call_id: None,
         labels: Default::default(),
         output: Default::default(),
+        elicit: Default::default(),
     }
 }
 

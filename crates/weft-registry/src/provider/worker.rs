@@ -146,6 +146,7 @@ async fn run_tool(shared: &Shared, msg: &ToolCallMessage, output: OutputSink) ->
             .map(ToolCallId::new),
         labels: Default::default(),
         output,
+        elicit: Default::default(),
     };
     let call = AssertUnwindSafe(shared.toolset.call_tool(request)).catch_unwind();
     match tokio::time::timeout(shared.config.call_timeout, call).await {

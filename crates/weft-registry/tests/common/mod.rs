@@ -117,6 +117,7 @@ pub fn request(tool: &str, payload: Value, run: &str, call: &str) -> (ToolReques
         output: OutputSink::new(move |s, delta| {
             d.lock().unwrap().push((s.to_owned(), delta.to_owned()));
         }),
+        elicit: Default::default(),
     };
     (req, deltas)
 }

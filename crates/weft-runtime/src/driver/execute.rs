@@ -1,9 +1,16 @@
 //! Executing a batch of tool calls: concurrently, under their timeouts and
 //! the payload budget, raced against cancellation and the run's deadline,
 //! each result committed as it lands; calls cut by a crash are answered as
-//! interrupted unless their tool is idempotent.
+//! interrupted unless their tool is idempotent. Running calls may ask the
+//! human meanwhile ([`super::elicit`]).
 
+use std::future::Future;
+
+use tokio::sync::mpsc;
+
+use super::elicit::Waiting;
 use super::*;
+use crate::inbox::DriverMsg;
 use tracing::Instrument as _;
 
 impl RunTask {
@@ -15,7 +22,13 @@ impl RunTask {
             payload_budget: self.payload_budget,
         };
         let recovering = std::mem::take(&mut self.recovering);
-        let mut running = FuturesUnordered::new();
+        if recovering {
+            // The tools that asked died with the process that drove them.
+            self.machine.withdraw_elicitations();
+        }
+        let (inbox, mut messages) = self.shared.inbox.open();
+        let mut waiting = Waiting::default();
+        let running = FuturesUnordered::new();
         let mut interrupted = Vec::new();
         let turn_id = TurnId::new(format!("{}/{}", self.shared.run_id, self.machine.turn()));
         for call in &calls {
@@ -52,6 +65,7 @@ impl RunTask {
                 parent_tool_call_id: call.parent_tool_call_id.clone(),
                 labels: (*self.labels).clone(),
                 output: self.output_sink(call.id.clone()),
+                elicit: Self::elicitor(call.id.clone(), inbox.clone()),
             };
             let span = tracing::info_span!(
                 "tool",
@@ -60,6 +74,23 @@ impl RunTask {
             );
             running.push(self.tools.execute(call, request, limits).instrument(span));
         }
+        drop(inbox);
+        let result = self
+            .run_batch(running, interrupted, &mut messages, &mut waiting)
+            .await;
+        self.shared.inbox.close();
+        result
+    }
+
+    /// Feeds results, elicitations and answers to the machine until the
+    /// batch is over, committing after each.
+    async fn run_batch(
+        &mut self,
+        mut running: FuturesUnordered<impl Future<Output = ToolOutput>>,
+        interrupted: Vec<ToolOutput>,
+        messages: &mut mpsc::UnboundedReceiver<DriverMsg>,
+        waiting: &mut Waiting,
+    ) -> Result<(), RuntimeError> {
         for out in interrupted {
             self.finish_call(out);
             self.commit().await?;
@@ -73,6 +104,7 @@ impl RunTask {
                     Some(out) => self.finish_call(out),
                     None => break,
                 },
+                Some(msg) = messages.recv() => self.on_message(msg, waiting),
                 () = cancel.cancelled() => {
                     let _ = self.machine.cancel(self.shared.cancel_reason());
                 }
@@ -86,6 +118,7 @@ impl RunTask {
                 self.hold_control().await;
             }
             self.commit().await?;
+            waiting.flush(&self.machine);
         }
         Ok(())
     }

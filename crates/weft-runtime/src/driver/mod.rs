@@ -7,9 +7,11 @@
 //! starts, streamed text, usage); the driver infers nothing from the
 //! machine's state. Tool calls of a batch run
 //! concurrently inside the task; cancellation and the machine's deadline are
-//! raced against them ([`execute`]). A paused run's task ends; `answer`
-//! starts a new one.
+//! raced against them ([`execute`]); a running call's questions to the
+//! human and their answers reach the task through the run's inbox
+//! ([`elicit`]). A paused run's task ends; `answer` starts a new one.
 
+mod elicit;
 mod execute;
 
 use std::borrow::Cow;

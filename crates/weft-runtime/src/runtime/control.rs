@@ -4,22 +4,58 @@
 //! a control call sees the run either driven (and signals its driver) or
 //! stored (and changes the stored run), never in between.
 
+use weft_core::run::RunError;
+
 use super::*;
+use crate::inbox::DriverMsg;
 
 impl Runtime {
     /// Answers one item of a paused run's await; continues the run once every
     /// item is answered. A rejected answer leaves the run paused and intact.
+    ///
+    /// An elicitation (a running tool's question) of a run driven here goes
+    /// to its driver, which records and commits the answer and then hands it
+    /// to the tool; one of a run driven by another process is
+    /// [`RuntimeError::DrivenElsewhere`].
     pub async fn answer(
         &self,
         run_id: &RunId,
         item: &AwaitItemId,
         answer: AwaitAnswer,
     ) -> Result<AwaitProgress, RuntimeError> {
-        let (_guard, _entry) = self.inner.lock_run(run_id).await;
+        let (guard, entry) = self.inner.lock_run(run_id).await;
+        if entry.is_driven() {
+            let (reply, progress) = tokio::sync::oneshot::channel();
+            let msg = DriverMsg::Answer {
+                item: item.clone(),
+                answer,
+                reply,
+            };
+            let sent = entry
+                .inbox
+                .sender()
+                .is_some_and(|inbox| inbox.send(msg).is_ok());
+            // The driver may need the lock to end the batch: never wait on it holding the lock.
+            drop(guard);
+            drop(entry);
+            if !sent {
+                return Err(RuntimeError::NotAwaiting {
+                    run_id: run_id.clone(),
+                    status: RunStatus::Running.as_str(),
+                });
+            }
+            // A driver that ended the batch first dropped the question with it.
+            return progress
+                .await
+                .unwrap_or_else(|_| Err(RunError::UnknownAwaitItem(item.clone()).into()));
+        }
         let mut progress = AwaitProgress::Satisfied;
         let (record, machine, shared) = self
             .inner
             .update_stored(run_id, |machine, now| {
+                if machine.elicitations().iter().any(|e| &e.id == item) {
+                    return Err(RuntimeError::DrivenElsewhere(run_id.clone()));
+                }
                 if machine.is_paused()
                     || machine.phase_name() != weft_core::run::PhaseName::Awaiting
                 {
@@ -32,6 +68,7 @@ impl Runtime {
                 Ok(())
             })
             .await?;
+        drop(entry);
         self.inner.agent(record.agent_id.as_str())?;
         if progress == AwaitProgress::Satisfied {
             self.inner.drive_stored(record, machine, shared).await?;

@@ -14,9 +14,8 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use async_trait::async_trait;
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use tokio::sync::watch;
+pub use weft_core::elicitation::{ElicitationRequest, ElicitationResponse};
 use weft_core::tool::ToolError;
 
 /// How many wrapper layers the lookup walks before giving up; guards against
@@ -51,7 +50,9 @@ pub trait ToolListChanges: Send + Sync {
     fn subscribe_tool_list(&self) -> watch::Receiver<u64>;
 }
 
-/// Installs the handler a toolset calls when one of its tools needs input from the user mid-call.
+/// Installs the handler a toolset calls when one of its tools needs input
+/// from the user mid-call and the call's own [`weft_core::tool::Elicitor`]
+/// (attached by the runtime to every request) is detached.
 pub trait ElicitationSupport: Send + Sync {
     /// Sets (or replaces) the handler; `None` removes it, and elicitations are then declined.
     fn set_elicitation_handler(&self, handler: Option<Arc<dyn ElicitationHandler>>);
@@ -72,27 +73,6 @@ pub trait OAuthTokenSource: Send + Sync {
 pub trait ElicitationHandler: Send + Sync {
     /// Asks the user; resolves when they answer, decline or cancel.
     async fn elicit(&self, request: ElicitationRequest) -> Result<ElicitationResponse, ToolError>;
-}
-
-/// A tool's request for structured input from the user.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ElicitationRequest {
-    /// What the tool asks, in words.
-    pub message: String,
-    /// JSON Schema the answer must match.
-    pub requested_schema: Value,
-}
-
-/// The user's answer to an [`ElicitationRequest`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "action", content = "content", rename_all = "snake_case")]
-pub enum ElicitationResponse {
-    /// The user answered with this content.
-    Accept(Value),
-    /// The user refused to answer.
-    Decline,
-    /// The user dismissed the request.
-    Cancel,
 }
 
 /// An OAuth access token. Its `Debug` output hides the secret.

@@ -123,7 +123,7 @@ struct Answer;
 #[async_trait]
 impl ElicitationHandler for Answer {
     async fn elicit(&self, _request: ElicitationRequest) -> Result<ElicitationResponse, ToolError> {
-        Ok(ElicitationResponse::Decline)
+        Ok(ElicitationResponse::decline())
     }
 }
 
@@ -156,13 +156,10 @@ async fn capabilities_are_found_through_two_wrapper_layers() {
         .unwrap()
         .set_elicitation_handler(Some(Arc::new(Answer)));
     let handler = set.inner.inner.handler.lock().unwrap().clone().unwrap();
-    let request = ElicitationRequest {
-        message: "which?".into(),
-        requested_schema: json!({"type": "string"}),
-    };
+    let request = ElicitationRequest::form("which?", json!({"type": "string"}));
     assert_eq!(
         handler.elicit(request).await.unwrap(),
-        ElicitationResponse::Decline
+        ElicitationResponse::decline()
     );
 
     let oauth = find_oauth(&set).unwrap();

@@ -63,6 +63,7 @@ fn request(name: &str, payload: Value) -> ToolRequest {
         parent_tool_call_id: None,
         labels: Default::default(),
         output: Default::default(),
+        elicit: Default::default(),
     }
 }
 

@@ -113,6 +113,7 @@ async fn through_weft(exe: &Path, agent: &Path, s: Settings) -> anyhow::Result<V
             parent_tool_call_id: None,
             labels: Default::default(),
             output: Default::default(),
+            elicit: Default::default(),
         };
         let started = Instant::now();
         set.call_tool(request)

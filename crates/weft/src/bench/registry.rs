@@ -386,6 +386,7 @@ impl WeftSetup {
             parent_tool_call_id: None,
             labels: Default::default(),
             output: Default::default(),
+            elicit: Default::default(),
         };
         self.executor
             .call_tool(request)

@@ -1,6 +1,9 @@
 //! Answering awaits at the terminal: numbered options for questions, free
 //! text for clarifications, approve/deny for confirmations, JSON for
-//! external tool results.
+//! external tool results, a form or a URL for a running tool's elicitation
+//! ([`elicit`]).
+
+mod elicit;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
@@ -101,6 +104,7 @@ pub fn ask(
                 }
             }
         }
+        AwaitItem::Elicitation(e) => elicit::ask_elicitation(e, input, output),
         AwaitItem::ExternalTools(e) => {
             let mut results = Vec::new();
             for call in &e.items {

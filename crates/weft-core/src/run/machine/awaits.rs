@@ -9,8 +9,10 @@ impl RunMachine {
             return Err(RunError::EmptyAwait);
         }
         for (i, item) in items.iter().enumerate() {
-            if let AwaitItem::Confirmation(_) = item {
-                return Err(RunError::ConfirmationFromPlanner);
+            match item {
+                AwaitItem::Confirmation(_) => return Err(RunError::ConfirmationFromPlanner),
+                AwaitItem::Elicitation(_) => return Err(RunError::ElicitationFromPlanner),
+                _ => {}
             }
             if items[..i].iter().any(|p| p.id() == item.id()) {
                 return Err(RunError::DuplicateAwaitItem(item.id().clone()));

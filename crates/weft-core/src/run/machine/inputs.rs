@@ -64,7 +64,9 @@ impl RunMachine {
                                 input: Arc::new(c.payload.clone()),
                             }))
                         }
-                        AwaitItem::Clarification(_) | AwaitItem::Confirmation(_) => {}
+                        AwaitItem::Clarification(_)
+                        | AwaitItem::Confirmation(_)
+                        | AwaitItem::Elicitation(_) => {}
                     }
                 }
                 if !parts.is_empty() {
@@ -188,8 +190,10 @@ impl RunMachine {
             return Err(RunError::DuplicateToolResult(output.tool_call_id.clone()));
         }
         batch.results[i] = Some(output.clone());
+        let complete = batch.results.iter().all(Option::is_some);
+        self.withdraw_elicitations_of(&output.tool_call_id);
         self.outbox.push(EventKind::ToolFinished { output });
-        if batch.results.iter().all(Option::is_some) {
+        if complete {
             let phase = std::mem::replace(
                 &mut self.phase,
                 Phase::Planning {
@@ -241,13 +245,18 @@ impl RunMachine {
         Ok(())
     }
 
-    /// Answers one await item.
+    /// Answers one await item: an item of the await the run is in, or a
+    /// pending elicitation of a running call (whose progress counts the
+    /// elicitations still pending; the driver hands the answer to the call).
     pub fn answer(
         &mut self,
         item: &AwaitItemId,
         answer: AwaitAnswer,
         now: Timestamp,
     ) -> Result<AwaitProgress, RunError> {
+        if let Some(i) = self.elicitations.iter().position(|e| &e.id == item) {
+            return self.answer_elicitation(i, item, answer);
+        }
         let Phase::Awaiting(a) = &mut self.phase else {
             return Err(self.wrong_phase("answer"));
         };

@@ -2,13 +2,17 @@
 //! the helpers its transitions share. The transitions live in the files
 //! beside this one: [`view`] (getters, `next_step` and the time budget),
 //! [`inputs`] (what the driver feeds), [`batch`] (checking and executing a
-//! turn's tool calls, caps) and [`awaits`] (entering and answering awaits).
+//! turn's tool calls, caps), [`awaits`] (entering and answering awaits) and
+//! [`elicit`] (running calls asking the human, while the batch executes).
 //! See the module docs of [`crate::run`] for the driver loop.
 
 mod awaits;
 mod batch;
+mod elicit;
 mod inputs;
 mod view;
+
+pub use elicit::MAX_PENDING_ELICITATIONS;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -16,7 +20,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
-use crate::awaiting::{AwaitAnswer, AwaitItem, Confirmation};
+use crate::awaiting::{AwaitAnswer, AwaitItem, Confirmation, Elicitation};
 use crate::event::EventKind;
 use crate::ids::{AgentId, AwaitItemId, SessionId, ToolCallId};
 use crate::message::{Message, Part, Role};
@@ -112,6 +116,12 @@ pub struct RunMachine {
     event_seq: u64,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     paused: bool,
+    /// Questions of running calls of the batch, waiting for answers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    elicitations: Vec<Elicitation>,
+    /// Elicitations asked so far: the next one's id.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    elicitation_seq: u64,
     #[serde(skip)]
     outbox: Outbox,
 }
@@ -205,6 +215,8 @@ impl RunMachine {
             reminders: Vec::new(),
             event_seq: 0,
             paused: false,
+            elicitations: Vec::new(),
+            elicitation_seq: 0,
             outbox,
         }
     }
@@ -215,6 +227,7 @@ impl RunMachine {
     /// (by a cancel or a failure) stay among the run's outputs: those calls
     /// ran, and their events said so.
     fn finish(&mut self, outcome: RunOutcome) {
+        self.withdraw_elicitations();
         self.outbox.push(EventKind::RunFinished {
             outcome: outcome.clone(),
         });
@@ -261,6 +274,10 @@ impl RunMachine {
     fn id_in_use(&self, id: &ToolCallId) -> bool {
         self.outputs.iter().any(|o| &o.tool_call_id == id)
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 fn parse_arguments(arguments: &CallArguments) -> Result<Value, InvalidReason> {

@@ -237,6 +237,7 @@ impl RunMachine {
         );
         match phase {
             Phase::Executing(mut batch) => {
+                self.withdraw_elicitations();
                 for (call, slot) in batch.calls.iter().zip(batch.results.iter_mut()) {
                     if slot.is_none() {
                         let out = Arc::new(not_executed(

@@ -5,12 +5,21 @@
 //! every item has a valid [`AwaitAnswer`]. Validation is strict: an answer of
 //! the wrong kind, for an unknown question, naming an option that was not
 //! offered, or missing an external tool result is rejected and changes nothing.
+//! Elicitations (a running tool's questions) are in [`elicit`], the reasons
+//! an answer is rejected in [`error`].
+
+mod elicit;
+mod error;
+
+pub use elicit::Elicitation;
+pub use error::AnswerError;
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::elicitation::{ElicitationAction, ElicitationResponse};
 use crate::ids::{AwaitItemId, ToolCallId};
 use crate::tool::{ToolIdent, ToolOutput};
 
@@ -26,6 +35,8 @@ pub enum AwaitItem {
     ExternalTools(ExternalTools),
     /// Approval of a tool call before it executes.
     Confirmation(Confirmation),
+    /// A running tool call's question (a form, or a URL to open).
+    Elicitation(Elicitation),
 }
 
 impl AwaitItem {
@@ -36,6 +47,7 @@ impl AwaitItem {
             AwaitItem::Questions(q) => &q.id,
             AwaitItem::ExternalTools(e) => &e.id,
             AwaitItem::Confirmation(c) => &c.id,
+            AwaitItem::Elicitation(e) => &e.id,
         }
     }
 
@@ -46,6 +58,7 @@ impl AwaitItem {
             AwaitItem::Questions(_) => AwaitKind::Questions,
             AwaitItem::ExternalTools(_) => AwaitKind::ExternalTools,
             AwaitItem::Confirmation(_) => AwaitKind::Confirmation,
+            AwaitItem::Elicitation(_) => AwaitKind::Elicitation,
         }
     }
 
@@ -63,6 +76,9 @@ impl AwaitItem {
                 e.validate(results)
             }
             (AwaitItem::Confirmation(_), AwaitAnswer::Confirmation { .. }) => Ok(()),
+            (AwaitItem::Elicitation(e), AwaitAnswer::Elicitation { action, content }) => {
+                e.validate(*action, content.as_ref())
+            }
             (item, answer) => Err(AnswerError::WrongKind {
                 expected: item.kind(),
                 got: answer.kind(),
@@ -83,6 +99,8 @@ pub enum AwaitKind {
     ExternalTools,
     /// Approve or deny a tool call.
     Confirmation,
+    /// Accept, decline or cancel a running tool's question.
+    Elicitation,
 }
 
 impl std::fmt::Display for AwaitKind {
@@ -92,6 +110,7 @@ impl std::fmt::Display for AwaitKind {
             AwaitKind::Questions => "questions",
             AwaitKind::ExternalTools => "external_tools",
             AwaitKind::Confirmation => "confirmation",
+            AwaitKind::Elicitation => "elicitation",
         })
     }
 }
@@ -293,6 +312,14 @@ pub enum AwaitAnswer {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
     },
+    /// What the human did with a running tool's question.
+    Elicitation {
+        /// Accept, decline or cancel.
+        action: ElicitationAction,
+        /// The form's fields, when accepting a form.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        content: Option<Value>,
+    },
 }
 
 impl AwaitAnswer {
@@ -303,75 +330,18 @@ impl AwaitAnswer {
             AwaitAnswer::Questions { .. } => AwaitKind::Questions,
             AwaitAnswer::ExternalTools { .. } => AwaitKind::ExternalTools,
             AwaitAnswer::Confirmation { .. } => AwaitKind::Confirmation,
+            AwaitAnswer::Elicitation { .. } => AwaitKind::Elicitation,
         }
     }
-}
 
-/// Why an answer was rejected.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
-#[serde(tag = "error", rename_all = "snake_case")]
-pub enum AnswerError {
-    /// The answer is of another kind than the item.
-    #[error("item expects a {expected} answer, got {got}")]
-    WrongKind {
-        /// What the item takes.
-        expected: AwaitKind,
-        /// What was given.
-        got: AwaitKind,
-    },
-    /// A clarification answer was blank.
-    #[error("clarification answer is empty")]
-    EmptyClarification,
-    /// An answer names a question the item does not ask.
-    #[error("unknown question id `{question}`")]
-    UnknownQuestion {
-        /// The question id given.
-        question: String,
-    },
-    /// A question was left unanswered.
-    #[error("question `{question}` has no answer")]
-    MissingQuestion {
-        /// The question id.
-        question: String,
-    },
-    /// Several options were chosen for a single-choice question.
-    #[error("question `{question}` allows a single option")]
-    SingleChoiceOnly {
-        /// The question id.
-        question: String,
-    },
-    /// An option was chosen that the question does not offer.
-    #[error("option `{option}` is not offered by question `{question}`")]
-    OptionNotOffered {
-        /// The question id.
-        question: String,
-        /// The option id given.
-        option: String,
-    },
-    /// The same option was chosen twice.
-    #[error("option `{option}` chosen twice for question `{question}`")]
-    DuplicateOption {
-        /// The question id.
-        question: String,
-        /// The option id.
-        option: String,
-    },
-    /// A result names a call the item does not hold.
-    #[error("unknown external tool call `{tool_call_id}`")]
-    UnknownToolCall {
-        /// The call id given.
-        tool_call_id: ToolCallId,
-    },
-    /// A call got two results.
-    #[error("external tool call `{tool_call_id}` answered twice")]
-    DuplicateToolCall {
-        /// The call id.
-        tool_call_id: ToolCallId,
-    },
-    /// A call got no result.
-    #[error("external tool call `{tool_call_id}` has no result")]
-    MissingToolCall {
-        /// The call id.
-        tool_call_id: ToolCallId,
-    },
+    /// What the asking tool gets back, for an elicitation answer.
+    pub fn elicitation_response(&self) -> Option<ElicitationResponse> {
+        match self {
+            AwaitAnswer::Elicitation { action, content } => Some(ElicitationResponse {
+                action: *action,
+                content: content.clone(),
+            }),
+            _ => None,
+        }
+    }
 }

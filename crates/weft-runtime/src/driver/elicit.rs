@@ -1,0 +1,103 @@
+//! Elicitations while a batch executes: each call's request carries an
+//! [`Elicitor`] that sends its questions to the driver's inbox; the driver
+//! records them in the machine (an await item the API shows), and hands a
+//! human's answer, routed through the same inbox by `Runtime::answer`, back
+//! to the waiting tool — after the answer is committed. A question whose
+//! call or run ended is withdrawn by the machine; its tool is told so.
+
+use std::collections::HashMap;
+
+use tokio::sync::{mpsc, oneshot};
+use weft_core::AwaitItemId;
+use weft_core::elicitation::{ElicitationError, ElicitationResponse, Elicitor};
+use weft_core::run::AwaitProgress;
+
+use super::*;
+use crate::inbox::DriverMsg;
+
+type ToolReply = oneshot::Sender<Result<ElicitationResponse, ElicitationError>>;
+type AnswerReply = oneshot::Sender<Result<AwaitProgress, RuntimeError>>;
+
+/// The tools waiting on answers, and the replies due after the next commit.
+#[derive(Default)]
+pub(super) struct Waiting {
+    tools: HashMap<AwaitItemId, ToolReply>,
+    answered: Vec<(ToolReply, ElicitationResponse)>,
+    progress: Vec<(AnswerReply, AwaitProgress)>,
+}
+
+impl Waiting {
+    /// After a commit: completes answered questions, tells answerers, and
+    /// tells tools whose questions were withdrawn.
+    pub(super) fn flush(&mut self, machine: &RunMachine) {
+        for (tool, response) in self.answered.drain(..) {
+            let _ = tool.send(Ok(response));
+        }
+        for (answerer, progress) in self.progress.drain(..) {
+            let _ = answerer.send(Ok(progress));
+        }
+        let pending = machine.elicitations();
+        self.tools
+            .retain(|id, _| pending.iter().any(|e| &e.id == id));
+    }
+}
+
+impl RunTask {
+    /// The elicitor of call `id`: its questions go to the driver's inbox.
+    pub(super) fn elicitor(id: ToolCallId, inbox: mpsc::UnboundedSender<DriverMsg>) -> Elicitor {
+        Elicitor::new(move |request| {
+            let (reply, answer) = oneshot::channel();
+            let sent = inbox.send(DriverMsg::Elicit {
+                call: id.clone(),
+                request,
+                reply,
+            });
+            Box::pin(async move {
+                if sent.is_err() {
+                    return Err(ElicitationError::Withdrawn);
+                }
+                answer.await.unwrap_or(Err(ElicitationError::Withdrawn))
+            })
+        })
+    }
+
+    /// Handles one inbox message; replies that must wait for the commit go to `waiting`.
+    pub(super) fn on_message(&mut self, msg: DriverMsg, waiting: &mut Waiting) {
+        let now = self.now();
+        match msg {
+            DriverMsg::Elicit {
+                call,
+                request,
+                reply,
+            } => match self.machine.elicit(&call, request, now) {
+                Ok(item) => {
+                    waiting.tools.insert(item, reply);
+                }
+                Err(e) => {
+                    let _ = reply.send(Err(ElicitationError::Refused(e.to_string())));
+                }
+            },
+            DriverMsg::Answer {
+                item,
+                answer,
+                reply,
+            } => {
+                let response = answer.elicitation_response();
+                match self.machine.answer(&item, answer, now) {
+                    Ok(progress) => {
+                        if let (Some(tool), Some(response)) =
+                            (waiting.tools.remove(&item), response)
+                        {
+                            waiting.answered.push((tool, response));
+                        }
+                        waiting.progress.push((reply, progress));
+                    }
+                    // Rejected: nothing changed, nothing to commit first.
+                    Err(e) => {
+                        let _ = reply.send(Err(e.into()));
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,152 @@
+//! Elicitations through the runtime: a tool asks mid-call, the run shows the
+//! question, a process that does not drive the run cannot answer it, and
+//! recovery withdraws it before the (idempotent) call runs and asks again.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+use weft_core::AwaitItemId;
+use weft_core::awaiting::{AwaitAnswer, AwaitItem};
+use weft_core::elicitation::{ElicitationAction, ElicitationRequest};
+use weft_core::event::EventKind;
+use weft_core::planner::{PlanResult, ToolCallRequest};
+use weft_core::run::RunOutcome;
+use weft_core::store::RunStore;
+use weft_core::tool::{ToolAnnotations, ToolError, ToolRequest, ToolResultBody, ToolSpec};
+use weft_runtime::{
+    Agent, EventStream, MemoryStore, Runtime, RuntimeError, ScriptedPlanner, StartRequest,
+};
+use weft_tools::{ToolFailure, ToolReply, ToolSet};
+
+/// `q.ask`: asks for a name and answers with what came back.
+struct Asking;
+
+#[async_trait]
+impl ToolSet for Asking {
+    fn name(&self) -> &str {
+        "q"
+    }
+
+    async fn list_tools(&self) -> Result<Vec<ToolSpec>, ToolError> {
+        Ok(vec![ToolSpec {
+            name: "q.ask".into(),
+            description: "Asks a name".into(),
+            input_schema: json!({"type": "object"}),
+            output_schema: None,
+            annotations: ToolAnnotations {
+                idempotent: true,
+                ..ToolAnnotations::default()
+            },
+            tags: vec![],
+        }])
+    }
+
+    async fn call_tool(&self, request: ToolRequest) -> Result<ToolReply, ToolFailure> {
+        let schema = json!({"type": "object", "properties": {"name": {"type": "string"}},
+                            "required": ["name"]});
+        let asked = ElicitationRequest::form("name?", schema);
+        match request.elicit.elicit(asked).await {
+            Ok(r) => Ok(ToolReply::json(
+                json!({"action": r.action, "content": r.content}),
+            )),
+            Err(e) => Err(ToolError::new(ToolError::UNAVAILABLE, e.to_string()).into()),
+        }
+    }
+}
+
+fn runtime(store: Arc<MemoryStore>) -> Runtime {
+    let planner = ScriptedPlanner::new(vec![
+        PlanResult::tool_calls(vec![ToolCallRequest::new("q.ask", json!({}))]),
+        PlanResult::final_text("done"),
+    ]);
+    let agent = Agent::builder("a", Arc::new(planner))
+        .toolset(Arc::new(Asking))
+        .build();
+    Runtime::builder().agent(agent).store(store).build()
+}
+
+/// The id of the next elicitation the events announce.
+async fn next_question(events: &mut EventStream) -> AwaitItemId {
+    loop {
+        let e = events.next().await.unwrap().unwrap();
+        if let EventKind::AwaitRequested { items } = e.kind
+            && let [AwaitItem::Elicitation(q)] = items.as_slice()
+        {
+            return q.id.clone();
+        }
+    }
+}
+
+fn answer(action: ElicitationAction, content: Option<Value>) -> AwaitAnswer {
+    AwaitAnswer::Elicitation { action, content }
+}
+
+#[tokio::test]
+async fn a_question_is_answered_only_where_the_run_is_driven_and_recovery_asks_again() {
+    let store = Arc::new(MemoryStore::new());
+    let first = runtime(store.clone());
+    let handle = first.start("a", StartRequest::user("go")).await.unwrap();
+    let mut events = handle.events().await.unwrap();
+    let asked = next_question(&mut events).await;
+    let stored = store.load_run(handle.run_id()).await.unwrap().unwrap();
+    assert_eq!(stored.snapshot.elicitations()[0].id, asked);
+
+    // A second process (the first one "died" waiting) cannot answer it.
+    let second = runtime(store.clone());
+    let elsewhere = second
+        .answer(
+            handle.run_id(),
+            &asked,
+            answer(ElicitationAction::Cancel, None),
+        )
+        .await;
+    assert!(
+        matches!(elsewhere, Err(RuntimeError::DrivenElsewhere(_))),
+        "{elsewhere:?}"
+    );
+
+    // Recovery withdraws it; the idempotent call runs again and asks anew.
+    assert!(second.recover(handle.run_id()).await.unwrap());
+    let mut events = second.subscribe(handle.run_id(), 0).await.unwrap();
+    let mut withdrawn = None;
+    let again = loop {
+        let e = events.next().await.unwrap().unwrap();
+        match e.kind {
+            EventKind::AwaitWithdrawn { item_id } => withdrawn = Some(item_id),
+            EventKind::AwaitRequested { items } if withdrawn.is_some() => {
+                break items[0].id().clone();
+            }
+            _ => {}
+        }
+    };
+    assert_eq!(withdrawn.as_ref(), Some(&asked));
+    assert_ne!(again, asked);
+    // A bad answer is rejected and the question stays.
+    let bad = second
+        .answer(
+            handle.run_id(),
+            &again,
+            answer(ElicitationAction::Accept, Some(json!({}))),
+        )
+        .await;
+    assert!(matches!(bad, Err(RuntimeError::Protocol(_))), "{bad:?}");
+    second
+        .answer(
+            handle.run_id(),
+            &again,
+            answer(ElicitationAction::Accept, Some(json!({"name": "Ada"}))),
+        )
+        .await
+        .unwrap();
+    let outcome = second.outcome(handle.run_id()).await.unwrap();
+    assert!(
+        matches!(outcome, RunOutcome::Response { .. }),
+        "{outcome:?}"
+    );
+    let stored = store.load_run(handle.run_id()).await.unwrap().unwrap();
+    assert_eq!(
+        stored.snapshot.tool_outputs()[0].result,
+        ToolResultBody::Json(json!({"action": "accept", "content": {"name": "Ada"}}))
+    );
+}
