@@ -157,3 +157,69 @@ fn bench_mcp_prints_json_lines() {
     assert_eq!(lines[1]["calls"], 5);
     assert!(lines[2]["p50_ratio"].as_f64().unwrap() > 0.0);
 }
+
+/// A client that gives up on the agent tool cancels the request; the server
+/// cancels the run behind it, which the store then shows as cancelled.
+#[tokio::test]
+async fn a_client_cancelling_the_call_cancels_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = dir.path().join("slow.toml");
+    std::fs::write(
+        &agent,
+        r#"id = "slow"
+toolsets = ["journal"]
+
+[planner]
+kind = "scripted"
+
+[[planner.turns]]
+tool_calls = [{ name = "journal.put", args = { text = "x", sleep_ms = 10000 } }]
+
+[[planner.turns]]
+text = "done"
+"#,
+    )
+    .unwrap();
+    let db = dir.path().join("w.db");
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_weft"));
+    cmd.args(["mcp", "serve", "--db"])
+        .arg(&db)
+        .arg(&agent)
+        .env("WEFT_JOURNAL_DIR", dir.path());
+    let client = ().serve(TokioChildProcess::new(cmd).unwrap()).await.unwrap();
+    let call = client.call_tool(
+        CallToolRequestParams::new("slow")
+            .with_arguments(json!({"prompt": "go"}).as_object().cloned().unwrap()),
+    );
+    // Dropping the pending call sends `notifications/cancelled`.
+    let gave_up = tokio::time::timeout(std::time::Duration::from_millis(500), call).await;
+    assert!(gave_up.is_err(), "the slow call answered: {gave_up:?}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let status = loop {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_weft"))
+            .args(["runs", "list", "--db"])
+            .arg(&db)
+            .output()
+            .unwrap();
+        let listed = String::from_utf8(out.stdout).unwrap();
+        let status = listed
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .map(|r| r["status"].as_str().unwrap_or_default().to_owned())
+            .next();
+        if status.as_deref() == Some("cancelled") || std::time::Instant::now() > deadline {
+            break status;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    assert_eq!(status.as_deref(), Some("cancelled"));
+    assert!(
+        !dir.path().read_dir().unwrap().any(|e| e
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .ends_with(".entry")),
+        "the cancelled call's tool did not finish"
+    );
+    client.cancel().await.unwrap();
+}
