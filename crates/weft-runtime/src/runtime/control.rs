@@ -211,11 +211,7 @@ impl Inner {
         run_id: &RunId,
         change: impl FnOnce(&mut RunMachine, weft_core::Timestamp) -> Result<(), RuntimeError>,
     ) -> Result<(RunRecord, RunMachine, Arc<RunShared>), RuntimeError> {
-        let stored = self
-            .store
-            .load_run(run_id)
-            .await?
-            .ok_or_else(|| RuntimeError::RunNotFound(run_id.clone()))?;
+        let stored = self.stored(run_id).await?;
         if stored.record.status.is_finished() {
             return Err(RuntimeError::Finished(run_id.clone()));
         }
@@ -248,13 +244,7 @@ impl Inner {
         run_id: &RunId,
         reason: &str,
     ) -> Result<(), RuntimeError> {
-        let status = self
-            .store
-            .load_run(run_id)
-            .await?
-            .ok_or_else(|| RuntimeError::RunNotFound(run_id.clone()))?
-            .record
-            .status;
+        let status = self.stored(run_id).await?.record.status;
         if status == RunStatus::Running {
             // Driven by another process, or by none after a crash before
             // `recover_unfinished`: only its driver may change it.

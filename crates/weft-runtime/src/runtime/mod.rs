@@ -236,12 +236,7 @@ impl Runtime {
         if shared.is_none() {
             // A run nobody drives now (paused, awaiting, or in another process's
             // hands) still gets live events when it is recovered here.
-            let stored = self
-                .inner
-                .store
-                .load_run(run_id)
-                .await?
-                .ok_or_else(|| RuntimeError::RunNotFound(run_id.clone()))?;
+            let stored = self.inner.stored(run_id).await?;
             if !stored.record.status.is_finished() {
                 let entry = self.inner.live_entry(run_id, stored.snapshot.event_seq());
                 entry.continue_log_after(stored.snapshot.event_seq());
@@ -263,12 +258,7 @@ impl Runtime {
             let shared = match self.inner.live_get(run_id) {
                 Some(shared) => shared,
                 None => {
-                    let stored = self
-                        .inner
-                        .store
-                        .load_run(run_id)
-                        .await?
-                        .ok_or_else(|| RuntimeError::RunNotFound(run_id.clone()))?;
+                    let stored = self.inner.stored(run_id).await?;
                     if let Some(outcome) = stored.snapshot.outcome() {
                         return Ok(outcome.clone());
                     }
@@ -347,6 +337,14 @@ impl Inner {
             }
             .instrument(span),
         );
+    }
+
+    /// The stored run `run_id`; a run the store does not have is `RunNotFound`.
+    async fn stored(&self, run_id: &RunId) -> Result<weft_core::store::StoredRun, RuntimeError> {
+        self.store
+            .load_run(run_id)
+            .await?
+            .ok_or_else(|| RuntimeError::RunNotFound(run_id.clone()))
     }
 
     /// A random, unguessable run id.
