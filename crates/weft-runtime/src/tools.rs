@@ -63,6 +63,14 @@ impl AgentTools {
         self.spec(tool).is_some_and(|s| s.annotations.idempotent)
     }
 
+    /// Whether `tool`'s toolset can ask the user for input while a call runs
+    /// (it answers the elicitation capability).
+    pub(crate) fn can_elicit(&self, tool: &ToolIdent) -> bool {
+        self.route
+            .get(tool.toolset())
+            .is_some_and(|&i| weft_tools::find_elicitation(&*self.toolsets[i]).is_some())
+    }
+
     /// Executes one call, never failing: every problem becomes an error output.
     pub(crate) fn execute(
         &self,

@@ -17,7 +17,7 @@ use weft_core::tool::{ToolAnnotations, ToolError, ToolRequest, ToolResultBody, T
 use weft_runtime::{
     Agent, EventStream, MemoryStore, Runtime, RuntimeError, ScriptedPlanner, StartRequest,
 };
-use weft_tools::{ToolFailure, ToolReply, ToolSet};
+use weft_tools::{ElicitationHandler, ElicitationSupport, ToolFailure, ToolReply, ToolSet};
 
 /// `q.ask`: asks for a name and answers with what came back.
 struct Asking;
@@ -53,6 +53,15 @@ impl ToolSet for Asking {
             Err(e) => Err(ToolError::new(ToolError::UNAVAILABLE, e.to_string()).into()),
         }
     }
+
+    fn elicitation(&self) -> Option<&dyn ElicitationSupport> {
+        Some(self)
+    }
+}
+
+/// Only a toolset that says it can ask gets an attached elicitor.
+impl ElicitationSupport for Asking {
+    fn set_elicitation_handler(&self, _handler: Option<Arc<dyn ElicitationHandler>>) {}
 }
 
 fn runtime(store: Arc<MemoryStore>) -> Runtime {

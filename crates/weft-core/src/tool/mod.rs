@@ -145,7 +145,9 @@ pub struct ToolRequest {
     /// Where the tool may publish live output while it runs; never serialized.
     #[serde(skip)]
     pub output: OutputSink,
-    /// Where the tool may ask the human for input while it runs; never serialized.
+    /// Where the tool may ask the human for input while it runs; never
+    /// serialized. The runtime attaches one only for toolsets that answer
+    /// the elicitation capability; for the others it is detached.
     #[serde(skip)]
     pub elicit: Elicitor,
 }

@@ -12,6 +12,7 @@ use super::elicit::Waiting;
 use super::*;
 use crate::inbox::DriverMsg;
 use tracing::Instrument as _;
+use weft_core::elicitation::Elicitor;
 
 impl RunTask {
     /// Executes a batch concurrently, committing each result as it lands.
@@ -26,7 +27,14 @@ impl RunTask {
             // The tools that asked died with the process that drove them.
             self.machine.withdraw_elicitations();
         }
-        let (inbox, mut messages) = self.shared.inbox.open();
+        // Only a batch with a call that can ask the user opens the inbox.
+        let eliciting = calls.iter().any(|c| self.tools.can_elicit(&c.name));
+        let (inbox, mut messages) = if eliciting {
+            let (tx, rx) = self.shared.inbox.open();
+            (Some(tx), Some(rx))
+        } else {
+            (None, None)
+        };
         let mut waiting = Waiting::default();
         let running = FuturesUnordered::new();
         let mut interrupted = Vec::new();
@@ -65,7 +73,12 @@ impl RunTask {
                 parent_tool_call_id: call.parent_tool_call_id.clone(),
                 labels: (*self.labels).clone(),
                 output: self.output_sink(call.id.clone()),
-                elicit: Self::elicitor(call.id.clone(), inbox.clone()),
+                elicit: match &inbox {
+                    Some(tx) if self.tools.can_elicit(&call.name) => {
+                        Self::elicitor(call.id.clone(), tx.clone())
+                    }
+                    _ => Elicitor::detached(),
+                },
             };
             let span = tracing::info_span!(
                 "tool",
@@ -76,9 +89,11 @@ impl RunTask {
         }
         drop(inbox);
         let result = self
-            .run_batch(running, interrupted, &mut messages, &mut waiting)
+            .run_batch(running, interrupted, messages.as_mut(), &mut waiting)
             .await;
-        self.shared.inbox.close();
+        if eliciting {
+            self.shared.inbox.close();
+        }
         result
     }
 
@@ -88,7 +103,7 @@ impl RunTask {
         &mut self,
         mut running: FuturesUnordered<impl Future<Output = ToolOutput>>,
         interrupted: Vec<ToolOutput>,
-        messages: &mut mpsc::UnboundedReceiver<DriverMsg>,
+        mut messages: Option<&mut mpsc::UnboundedReceiver<DriverMsg>>,
         waiting: &mut Waiting,
     ) -> Result<(), RuntimeError> {
         for out in interrupted {
@@ -104,7 +119,7 @@ impl RunTask {
                     Some(out) => self.finish_call(out),
                     None => break,
                 },
-                Some(msg) = messages.recv() => self.on_message(msg, waiting),
+                Some(msg) = next_message(&mut messages) => self.on_message(msg, waiting),
                 () = cancel.cancelled() => {
                     let _ = self.machine.cancel(self.shared.cancel_reason());
                 }
@@ -171,4 +186,14 @@ fn interrupted_output(call: &ToolCall) -> ToolOutput {
         err,
     )
     .with_retry_hint(Some(hint))
+}
+
+/// The next message of an open inbox; never, when the batch opened none.
+async fn next_message(
+    messages: &mut Option<&mut mpsc::UnboundedReceiver<DriverMsg>>,
+) -> Option<DriverMsg> {
+    match messages {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
 }
