@@ -61,6 +61,25 @@ struct LogState {
     tx: Option<broadcast::Sender<Arc<RunEvent>>>,
 }
 
+impl LogState {
+    /// Numbers the event, hands it to live subscribers and keeps it for
+    /// the next commit.
+    fn push(&mut self, at: weft_core::Timestamp, kind: EventKind) {
+        self.seq += 1;
+        let event = RunEvent {
+            seq: self.seq,
+            at,
+            kind,
+        };
+        if let Some(tx) = &self.tx
+            && tx.receiver_count() > 0
+        {
+            let _ = tx.send(Arc::new(event.clone()));
+        }
+        self.pending.push(event);
+    }
+}
+
 impl RunShared {
     pub(crate) fn new(run_id: RunId, seq: u64) -> Self {
         Self {
@@ -120,19 +139,7 @@ impl RunShared {
     /// Appends an event at `at`, broadcasting it to live subscribers.
     pub(crate) fn emit(&self, clock: &dyn Clock, kind: EventKind) {
         let at = clock.now();
-        let mut log = self.lock();
-        log.seq += 1;
-        let event = RunEvent {
-            seq: log.seq,
-            at,
-            kind,
-        };
-        if let Some(tx) = &log.tx
-            && tx.receiver_count() > 0
-        {
-            let _ = tx.send(Arc::new(event.clone()));
-        }
-        log.pending.push(event);
+        self.lock().push(at, kind);
     }
 
     /// Appends the events `machine` produced and the driver has not yet
@@ -141,8 +148,11 @@ impl RunShared {
         if !machine.has_events() {
             return;
         }
+        // One reading of the clock and one lock for all of them.
+        let at = clock.now();
+        let mut log = self.lock();
         for kind in machine.drain_events() {
-            self.emit(clock, kind);
+            log.push(at, kind);
         }
     }
 

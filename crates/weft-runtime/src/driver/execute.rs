@@ -112,8 +112,7 @@ impl RunTask {
         }
         let cancel = self.shared.cancel.clone();
         while self.machine.phase_name() == PhaseName::Executing {
-            let deadline = self.machine.poll_timeout();
-            let now = self.now();
+            let deadline = self.machine.poll_timeout().map(|d| (d, self.now()));
             tokio::select! {
                 out = running.next() => match out {
                     Some(out) => self.finish_call(out),
@@ -123,7 +122,7 @@ impl RunTask {
                 () = cancel.cancelled() => {
                     let _ = self.machine.cancel(self.shared.cancel_reason());
                 }
-                () = sleep_until(deadline, now) => {
+                () = sleep_until(deadline) => {
                     // The time budget ran out: the machine abandons the batch.
                     let now = self.now();
                     let _ = self.machine.next_step(now);

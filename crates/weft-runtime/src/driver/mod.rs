@@ -261,15 +261,14 @@ impl RunTask {
                 }
             }
         };
-        let deadline = self.machine.poll_timeout();
-        let clock_now = self.clock.now();
+        let deadline = self.machine.poll_timeout().map(|d| (d, self.clock.now()));
         let cancel = self.shared.cancel.clone();
         let result = tokio::select! {
             r = fut => Some(r),
             () = cancel.cancelled() => None,
             // The deadline passed while planning: the plan is dropped and the
             // next step (finalize, or a finalizer timeout) takes over.
-            () = sleep_until(deadline, clock_now) => return,
+            () = sleep_until(deadline) => return,
         };
         let changes = ctx.into_changes();
         drop(tools);
@@ -389,9 +388,10 @@ pub(crate) fn status_of(machine: &RunMachine) -> RunStatus {
 }
 
 /// Sleeps until the machine's deadline (never when there is none).
-async fn sleep_until(deadline: Option<Timestamp>, now: Timestamp) {
+/// `deadline` is the deadline and the time it was read at.
+async fn sleep_until(deadline: Option<(Timestamp, Timestamp)>) {
     match deadline {
-        Some(d) => {
+        Some((d, now)) => {
             let wait = Duration::from_millis(d.as_millis().saturating_sub(now.as_millis()));
             tokio::time::sleep(wait).await;
         }
