@@ -64,6 +64,7 @@ mod elicit_schema;
 pub mod error;
 mod events;
 pub mod json;
+mod listen;
 mod openapi;
 mod runs;
 mod sessions;
@@ -81,6 +82,7 @@ use weft_runtime::Runtime;
 pub use auth::{TENANT_LABEL, Tenant, Tenants, TokensError};
 pub use error::{ApiError, BoxError, FieldError, Problem};
 pub use json::JsonBody;
+pub use listen::ConnLimits;
 pub use openapi::openapi;
 
 /// The default request body limit: 1 MiB.
@@ -97,6 +99,8 @@ pub struct AppState {
     pub tenants: Arc<Tenants>,
     /// The largest request body accepted, in bytes.
     pub body_limit: usize,
+    /// Connection limits: header-read timeout, open connections, shutdown grace.
+    pub conn_limits: ConnLimits,
     shutdown: watch::Sender<bool>,
 }
 
@@ -108,6 +112,7 @@ impl AppState {
             sessions,
             tenants: Arc::new(tenants),
             body_limit: DEFAULT_BODY_LIMIT,
+            conn_limits: ConnLimits::default(),
             shutdown: watch::channel(false).0,
         }
     }
@@ -115,6 +120,12 @@ impl AppState {
     /// Sets the request body limit in bytes.
     pub fn with_body_limit(mut self, bytes: usize) -> Self {
         self.body_limit = bytes;
+        self
+    }
+
+    /// Sets the connection limits.
+    pub fn with_conn_limits(mut self, limits: ConnLimits) -> Self {
+        self.conn_limits = limits;
         self
     }
 
@@ -205,11 +216,10 @@ pub async fn serve_with_shutdown(
     signal: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let shutdown = state.shutdown.clone();
+    let limits = state.conn_limits;
     let router = app(state);
-    axum::serve(listener, router)
-        .with_graceful_shutdown(async move {
-            signal.await;
-            shutdown.send_replace(true);
-        })
-        .await
+    listen::accept_loop(listener, router, limits, signal, move || {
+        shutdown.send_replace(true);
+    })
+    .await
 }

@@ -1,0 +1,109 @@
+//! Connection limits over a real socket: a client that never finishes its
+//! request is cut off after the header-read timeout, connections past the
+//! limit are closed at once, and the server keeps answering the others.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::Fixture;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use weft_server::ConnLimits;
+
+async fn start(limits: ConnLimits) -> (std::net::SocketAddr, Fixture) {
+    let f = Fixture::new().await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(weft_server::serve_with_shutdown(
+        listener,
+        f.state.clone().with_conn_limits(limits),
+        std::future::pending(),
+    ));
+    (addr, f)
+}
+
+/// Sends a whole health request on `stream` and returns the response head.
+async fn health(stream: &mut TcpStream) -> String {
+    stream
+        .write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut buf = vec![0u8; 1024];
+    let n = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut buf))
+        .await
+        .expect("an answer")
+        .unwrap();
+    String::from_utf8_lossy(&buf[..n]).into_owned()
+}
+
+/// Reads until the server closes `stream`; returns how long that took.
+async fn closed_within(stream: &mut TcpStream, limit: Duration) -> Option<Duration> {
+    let started = Instant::now();
+    let mut buf = [0u8; 256];
+    loop {
+        match tokio::time::timeout(limit, stream.read(&mut buf)).await {
+            Ok(Ok(0) | Err(_)) => return Some(started.elapsed()),
+            Ok(Ok(_)) => continue,
+            Err(_) => return None,
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_request_line_that_never_ends_is_cut_off() {
+    let (addr, _f) = start(ConnLimits {
+        header_read_timeout: Duration::from_millis(300),
+        ..ConnLimits::default()
+    })
+    .await;
+    let mut slow = TcpStream::connect(addr).await.unwrap();
+    slow.write_all(b"GET /heal").await.unwrap();
+    let took = closed_within(&mut slow, Duration::from_secs(5))
+        .await
+        .expect("the server closes a connection whose headers never end");
+    assert!(took >= Duration::from_millis(250), "closed after {took:?}");
+    // Another client is served all along.
+    let mut ok = TcpStream::connect(addr).await.unwrap();
+    assert!(health(&mut ok).await.starts_with("HTTP/1.1 200"));
+}
+
+#[tokio::test]
+async fn connections_past_the_limit_are_closed_at_once() {
+    let (addr, _f) = start(ConnLimits {
+        max_connections: 2,
+        ..ConnLimits::default()
+    })
+    .await;
+    let mut first = TcpStream::connect(addr).await.unwrap();
+    let mut second = TcpStream::connect(addr).await.unwrap();
+    assert!(health(&mut first).await.starts_with("HTTP/1.1 200"));
+    assert!(health(&mut second).await.starts_with("HTTP/1.1 200"));
+    let mut third = TcpStream::connect(addr).await.unwrap();
+    assert!(
+        closed_within(&mut third, Duration::from_secs(5))
+            .await
+            .is_some(),
+        "the third connection is closed"
+    );
+    // Closing one frees its place.
+    drop(first);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let mut again = TcpStream::connect(addr).await.unwrap();
+        let _ = again
+            .write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n")
+            .await;
+        let mut buf = vec![0u8; 1024];
+        let n = tokio::time::timeout(Duration::from_secs(1), again.read(&mut buf))
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or(0);
+        if String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no place was freed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
