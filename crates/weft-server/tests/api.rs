@@ -244,22 +244,11 @@ async fn sessions_are_created_with_or_without_a_body() {
     assert_ne!(other[..12], generated[..12]);
     // A session id of another tenant or of nobody is a 404 for a run, and
     // never creates a session.
-    let r = f
-        .post(
-            "/v1/runs",
-            TOKEN_B,
-            json!({"agent": "echo", "session_id": other, "input": "x"}),
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.body);
-    let r = f
-        .post(
-            "/v1/runs",
-            TOKEN_A,
-            json!({"agent": "echo", "session_id": "ses_made_up", "input": "x"}),
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.body);
+    for (token, session) in [(TOKEN_B, other), (TOKEN_A, "ses_made_up")] {
+        let body = json!({"agent": "echo", "session_id": session, "input": "x"});
+        let r = f.post("/v1/runs", token, body).await;
+        assert_eq!(r.status, StatusCode::NOT_FOUND, "{session}: {}", r.body);
+    }
     let r = f
         .post(
             "/v1/runs",

@@ -61,28 +61,19 @@ async fn json_logs_name_the_tenant_and_the_run() {
         }
     };
     let http = reqwest::Client::new();
-    let started: Value = http
-        .post(format!("http://{addr}/v1/runs"))
-        .bearer_auth("secret-token")
-        .json(&json!({"agent": "calculator", "input": "What is 2 + 3?"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let call = |request: reqwest::RequestBuilder| async move {
+        let reply = request.bearer_auth("secret-token").send().await.unwrap();
+        reply.json::<Value>().await.unwrap()
+    };
+    let started = call(
+        http.post(format!("http://{addr}/v1/runs"))
+            .json(&json!({"agent": "calculator", "input": "What is 2 + 3?"})),
+    )
+    .await;
     let run_id = started["run_id"].as_str().unwrap().to_owned();
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        let view: Value = http
-            .get(format!("http://{addr}/v1/runs/{run_id}"))
-            .bearer_auth("secret-token")
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let view = call(http.get(format!("http://{addr}/v1/runs/{run_id}"))).await;
         if view["status"] == "completed" {
             break;
         }
