@@ -22,11 +22,13 @@
 //! - [`event`]: run events.
 //! - [`run`]: the run machine, its policy and its driver protocol.
 //! - [`store`]: the run store trait that durable stores implement.
+//! - [`lease`]: who may drive a run: leases with fencing epochs.
 
 pub mod awaiting;
 pub mod elicitation;
 pub mod event;
 pub mod ids;
+pub mod lease;
 pub mod message;
 pub mod model;
 pub mod planner;

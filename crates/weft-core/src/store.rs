@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::event::RunEvent;
 use crate::ids::{AgentId, RunId, SessionId};
+use crate::lease::{HeldLease, LeaseClaim, LeaseRequest};
 use crate::run::RunMachine;
 use crate::time::Timestamp;
 use crate::tool::Labels;
@@ -109,6 +110,11 @@ pub struct Commit<'a> {
     pub status: RunStatus,
     /// When the commit happens.
     pub now: Timestamp,
+    /// The lease epoch the committer holds: the commit lands only while it
+    /// is the run's (else [`StoreError::LeaseLost`]). A fenced commit that
+    /// leaves the run not running frees the lease. `None` writes unfenced,
+    /// for single-writer tools.
+    pub fence: Option<u64>,
 }
 
 /// A stored run: its index entry and its last snapshot.
@@ -118,6 +124,10 @@ pub struct StoredRun {
     pub record: RunRecord,
     /// The machine as of the last commit.
     pub snapshot: RunMachine,
+    /// The sequence number of the last stored event. It may be past the
+    /// snapshot's own (events committed without a snapshot, such as streamed
+    /// text): a driver continues the log after this one.
+    pub last_seq: u64,
 }
 
 /// Which runs to list.
@@ -158,6 +168,15 @@ pub enum StoreError {
         last: u64,
         /// The sequence number given.
         seq: u64,
+    },
+    /// The committer's lease epoch is no longer the run's: another driver
+    /// took the run over. The commit was not applied.
+    #[error("run `{run_id}` is driven elsewhere now: lease epoch {epoch} was superseded")]
+    LeaseLost {
+        /// The run.
+        run_id: RunId,
+        /// The epoch the committer held.
+        epoch: u64,
     },
     /// Stored data could not be read back.
     #[error("stored data is corrupt: {message}")]
@@ -200,4 +219,48 @@ pub trait RunStore: Send + Sync {
 
     /// Runs matching `filter`, newest first.
     async fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunRecord>, StoreError>;
+
+    /// Creates a run like [`create_run`](Self::create_run), leased to
+    /// `lease.owner` in the same transaction; returns the lease's epoch.
+    /// (A run created by `create_run` is running and unleased: the next
+    /// [`claim_orphans`](Self::claim_orphans) takes it.)
+    async fn create_leased_run(
+        &self,
+        record: &RunRecord,
+        events: &[RunEvent],
+        snapshot: &RunMachine,
+        lease: LeaseRequest<'_>,
+    ) -> Result<u64, StoreError>;
+
+    /// Takes the run's lease when it is free, expired at `now`, or already
+    /// `lease.owner`'s; the epoch rises either way, fencing any earlier
+    /// holder. Whatever the run's status.
+    async fn acquire_lease(
+        &self,
+        run_id: &RunId,
+        lease: LeaseRequest<'_>,
+        now: Timestamp,
+    ) -> Result<LeaseClaim, StoreError>;
+
+    /// Extends `leases`, held by `owner`, to `expires_at`; returns the runs
+    /// whose lease was not `owner`'s at that epoch any more (lost).
+    async fn renew_leases(
+        &self,
+        owner: &str,
+        leases: &[HeldLease],
+        expires_at: Timestamp,
+    ) -> Result<Vec<RunId>, StoreError>;
+
+    /// Frees the run's lease if it is still at `epoch`.
+    async fn release_lease(&self, run_id: &RunId, epoch: u64) -> Result<(), StoreError>;
+
+    /// Takes the leases of at most `limit` running runs that nobody holds
+    /// (unleased, or expired at `now`), oldest expiry first; concurrent
+    /// claimers never take the same run.
+    async fn claim_orphans(
+        &self,
+        lease: LeaseRequest<'_>,
+        now: Timestamp,
+        limit: u32,
+    ) -> Result<Vec<HeldLease>, StoreError>;
 }

@@ -5,7 +5,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 /// A point in time, in milliseconds since the Unix epoch, supplied by the driver.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 #[serde(transparent)]
 pub struct Timestamp(pub u64);
 

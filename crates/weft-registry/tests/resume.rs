@@ -79,6 +79,7 @@ async fn a_run_resumed_mid_call_reattaches_and_the_tool_runs_once() {
             let rt = Runtime::builder()
                 .store(store1 as Arc<dyn RunStore>)
                 .agent(agent(&redis1, &gw, &ts).await)
+                .lease_ttl(Duration::from_millis(300))
                 .build();
             let handle = rt
                 .start("remote-agent", StartRequest::user("go"))
@@ -102,7 +103,16 @@ async fn a_run_resumed_mid_call_reattaches_and_the_tool_runs_once() {
         .store(store.clone() as Arc<dyn RunStore>)
         .agent(agent(&redis, &gw, &toolset).await)
         .build();
-    assert_eq!(rt.recover_unfinished().await.unwrap(), 1);
+    // Its lease lapses a TTL after the crash; then it is an orphan.
+    let mut recovered = 0;
+    for _ in 0..40 {
+        recovered = rt.recover_unfinished().await.unwrap();
+        if recovered > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(recovered, 1);
     let mut events = rt.subscribe(&run_id, 0).await.unwrap();
     let mut finished = Vec::new();
     let mut outcome = None;

@@ -21,6 +21,7 @@ mod driver;
 mod error;
 mod events;
 mod inbox;
+mod leases;
 mod memory;
 mod runtime;
 mod scripted;

@@ -101,7 +101,7 @@ async fn a_question_is_answered_only_where_the_run_is_driven_and_recovery_asks_a
     let stored = store.load_run(handle.run_id()).await.unwrap().unwrap();
     assert_eq!(stored.snapshot.elicitations()[0].id, asked);
 
-    // A second process (the first one "died" waiting) cannot answer it.
+    // A second process cannot answer it: the first one holds the run.
     let second = runtime(store.clone());
     let elsewhere = second
         .answer(
@@ -115,7 +115,15 @@ async fn a_question_is_answered_only_where_the_run_is_driven_and_recovery_asks_a
         "{elsewhere:?}"
     );
 
-    // Recovery withdraws it; the idempotent call runs again and asks anew.
+    // Nor take the run over while the first one holds its lease.
+    let held = second.recover(handle.run_id()).await;
+    assert!(
+        matches!(held, Err(RuntimeError::DrivenElsewhere(_))),
+        "{held:?}"
+    );
+    // The first one dies; recovery withdraws the question, the idempotent
+    // call runs again and asks anew.
+    first.shutdown().await;
     assert!(second.recover(handle.run_id()).await.unwrap());
     let mut events = second.subscribe(handle.run_id(), 0).await.unwrap();
     let mut withdrawn = None;

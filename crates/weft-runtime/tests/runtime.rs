@@ -646,8 +646,11 @@ async fn recovery_reruns_only_idempotent_calls_that_were_in_flight() {
             started += 1;
         }
     }
-    // A second process takes over the run from the store.
+    // A second process cannot take the run over while the first holds it,
+    // and does once the first one dies.
     let second = build(false);
+    assert!(second.recover(handle.run_id()).await.is_err());
+    first.shutdown().await;
     assert!(second.recover(handle.run_id()).await.unwrap());
     let outcome = second.outcome(handle.run_id()).await.unwrap();
     assert!(

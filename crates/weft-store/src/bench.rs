@@ -81,7 +81,14 @@ async fn one_run(
         created_at: now,
         updated_at: now,
     };
-    store.create_run(&record, &[], machine).await?;
+    // Leased and fenced, as the runtime commits.
+    let lease = weft_core::lease::LeaseRequest {
+        owner: "bench",
+        expires_at: Timestamp::from_millis(u64::MAX >> 2),
+    };
+    let epoch = store
+        .create_leased_run(&record, &[], machine, lease)
+        .await?;
     let mut seq = 0;
     for step in 0..steps {
         let events: Vec<RunEvent> = (0..EVENTS_PER_STEP)
@@ -103,6 +110,7 @@ async fn one_run(
                 snapshot: Some(machine),
                 status: RunStatus::Running,
                 now,
+                fence: Some(epoch),
             })
             .await?;
     }

@@ -25,6 +25,10 @@ pub(crate) struct CommitJob {
     pub(crate) status: weft_core::store::RunStatus,
     /// When the commit happens, in milliseconds.
     pub(crate) now: i64,
+    /// The lease epoch the committer holds, when the commit is fenced.
+    pub(crate) fence: Option<i64>,
+    /// Whether the commit frees the lease (fenced, and the run stops running).
+    pub(crate) release: bool,
 }
 
 /// Most events one `INSERT` carries.

@@ -10,7 +10,7 @@
 //! - [`sqlite`]: [`SqliteStore`], the embedded default (one file, WAL mode).
 //! - [`postgres`]: [`PostgresStore`], for many processes on many hosts.
 //! - [`bench`]: [`bench_commit`] and [`bench_commit_concurrent`], the cost of a durable step.
-//! - `sql_runs`, `sql_sessions`: the SQL both backends share, as macros.
+//! - `sql_runs`, `sql_sessions`, `sql_leases`: the SQL both backends share, as macros.
 //! - `paging`: the paged reads (log pages, newest-first lists) written once.
 //! - `schema`: the embedded migrations and the "newer schema" check.
 //! - `codec`, `rows`: how values map to columns; the log's no-gap rule.
@@ -44,6 +44,7 @@ pub mod postgres;
 mod retry;
 mod rows;
 mod schema;
+mod sql_leases;
 mod sql_runs;
 mod sql_sessions;
 pub mod sqlite;

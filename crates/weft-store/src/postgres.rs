@@ -20,6 +20,7 @@ use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
 
 use crate::error::{MigrationFailure, OpenError, redact};
 use crate::schema;
+use crate::sql_leases::impl_leases;
 use crate::sql_runs::impl_run_store;
 use crate::sql_sessions::impl_session_store;
 
@@ -214,6 +215,12 @@ impl_run_store!(
     sqlx::Postgres,
     lock = " FOR UPDATE",
     share = " FOR SHARE"
+);
+impl_leases!(
+    PostgresStore,
+    sqlx::Postgres,
+    lock = " FOR UPDATE",
+    skip = " FOR UPDATE SKIP LOCKED"
 );
 impl_session_store!(PostgresStore, lock = " FOR UPDATE");
 

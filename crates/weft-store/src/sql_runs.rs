@@ -73,7 +73,12 @@ macro_rules! impl_run_store {
                 record: &weft_core::store::RunRecord,
                 events: &[weft_core::event::RunEvent],
                 snapshot: &weft_core::run::RunMachine,
+                lease: Option<weft_core::lease::LeaseRequest<'_>>,
             ) -> Result<(), $crate::error::Failure> {
+                let lease = match lease {
+                    Some(l) => Some((l.owner, $crate::codec::int(l.expires_at.as_millis(), "lease expiry")?)),
+                    None => None,
+                };
                 let events = $crate::commit::encode_events(events)?;
                 let snapshot = $crate::codec::to_json(snapshot, "snapshot")?;
                 let labels = $crate::codec::labels_json(&record.labels)?;
@@ -83,7 +88,7 @@ macro_rules! impl_run_store {
                     let retry = attempts > 1;
                     let (events, snapshot, labels) = (&events, &snapshot, &labels);
                     async move {
-                        match self.create_run_once(record, events, snapshot, labels).await {
+                        match self.create_run_once(record, events, snapshot, labels, lease).await {
                             // The attempt whose connection died may have
                             // landed: then the run is the caller's own.
                             Err(e) if retry && $crate::commit::is_run_exists(&e) => {
@@ -115,6 +120,7 @@ macro_rules! impl_run_store {
                 events: &[(i64, String)],
                 snapshot: &str,
                 labels: &str,
+                lease: Option<(&str, i64)>,
             ) -> Result<(), $crate::error::Failure> {
                 use weft_core::session::SessionError;
                 use weft_core::store::StoreError;
@@ -146,7 +152,8 @@ macro_rules! impl_run_store {
                 }
                 let inserted = sqlx::query(
                     "INSERT INTO runs (run_id, agent_id, session_id, status, labels, created_at, updated_at, \
-                     last_seq, snapshot) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
+                     last_seq, snapshot, lease_owner, lease_epoch, lease_expires) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
                      ON CONFLICT (run_id) DO NOTHING",
                 )
                 .bind(record.run_id.as_str())
@@ -158,6 +165,9 @@ macro_rules! impl_run_store {
                 .bind(updated)
                 .bind(last)
                 .bind(snapshot)
+                .bind(lease.map(|l| l.0))
+                .bind(i64::from(lease.is_some()))
+                .bind(lease.map_or(0, |l| l.1))
                 .execute(&mut *tx)
                 .await?;
                 if inserted.rows_affected() == 0 {
@@ -179,8 +189,16 @@ macro_rules! impl_run_store {
                 use weft_core::store::StoreError;
                 let (run_id, events, snapshot, status, now) =
                     (&job.run_id, &job.events, job.snapshot.as_deref(), job.status, job.now);
-                const UPDATE: &str = "UPDATE runs SET last_seq = $2, status = $3, updated_at = $4, \
-                                      snapshot = COALESCE($5, snapshot) WHERE run_id = $1";
+                // A fenced commit that stops the run frees its lease.
+                macro_rules! set {
+                    () => {
+                        "UPDATE runs SET last_seq = $2, status = $3, updated_at = $4, \
+                         snapshot = COALESCE($5, snapshot), \
+                         lease_owner = CASE WHEN $6 THEN NULL ELSE lease_owner END, \
+                         lease_expires = CASE WHEN $6 THEN 0 ELSE lease_expires END \
+                         WHERE run_id = $1"
+                    };
+                }
                 // Fast path, the common case: the events continue the log
                 // exactly. One conditional update checks that (and locks the
                 // row) instead of a locking read followed by an update.
@@ -196,15 +214,17 @@ macro_rules! impl_run_store {
                 };
                 if let Some((expected, fresh, new_last)) = fast {
                     let updated = sqlx::query(concat!(
-                        "UPDATE runs SET last_seq = $2, status = $3, updated_at = $4, ",
-                        "snapshot = COALESCE($5, snapshot) WHERE run_id = $1 AND last_seq = $6"
+                        set!(),
+                        " AND last_seq = $7 AND lease_epoch = COALESCE($8, lease_epoch)"
                     ))
                     .bind(run_id.as_str())
                     .bind($crate::codec::int(new_last, "event seq")?)
                     .bind(status.as_str())
                     .bind(now)
                     .bind(snapshot)
+                    .bind(job.release)
                     .bind($crate::codec::int(expected, "event seq")?)
+                    .bind(job.fence)
                     .execute(&mut **tx)
                     .await?;
                     if updated.rows_affected() == 1 {
@@ -212,24 +232,36 @@ macro_rules! impl_run_store {
                         return Ok(());
                     }
                 }
-                // Slow path: duplicates, gaps, no events, or no such run.
-                let row: Option<(i64,)> =
-                    sqlx::query_as(concat!("SELECT last_seq FROM runs WHERE run_id = $1", $lock))
-                        .bind(run_id.as_str())
-                        .fetch_optional(&mut **tx)
-                        .await?;
-                let Some((last,)) = row else {
+                // Slow path: duplicates, gaps, no events, a lost lease, or no such run.
+                let row: Option<(i64, i64)> = sqlx::query_as(concat!(
+                    "SELECT last_seq, lease_epoch FROM runs WHERE run_id = $1",
+                    $lock
+                ))
+                .bind(run_id.as_str())
+                .fetch_optional(&mut **tx)
+                .await?;
+                let Some((last, epoch)) = row else {
                     return Err(StoreError::RunNotFound { run_id: run_id.clone() }.into());
                 };
+                if let Some(fence) = job.fence
+                    && fence != epoch
+                {
+                    return Err(StoreError::LeaseLost {
+                        run_id: run_id.clone(),
+                        epoch: fence.unsigned_abs(),
+                    }
+                    .into());
+                }
                 let last = $crate::codec::uint(last, "last_seq")?;
                 let (fresh, new_last) = $crate::commit::fresh_events(run_id, events, last)?;
                 Self::insert_events(tx, run_id, &fresh).await?;
-                sqlx::query(UPDATE)
+                sqlx::query(set!())
                     .bind(run_id.as_str())
                     .bind($crate::codec::int(new_last, "event seq")?)
                     .bind(status.as_str())
                     .bind(now)
                     .bind(snapshot)
+                    .bind(job.release)
                     .execute(&mut **tx)
                     .await?;
                 Ok(())
@@ -244,7 +276,65 @@ macro_rules! impl_run_store {
                 events: &[weft_core::event::RunEvent],
                 snapshot: &weft_core::run::RunMachine,
             ) -> Result<(), weft_core::store::StoreError> {
-                self.start_run_inner(record, events, snapshot)
+                self.start_run_inner(record, events, snapshot, None)
+                    .await
+                    .map_err($crate::error::Failure::into_store)
+            }
+
+            async fn create_leased_run(
+                &self,
+                record: &weft_core::store::RunRecord,
+                events: &[weft_core::event::RunEvent],
+                snapshot: &weft_core::run::RunMachine,
+                lease: weft_core::lease::LeaseRequest<'_>,
+            ) -> Result<u64, weft_core::store::StoreError> {
+                self.start_run_inner(record, events, snapshot, Some(lease))
+                    .await
+                    .map_err($crate::error::Failure::into_store)?;
+                Ok(1)
+            }
+
+            async fn acquire_lease(
+                &self,
+                run_id: &weft_core::RunId,
+                lease: weft_core::lease::LeaseRequest<'_>,
+                now: weft_core::Timestamp,
+            ) -> Result<weft_core::lease::LeaseClaim, weft_core::store::StoreError> {
+                $crate::retry::retrying(self.retry_label(), || self.acquire_lease_inner(run_id, lease, now))
+                    .await
+                    .map_err($crate::error::Failure::into_store)
+            }
+
+            async fn renew_leases(
+                &self,
+                owner: &str,
+                leases: &[weft_core::lease::HeldLease],
+                expires_at: weft_core::Timestamp,
+            ) -> Result<Vec<weft_core::RunId>, weft_core::store::StoreError> {
+                $crate::retry::retrying(self.retry_label(), || self.renew_leases_inner(owner, leases, expires_at))
+                    .await
+                    .map_err($crate::error::Failure::into_store)
+            }
+
+            async fn release_lease(
+                &self,
+                run_id: &weft_core::RunId,
+                epoch: u64,
+            ) -> Result<(), weft_core::store::StoreError> {
+                $crate::retry::retrying(self.retry_label(), || self.release_lease_inner(run_id, epoch))
+                    .await
+                    .map_err($crate::error::Failure::into_store)
+            }
+
+            async fn claim_orphans(
+                &self,
+                lease: weft_core::lease::LeaseRequest<'_>,
+                now: weft_core::Timestamp,
+                limit: u32,
+            ) -> Result<Vec<weft_core::lease::HeldLease>, weft_core::store::StoreError> {
+                // Not retried: a claim whose reply was lost took leases that
+                // simply expire unused.
+                self.claim_orphans_inner(lease, now, limit)
                     .await
                     .map_err($crate::error::Failure::into_store)
             }
@@ -255,12 +345,15 @@ macro_rules! impl_run_store {
                     .snapshot
                     .map(|s| $crate::codec::to_json(s, "snapshot"))
                     .transpose()?;
+                let fence = commit.fence.map(|e| $crate::codec::int(e, "lease epoch")).transpose()?;
                 let job = std::sync::Arc::new($crate::commit::CommitJob {
                     run_id: commit.run_id.clone(),
                     events,
                     snapshot,
                     status: commit.status,
                     now: $crate::codec::int(commit.now.as_millis(), "commit time")?,
+                    fence,
+                    release: fence.is_some() && commit.status != weft_core::store::RunStatus::Running,
                 });
                 // Safe to retry after a lost connection: events already
                 // stored are skipped and the snapshot write is the same.
@@ -274,21 +367,22 @@ macro_rules! impl_run_store {
                 run_id: &weft_core::RunId,
             ) -> Result<Option<weft_core::store::StoredRun>, weft_core::store::StoreError> {
                 let sql = format!(
-                    "SELECT {}, snapshot FROM runs WHERE run_id = $1",
+                    "SELECT {}, snapshot, last_seq FROM runs WHERE run_id = $1",
                     $crate::rows::RUN_COLUMNS
                 );
-                type Row = (String, String, String, String, String, i64, i64, String);
+                type Row = (String, String, String, String, String, i64, i64, String, i64);
                 let row: Option<Row> = $crate::retry::retrying(self.retry_label(), || async {
                     Ok(sqlx::query_as(&sql).bind(run_id.as_str()).fetch_optional(self.read_pool()).await?)
                 })
                 .await
                 .map_err($crate::error::Failure::into_store)?;
-                let Some((a, b, c, d, e, f, g, snapshot)) = row else {
+                let Some((a, b, c, d, e, f, g, snapshot, last_seq)) = row else {
                     return Ok(None);
                 };
                 Ok(Some(weft_core::store::StoredRun {
                     record: $crate::rows::run_record((a, b, c, d, e, f, g))?,
                     snapshot: $crate::codec::snapshot(run_id, &snapshot)?,
+                    last_seq: $crate::codec::uint(last_seq, "last_seq")?,
                 }))
             }
 

@@ -155,7 +155,7 @@ macro_rules! impl_session_store {
                 events: &[weft_core::event::RunEvent],
                 snapshot: &weft_core::run::RunMachine,
             ) -> Result<(), weft_core::session::SessionError> {
-                self.start_run_inner(record, events, snapshot)
+                self.start_run_inner(record, events, snapshot, None)
                     .await
                     .map_err($crate::error::Failure::into_session)
             }

@@ -31,6 +31,7 @@ use crate::commit::CommitJob;
 use crate::error::{Failure, MigrationFailure, OpenError, redact};
 use crate::group::GroupCommitter;
 use crate::schema;
+use crate::sql_leases::impl_leases;
 use crate::sql_runs::impl_run_store;
 use crate::sql_sessions::impl_session_store;
 
@@ -244,4 +245,5 @@ impl FromStr for SqliteOptions {
 }
 
 impl_run_store!(SqliteStore, sqlx::Sqlite, lock = "", share = "");
+impl_leases!(SqliteStore, sqlx::Sqlite, lock = "", skip = "");
 impl_session_store!(SqliteStore, lock = "");

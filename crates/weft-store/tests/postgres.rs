@@ -156,6 +156,7 @@ async fn commits_land_when_connections_are_terminated_under_load() {
                             snapshot: Some(&snapshot),
                             status: RunStatus::Running,
                             now: Timestamp::from_millis(step),
+                            fence: None,
                         })
                         .await
                         .unwrap_or_else(|e| panic!("commit {step} of {run_id} failed: {e}"));

@@ -63,6 +63,10 @@ enum Command {
         /// Log lines as text or JSON; the level comes from RUST_LOG (default info).
         #[arg(long, value_enum, default_value_t = LogFormat::Text)]
         log_format: LogFormat,
+        /// Milliseconds a run's lease lasts unless renewed: the runs of a
+        /// server that died continue on another within about this long.
+        #[arg(long, default_value_t = 5_000)]
+        lease_ttl_ms: u64,
     },
     /// Stored runs: list, show, events, continue, recover, cancel.
     Runs {
@@ -285,12 +289,14 @@ fn main() -> ExitCode {
             addr,
             tokens_file,
             log_format,
+            lease_ttl_ms,
         } => serve::serve(ServeArgs {
             agents,
             db,
             addr,
             tokens_file,
             log_format,
+            lease_ttl: std::time::Duration::from_millis(lease_ttl_ms),
         }),
         Command::Runs { db, command } => admin::runs(
             &db,

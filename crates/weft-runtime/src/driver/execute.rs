@@ -9,6 +9,7 @@ use std::future::Future;
 use tokio::sync::mpsc;
 
 use super::elicit::Waiting;
+use super::log::FLUSH_EVERY;
 use super::*;
 use crate::inbox::DriverMsg;
 use tracing::Instrument as _;
@@ -111,9 +112,14 @@ impl RunTask {
             self.commit().await?;
         }
         let cancel = self.shared.cancel.clone();
+        // Events of running calls (their start, their live output) are
+        // committed every `FLUSH_EVERY`, so subscribers see them meanwhile.
+        let flush = tokio::time::sleep(FLUSH_EVERY);
+        tokio::pin!(flush);
         while self.machine.phase_name() == PhaseName::Executing {
             let deadline = self.machine.poll_timeout().map(|d| (d, self.now()));
             tokio::select! {
+                biased;
                 out = running.next() => match out {
                     Some(out) => self.finish_call(out),
                     None => break,
@@ -127,6 +133,12 @@ impl RunTask {
                     let now = self.now();
                     let _ = self.machine.next_step(now);
                 }
+                () = &mut flush => {
+                    self.flush_events().await?;
+                    let next = if self.shared.has_pending() { FLUSH_EVERY } else { FLUSH_EVERY * 5 };
+                    flush.as_mut().reset(tokio::time::Instant::now() + next);
+                    continue;
+                }
             }
             if self.machine.outcome().is_some() {
                 self.hold_control().await;
@@ -135,6 +147,30 @@ impl RunTask {
             waiting.flush(&self.machine);
         }
         Ok(())
+    }
+
+    /// Commits the events emitted so far, without a snapshot (the machine
+    /// has not moved); a lost lease ends the batch, other failures wait for
+    /// the next commit.
+    async fn flush_events(&mut self) -> Result<(), RuntimeError> {
+        self.collect();
+        if !self.shared.has_pending() {
+            return Ok(());
+        }
+        let log = LogWriter {
+            store: &*self.store,
+            shared: &self.shared,
+            clock: &*self.clock,
+            epoch: self.epoch,
+        };
+        match log.commit(None, RunStatus::Running).await {
+            Err(e @ RuntimeError::Store(StoreError::LeaseLost { .. })) => Err(e),
+            Err(e) => {
+                tracing::warn!(run_id = %self.shared.run_id, error = %e, "events not stored yet");
+                Ok(())
+            }
+            Ok(()) => Ok(()),
+        }
     }
 
     /// The sink through which call `id` publishes live output: each fragment

@@ -13,6 +13,10 @@
 
 mod elicit;
 mod execute;
+mod log;
+mod plan;
+
+use log::LogWriter;
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -29,7 +33,7 @@ use weft_core::run::{
     InvalidToolCallContext, PhaseName, PlanKind, PlanOutcome, Resolution, RunError, RunFailure,
     RunMachine, RunOutcome, Step, ToolCall,
 };
-use weft_core::store::{Commit, RunStatus, RunStore};
+use weft_core::store::{RunStatus, RunStore, StoreError};
 use weft_core::tool::{
     Labels, OutputSink, RetryHint, RetryReason, ToolError, ToolOutput, ToolRequest, ToolSpec,
 };
@@ -40,6 +44,7 @@ use crate::clock::Clock;
 use crate::context::Ctx;
 use crate::error::RuntimeError;
 use crate::events::{RunShared, Sink};
+use crate::leases::Leases;
 use crate::tools::{AgentTools, Limits};
 use crate::toolsets::remind_availability;
 
@@ -52,6 +57,21 @@ pub(crate) enum DriveEnd {
     Paused,
     /// The store failed; the run stays at its last committed snapshot.
     StoreFailed(RuntimeError),
+    /// The run's lease was lost (or could no longer be trusted): another
+    /// process may drive it now, so this task stopped without another write.
+    LeaseLost,
+    /// The task panicked; the run stays at its last committed snapshot.
+    Panicked(String),
+}
+
+impl DriveEnd {
+    /// How a failed commit ends the task.
+    fn failed(e: RuntimeError) -> Self {
+        match e {
+            RuntimeError::Store(StoreError::LeaseLost { .. }) => DriveEnd::LeaseLost,
+            e => DriveEnd::StoreFailed(e),
+        }
+    }
 }
 
 /// One run being driven.
@@ -73,10 +93,12 @@ pub(crate) struct RunTask {
     /// The run's control lock, taken before the commit that ends this task
     /// and held until the task has released the run.
     pub(crate) held: Option<OwnedMutexGuard<()>>,
+    /// The lease epoch this task drives under: every commit carries it.
+    pub(crate) epoch: u64,
+    pub(crate) leases: Arc<Leases>,
+    /// Set when a commit while planning found the lease gone.
+    pub(crate) lease_lost: bool,
 }
-
-/// Whether the previous commit failed and how often to retry a commit.
-const COMMIT_ATTEMPTS: u32 = 3;
 
 impl RunTask {
     /// Drives the run until it finishes, pauses or the store fails; returns
@@ -100,7 +122,7 @@ impl RunTask {
         self.hold_control().await;
         match self.commit().await {
             Ok(()) => end,
-            Err(e) => DriveEnd::StoreFailed(e),
+            Err(e) => DriveEnd::failed(e),
         }
     }
 
@@ -130,9 +152,14 @@ impl RunTask {
                     self.resolve(context);
                 }
                 Step::ExecuteTools { calls } => {
+                    // No tool starts under a lease that may have passed to
+                    // another process.
+                    if !self.leases.is_trusted(&self.shared.run_id, self.epoch) {
+                        return DriveEnd::LeaseLost;
+                    }
                     let calls: Vec<ToolCall> = calls.iter().cloned().collect();
                     if let Err(e) = self.execute(calls).await {
-                        return DriveEnd::StoreFailed(e);
+                        return DriveEnd::failed(e);
                     }
                     continue;
                 }
@@ -144,6 +171,9 @@ impl RunTask {
                     return self.final_commit(DriveEnd::Finished(outcome)).await;
                 }
             }
+            if self.lease_lost {
+                return DriveEnd::LeaseLost;
+            }
             // A step that stored an outcome or an await ends the task
             // without another write.
             if let Some(outcome) = self.machine.outcome() {
@@ -154,7 +184,7 @@ impl RunTask {
                 return self.final_commit(DriveEnd::Paused).await;
             }
             if let Err(e) = self.commit().await {
-                return DriveEnd::StoreFailed(e);
+                return DriveEnd::failed(e);
             }
         }
     }
@@ -177,192 +207,15 @@ impl RunTask {
     /// Commits pending events with the current snapshot, retrying briefly.
     async fn commit(&mut self) -> Result<(), RuntimeError> {
         self.collect();
-        let events = self.shared.begin_commit();
         self.machine.set_event_seq(self.shared.seq());
         let status = status_of(&self.machine);
-        let mut attempt = 0;
-        let result = loop {
-            attempt += 1;
-            let commit = Commit {
-                run_id: &self.shared.run_id,
-                events: &events,
-                snapshot: Some(&self.machine),
-                status,
-                now: self.now(),
-            };
-            match self.store.commit(commit).await {
-                Ok(()) => break Ok(()),
-                Err(e) if attempt < COMMIT_ATTEMPTS => {
-                    tracing::warn!(run_id = %self.shared.run_id, error = %e, attempt, "commit failed; retrying");
-                    tokio::time::sleep(Duration::from_millis(50 * u64::from(attempt))).await;
-                }
-                Err(e) => break Err(RuntimeError::Store(e)),
-            }
-        };
-        self.shared.end_commit();
-        result
-    }
-
-    async fn plan(&mut self, kind: PlanKind, finalize: Option<Termination>) {
-        // The planner streams its events straight into the log: what the
-        // machine said before (a termination) goes first.
-        self.collect();
-        self.refresh_tools().await;
-        let run_id: &RunId = &self.shared.run_id;
-        let run = RunContext {
-            agent_id: self.agent.id.clone(),
-            run_id: run_id.clone(),
-            session_id: self.session_id.clone(),
-            turn_id: TurnId::new(format!("{run_id}/{}", self.machine.turn() + 1)),
-            labels: self.labels.clone(),
-        };
-        let tools: Cow<'_, [ToolSpec]> = if self
-            .tools
-            .specs
-            .iter()
-            .all(|s| self.machine.is_allowed(&s.name))
-        {
-            Cow::Borrowed(&self.tools.specs)
-        } else {
-            Cow::Owned(
-                self.tools
-                    .specs
-                    .iter()
-                    .filter(|s| self.machine.is_allowed(&s.name))
-                    .cloned()
-                    .collect(),
-            )
-        };
-        let ctx = Ctx::new(&self.agent, run_id, self.machine.state());
-        let sink = Sink {
+        let log = LogWriter {
+            store: &*self.store,
             shared: &self.shared,
             clock: &*self.clock,
+            epoch: self.epoch,
         };
-        let base = PlanInput {
-            messages: self.machine.transcript(),
-            run: &run,
-            context: &ctx,
-            events: &sink,
-            reminders: self.machine.reminders(),
-            tools: &tools,
-        };
-        let planner = &self.agent.planner;
-        let fut = async {
-            match kind {
-                PlanKind::Start => planner.plan_start(base).await,
-                PlanKind::Resume => {
-                    planner
-                        .plan_resume(PlanResumeInput {
-                            base,
-                            tool_outputs: self.machine.tool_outputs(),
-                            finalize: finalize.as_ref(),
-                        })
-                        .await
-                }
-            }
-        };
-        let deadline = self.machine.poll_timeout().map(|d| (d, self.clock.now()));
-        let cancel = self.shared.cancel.clone();
-        let result = tokio::select! {
-            r = fut => Some(r),
-            () = cancel.cancelled() => None,
-            // The deadline passed while planning: the plan is dropped and the
-            // next step (finalize, or a finalizer timeout) takes over.
-            () = sleep_until(deadline) => return,
-        };
-        let changes = ctx.into_changes();
-        drop(tools);
-        if let Some(changes) = changes {
-            changes.apply(&mut self.machine);
-        }
-        let now = self.now();
-        match result {
-            None => {
-                let _ = self.machine.cancel(self.shared.cancel_reason());
-            }
-            Some(Err(e)) => self.planner_failed(e),
-            Some(Ok(result)) => {
-                // An answer that was not streamed is shown whole, before
-                // the machine records the run's end.
-                if let Decision::FinalResponse { message } = &result.decision
-                    && !result.streamed
-                {
-                    let text = message.joined_text();
-                    if !text.is_empty() {
-                        self.emit(EventKind::AssistantChunk { text });
-                    }
-                }
-                match self.machine.plan_result(result, now, &self.tools.catalog) {
-                    Ok(PlanOutcome::Continue { .. } | PlanOutcome::TurnRetried) => {}
-                    Ok(PlanOutcome::NeedsResolution(context)) => self.resolve(*context),
-                    Err(e) => {
-                        let _ = self.machine.fail(RunFailure::Planner {
-                            message: format!("the planner broke the run protocol: {e}"),
-                        });
-                    }
-                }
-            }
-        }
-    }
-
-    /// Picks up tool-list changes and toolsets that started or stopped
-    /// working, and tells the model through reminders.
-    async fn refresh_tools(&mut self) {
-        // Every toolset was up at the last look, the reminders say so, and
-        // no toolset can change its list: nothing to list again.
-        if self.tools_settled && !self.agent.started.can_change() {
-            return;
-        }
-        match self.agent.current_tools(false).await {
-            Ok(tools) => self.tools = tools,
-            Err(e) => {
-                tracing::warn!(run_id = %self.shared.run_id, error = %e, "listing tools failed; keeping the previous list")
-            }
-        }
-        remind_availability(&mut self.machine, &self.tools);
-        self.tools_settled = self.tools.unavailable.is_empty();
-    }
-
-    fn planner_failed(&mut self, e: PlannerError) {
-        let _ = self
-            .machine
-            .fail(RunFailure::Planner { message: e.message });
-    }
-
-    /// Answers invalid tool calls with the agent's policy until none is left.
-    fn resolve(&mut self, mut context: InvalidToolCallContext) {
-        loop {
-            let resolution = self.agent.invalid_calls.resolve(&context);
-            let mut labels = Labels::new();
-            labels.insert("kind".to_owned(), "invalid_tool_call".to_owned());
-            self.emit(EventKind::PlannerThought {
-                text: format!(
-                    "invalid call `{}` ({}): {}; resolution: {}",
-                    context.tool_name,
-                    context.tool_call_id,
-                    context.reason.describe(&context.tool_name),
-                    resolution_name(&resolution)
-                ),
-                labels,
-            });
-            let now = self.now();
-            let outcome = match self.machine.resolve(resolution, now, &self.tools.catalog) {
-                Err(RunError::RetryLimitReached { .. } | RunError::RepairNotAllowed(_)) => self
-                    .machine
-                    .resolve(Resolution::Fail, now, &self.tools.catalog),
-                other => other,
-            };
-            match outcome {
-                Ok(PlanOutcome::NeedsResolution(next)) => context = *next,
-                Ok(_) => return,
-                Err(e) => {
-                    let _ = self.machine.fail(RunFailure::Other {
-                        message: format!("invalid-call resolution failed: {e}"),
-                    });
-                    return;
-                }
-            }
-        }
+        log.commit(Some(&self.machine), status).await
     }
 }
 

@@ -3,16 +3,22 @@
 //! continues, cancels and recovers runs.
 
 mod control;
+mod follow;
+mod recovery;
+mod stored;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::FutureExt as _;
 use tracing::Instrument as _;
 
 use weft_core::awaiting::AwaitAnswer;
 use weft_core::message::Message;
 use weft_core::run::{AwaitProgress, Policy, RunConfig, RunMachine, RunOutcome};
-use weft_core::store::{Commit, RunFilter, RunRecord, RunStatus, RunStore};
+use weft_core::store::{Commit, RunRecord, RunStatus, RunStore};
 use weft_core::tool::Labels;
 use weft_core::{AgentId, AwaitItemId, RunId, SessionId};
 
@@ -21,8 +27,12 @@ use crate::clock::{Clock, SystemClock};
 use crate::driver::{DriveEnd, RunTask, status_of};
 use crate::error::RuntimeError;
 use crate::events::{EventStream, RunShared};
+use crate::leases::{DEFAULT_LEASE_TTL, Leases};
 use crate::memory::MemoryStore;
 use crate::tools::AgentTools;
+
+/// How often a run driven elsewhere is looked up while waiting for its outcome.
+pub const OUTCOME_POLL: Duration = Duration::from_millis(200);
 
 /// The default payload budget: results above 64 KiB are omitted.
 pub const DEFAULT_PAYLOAD_BUDGET: u64 = 64 * 1024;
@@ -39,7 +49,7 @@ pub(crate) struct Inner {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) payload_budget: u64,
     live: Mutex<HashMap<RunId, Arc<RunShared>>>,
-    counter: AtomicU64,
+    pub(crate) leases: Arc<Leases>,
 }
 
 /// Builds a [`Runtime`].
@@ -48,6 +58,7 @@ pub struct RuntimeBuilder {
     store: Option<Arc<dyn RunStore>>,
     clock: Arc<dyn Clock>,
     payload_budget: u64,
+    lease_ttl: Duration,
 }
 
 impl RuntimeBuilder {
@@ -75,6 +86,13 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Sets how long a run's lease lasts unless renewed (default 5 s): runs
+    /// of a process that died continue in another within about this long.
+    pub fn lease_ttl(mut self, ttl: Duration) -> Self {
+        self.lease_ttl = ttl.max(Duration::from_millis(30));
+        self
+    }
+
     /// The runtime.
     pub fn build(self) -> Runtime {
         Runtime {
@@ -84,7 +102,7 @@ impl RuntimeBuilder {
                 clock: self.clock,
                 payload_budget: self.payload_budget,
                 live: Mutex::new(HashMap::new()),
-                counter: AtomicU64::new(0),
+                leases: Arc::new(Leases::new(self.lease_ttl)),
             }),
         }
     }
@@ -121,6 +139,22 @@ impl StartRequest {
     }
 }
 
+/// The lease a new driver task drives under, and whether it recovers the
+/// run after a crash (pending calls may have been in flight).
+pub(crate) struct Drive {
+    pub(crate) epoch: u64,
+    pub(crate) recovering: bool,
+}
+
+/// What a caught panic says.
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".to_owned())
+}
+
 /// A started run: its id, its events and its outcome.
 #[derive(Clone)]
 pub struct RunHandle {
@@ -153,6 +187,7 @@ impl Runtime {
             store: None,
             clock: Arc::new(SystemClock),
             payload_budget: DEFAULT_PAYLOAD_BUDGET,
+            lease_ttl: DEFAULT_LEASE_TTL,
         }
     }
 
@@ -197,16 +232,21 @@ impl Runtime {
             created_at: now,
             updated_at: now,
         };
+        let lease = self.inner.leases.request(now);
         let created = self
             .inner
             .store
-            .create_run(&record, &events, &machine)
+            .create_leased_run(&record, &events, &machine, lease)
             .await;
-        shared.end_commit();
-        if let Err(e) = created {
-            self.inner.forget(&run_id);
-            return Err(e.into());
-        }
+        shared.end_commit(created.is_ok());
+        let epoch = match created {
+            Ok(epoch) => epoch,
+            Err(e) => {
+                self.inner.forget(&run_id);
+                return Err(e.into());
+            }
+        };
+        self.inner.leases.hold(&run_id, epoch);
         self.inner.spawn(
             agent,
             tools,
@@ -214,7 +254,10 @@ impl Runtime {
             session_id,
             request.labels,
             machine,
-            false,
+            Drive {
+                epoch,
+                recovering: false,
+            },
         );
         Ok(RunHandle {
             run_id,
@@ -227,59 +270,6 @@ impl Runtime {
         RunHandle {
             run_id,
             runtime: self.clone(),
-        }
-    }
-
-    /// The run's events after sequence number `after`, replayed then live.
-    pub async fn subscribe(&self, run_id: &RunId, after: u64) -> Result<EventStream, RuntimeError> {
-        let mut shared = self.inner.live_get(run_id);
-        if shared.is_none() {
-            // A run nobody drives now (paused, awaiting, or in another process's
-            // hands) still gets live events when it is recovered here.
-            let stored = self.inner.stored(run_id).await?;
-            if !stored.record.status.is_finished() {
-                let entry = self.inner.live_entry(run_id, stored.snapshot.event_seq());
-                entry.continue_log_after(stored.snapshot.event_seq());
-                shared = Some(entry);
-            }
-        }
-        EventStream::open(
-            self.inner.store.clone(),
-            shared.as_deref(),
-            run_id.clone(),
-            after,
-        )
-        .await
-    }
-
-    /// Waits for a run's outcome.
-    pub async fn outcome(&self, run_id: &RunId) -> Result<RunOutcome, RuntimeError> {
-        loop {
-            let shared = match self.inner.live_get(run_id) {
-                Some(shared) => shared,
-                None => {
-                    let stored = self.inner.stored(run_id).await?;
-                    if let Some(outcome) = stored.snapshot.outcome() {
-                        return Ok(outcome.clone());
-                    }
-                    // Paused or owned by another process: wait on a live
-                    // entry, which a recovery in this process will drive.
-                    let seq = stored.snapshot.event_seq();
-                    let shared = self.inner.live_entry(run_id, seq);
-                    shared.continue_log_after(seq);
-                    shared
-                }
-            };
-            let notified = shared.done.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if let Some(end) = shared.finished.get() {
-                return end.clone();
-            }
-            notified.await;
-            if let Some(end) = shared.finished.get() {
-                return end.clone();
-            }
         }
     }
 }
@@ -296,7 +286,7 @@ impl Inner {
         agent.current_tools(true).await
     }
 
-    /// Starts a driver task for a run.
+    /// Starts a driver task for a run whose lease this process holds.
     #[allow(clippy::too_many_arguments)] // Each is a distinct part of the task.
     fn spawn(
         self: &Arc<Self>,
@@ -306,10 +296,12 @@ impl Inner {
         session_id: SessionId,
         labels: Labels,
         machine: RunMachine,
-        recovering: bool,
+        drive: Drive,
     ) {
-        let epoch = self.counter.fetch_add(1, Ordering::Relaxed) + 1;
+        let Drive { epoch, recovering } = drive;
+        self.leases.start_heartbeat(&self.store, &self.clock);
         shared.claim(epoch);
+        let run_id = shared.run_id.clone();
         let task = RunTask {
             store: self.store.clone(),
             clock: self.clock.clone(),
@@ -323,6 +315,9 @@ impl Inner {
             recovering,
             tools_settled: false,
             held: None,
+            epoch,
+            leases: self.leases.clone(),
+            lease_lost: false,
         };
         let inner = Arc::clone(self);
         let span = tracing::info_span!(
@@ -330,13 +325,23 @@ impl Inner {
             run_id = %shared.run_id,
             agent = %task.agent.id,
         );
-        tokio::spawn(
+        let handle = tokio::spawn(
             async move {
-                let (end, held) = task.drive().await;
+                // A panic in a planner, a tool adapter or the driver must not
+                // leave the run held here forever: it ends the task like a
+                // failure, and the run is stored paused for a human to look at.
+                let (end, held) = match std::panic::AssertUnwindSafe(task.drive())
+                    .catch_unwind()
+                    .await
+                {
+                    Ok(done) => done,
+                    Err(panic) => (DriveEnd::Panicked(panic_message(&panic)), None),
+                };
                 inner.driver_done(&shared, epoch, &end, held).await;
             }
             .instrument(span),
         );
+        self.leases.set_task(&run_id, epoch, handle.abort_handle());
     }
 
     /// The stored run `run_id`; a run the store does not have is `RunNotFound`.

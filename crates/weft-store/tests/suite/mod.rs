@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod leases;
 pub mod runs;
 pub mod sessions;
 
@@ -31,6 +32,10 @@ macro_rules! for_each_suite_test {
             runs::concurrent_commits_keep_every_log_gap_free,
             runs::one_bad_commit_does_not_sink_concurrent_ones,
             runs::bench_commit_reports_timing,
+            leases::a_superseded_epoch_cannot_commit,
+            leases::stopping_the_run_frees_its_lease,
+            leases::renewal_reports_lost_leases,
+            leases::orphans_are_claimed_once,
             sessions::session_lifecycle,
             sessions::ended_sessions_reject_new_runs,
             sessions::ending_races_cleanly_with_new_runs,

@@ -19,6 +19,7 @@ fn commit<'a>(
         snapshot: None,
         status,
         now: Timestamp::from_millis(now),
+        fence: None,
     }
 }
 

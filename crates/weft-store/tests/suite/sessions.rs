@@ -160,6 +160,7 @@ pub async fn ended_sessions_reject_new_runs(store: &dyn FullStore) {
             snapshot: None,
             status: RunStatus::Cancelled,
             now: Timestamp::from_millis(5),
+            fence: None,
         })
         .await
         .unwrap();

@@ -142,9 +142,7 @@ pub fn runs(db: &str, cmd: RunsCommand) -> anyhow::Result<ExitCode> {
                     .record;
                 match (record.status, recovering) {
                     (RunStatus::Paused, false) => runtime.continue_run(&id).await?,
-                    (RunStatus::Running, true) => {
-                        runtime.recover(&id).await?;
-                    }
+                    (RunStatus::Running, true) => recover_when_free(&runtime, &id).await?,
                     (RunStatus::Running, false) => anyhow::bail!(
                         "run `{run}` is running, not paused: if the process that drove it is gone, use `weft runs recover`"
                     ),
@@ -229,4 +227,30 @@ pub fn sessions(db: &str, cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
         }
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// How long `weft runs recover` waits for the lease of a run's dead driver
+/// to lapse (a server's default lease TTL is 5 s).
+const RECOVER_WAIT: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// Takes the run over once no live process holds its lease; a run whose
+/// lease keeps being renewed is driven by a live process and is refused.
+async fn recover_when_free(runtime: &Runtime, id: &RunId) -> anyhow::Result<()> {
+    let started = std::time::Instant::now();
+    loop {
+        match runtime.recover(id).await {
+            Ok(_) => return Ok(()),
+            Err(weft_runtime::RuntimeError::DrivenElsewhere(_))
+                if started.elapsed() < RECOVER_WAIT =>
+            {
+                tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+            }
+            Err(weft_runtime::RuntimeError::DrivenElsewhere(_)) => anyhow::bail!(
+                "run `{id}` is driven by a live process (its lease was renewed for {} s): \
+                 follow it with `weft runs events` instead",
+                RECOVER_WAIT.as_secs()
+            ),
+            Err(e) => return Err(e.into()),
+        }
+    }
 }

@@ -1,6 +1,8 @@
 //! `weft serve`: the HTTP API over a durable store, with the agents of the
-//! given agent files. On start it recovers every run left unfinished by a
-//! previous process.
+//! given agent files. Any number of servers may share one store: each takes
+//! over runs nobody holds (a dead server's, once their leases lapse, and
+//! queued ones) as it starts and every half lease TTL after; on shutdown it
+//! frees the leases of the runs it drove, so the others continue them at once.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -27,6 +29,8 @@ pub struct ServeArgs {
     pub tokens_file: Option<PathBuf>,
     /// How log lines are written.
     pub log_format: LogFormat,
+    /// How long a run's lease lasts unless renewed.
+    pub lease_ttl: std::time::Duration,
 }
 
 /// The variable holding `tenant=token` pairs.
@@ -56,12 +60,15 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     tokio.block_on(async move {
         let store = weft_store::connect(&args.db).await?;
         let run_store: Arc<dyn RunStore> = store.clone();
-        let mut builder = Runtime::builder().store(run_store);
+        let mut builder = Runtime::builder()
+            .store(run_store)
+            .lease_ttl(args.lease_ttl);
         for a in agents {
             builder = builder.agent(a);
         }
         let runtime = builder.build();
         let recovered = runtime.recover_unfinished().await?;
+        let sweeper = runtime.start_sweeper();
         let listener = tokio::net::TcpListener::bind(&args.addr)
             .await
             .with_context(|| format!("listening on {}", args.addr))?;
@@ -70,7 +77,11 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
             listener.local_addr()?,
             recovered
         );
-        weft_server::serve(listener, AppState::new(runtime, store, tenants)).await?;
+        let served =
+            weft_server::serve(listener, AppState::new(runtime.clone(), store, tenants)).await;
+        sweeper.abort();
+        runtime.shutdown().await;
+        served?;
         Ok(ExitCode::SUCCESS)
     })
 }

@@ -1,14 +1,16 @@
 //! Event fan-out: a run's log buffer, its live subscribers and replay.
 //!
-//! Events get their sequence number when they are emitted and go to two
-//! places: the run's pending buffer, committed to the store at the end of the
-//! step, and, only when someone subscribed, a broadcast channel. A subscriber
-//! takes a snapshot of the uncommitted events and a receiver under the same
-//! lock the emitter uses, then reads committed events from the store; merging
-//! the three by sequence number gives every event exactly once, in order.
-//! With no subscriber, emitting an event is a push onto a vector.
+//! Events get their sequence number when they are emitted and wait in the
+//! run's pending buffer until a commit stores them; only then, and only when
+//! someone subscribed, are they broadcast. So no subscriber ever sees an
+//! event a crash could take back, and a sequence number a client saw is never
+//! reused. A subscriber takes a receiver, then reads committed events from
+//! the store; merging both by sequence number gives every event exactly once,
+//! in order. With no subscriber, emitting an event is a push onto a vector.
+//!
+//! A run driven by another process (or by none yet) has no local driver to
+//! broadcast: its subscribers read the store every [`EVENT_POLL`].
 
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
@@ -20,12 +22,15 @@ use weft_core::message::Thinking;
 use weft_core::model::Usage;
 use weft_core::planner::PlannerEvents;
 use weft_core::run::{RunMachine, RunOutcome};
-use weft_core::store::RunStore;
 use weft_core::tool::Labels;
 
 use crate::clock::Clock;
 use crate::error::RuntimeError;
 use crate::inbox::Inbox;
+
+mod stream;
+
+pub use stream::EventStream;
 
 const CHANNEL_CAPACITY: usize = 1024;
 
@@ -55,6 +60,7 @@ pub(crate) struct RunShared {
 
 #[derive(Default)]
 struct LogState {
+    /// The last sequence number handed out.
     seq: u64,
     pending: Vec<RunEvent>,
     committing: Option<Arc<Vec<RunEvent>>>,
@@ -62,21 +68,14 @@ struct LogState {
 }
 
 impl LogState {
-    /// Numbers the event, hands it to live subscribers and keeps it for
-    /// the next commit.
+    /// Numbers the event and keeps it for the next commit.
     fn push(&mut self, at: weft_core::Timestamp, kind: EventKind) {
         self.seq += 1;
-        let event = RunEvent {
+        self.pending.push(RunEvent {
             seq: self.seq,
             at,
             kind,
-        };
-        if let Some(tx) = &self.tx
-            && tx.receiver_count() > 0
-        {
-            let _ = tx.send(Arc::new(event.clone()));
-        }
-        self.pending.push(event);
+        });
     }
 }
 
@@ -156,10 +155,18 @@ impl RunShared {
         }
     }
 
-    /// Continues the log after `seq` (a recovered run's last stored event).
-    pub(crate) fn continue_log_after(&self, seq: u64) {
+    /// Restarts the log after `seq`, the run's last stored event, dropping
+    /// what was never committed (for a run no task drives here).
+    pub(crate) fn reset_log_to(&self, seq: u64) {
         let mut log = self.lock();
-        log.seq = log.seq.max(seq);
+        log.seq = seq;
+        log.pending.clear();
+        log.committing = None;
+    }
+
+    /// Whether events wait for a commit.
+    pub(crate) fn has_pending(&self) -> bool {
+        !self.lock().pending.is_empty()
     }
 
     /// The last sequence number handed out.
@@ -175,9 +182,26 @@ impl RunShared {
         events
     }
 
-    /// Marks the committing events as stored.
-    pub(crate) fn end_commit(&self) {
-        self.lock().committing = None;
+    /// Ends the commit begun last: stored events go to live subscribers;
+    /// events a failed commit did not store wait for the next one.
+    pub(crate) fn end_commit(&self, stored: bool) {
+        let mut log = self.lock();
+        let Some(events) = log.committing.take() else {
+            return;
+        };
+        if !stored {
+            let later = std::mem::take(&mut log.pending);
+            log.pending = Arc::unwrap_or_clone(events);
+            log.pending.extend(later);
+            return;
+        }
+        if let Some(tx) = &log.tx
+            && tx.receiver_count() > 0
+        {
+            for e in events.iter() {
+                let _ = tx.send(Arc::new(e.clone()));
+            }
+        }
     }
 
     /// Whether anyone is subscribed.
@@ -188,15 +212,11 @@ impl RunShared {
             .is_some_and(|tx| tx.receiver_count() > 0)
     }
 
-    fn subscribe(&self) -> (Vec<RunEvent>, broadcast::Receiver<Arc<RunEvent>>) {
-        let mut log = self.lock();
-        let rx = log
+    pub(super) fn subscribe(&self) -> broadcast::Receiver<Arc<RunEvent>> {
+        self.lock()
             .tx
             .get_or_insert_with(|| broadcast::channel(CHANNEL_CAPACITY).0)
-            .subscribe();
-        let mut uncommitted: Vec<RunEvent> = log.committing.as_deref().cloned().unwrap_or_default();
-        uncommitted.extend(log.pending.iter().cloned());
-        (uncommitted, rx)
+            .subscribe()
     }
 }
 
@@ -249,102 +269,5 @@ impl PlannerEvents for Sink<'_> {
     fn usage_delta(&self, usage: &Usage) {
         self.shared
             .emit(self.clock, EventKind::Usage { usage: *usage });
-    }
-}
-
-/// A run's events from a sequence number on: replayed from the store, then live.
-/// Ends after the run's `RunFinished` event.
-pub struct EventStream {
-    run_id: RunId,
-    store: Arc<dyn RunStore>,
-    last: u64,
-    backlog: VecDeque<RunEvent>,
-    rx: Option<broadcast::Receiver<Arc<RunEvent>>>,
-    done: bool,
-}
-
-impl EventStream {
-    pub(crate) async fn open(
-        store: Arc<dyn RunStore>,
-        shared: Option<&RunShared>,
-        run_id: RunId,
-        after: u64,
-    ) -> Result<Self, RuntimeError> {
-        let (uncommitted, rx) = match shared {
-            Some(s) => {
-                let (u, rx) = s.subscribe();
-                (u, Some(rx))
-            }
-            None => (Vec::new(), None),
-        };
-        let mut backlog: VecDeque<RunEvent> = store.read_events(&run_id, after, None).await?.into();
-        let stored_last = backlog.back().map_or(after, |e| e.seq);
-        backlog.extend(uncommitted.into_iter().filter(|e| e.seq > stored_last));
-        Ok(Self {
-            run_id,
-            store,
-            last: after,
-            backlog,
-            rx,
-            done: false,
-        })
-    }
-
-    /// The run this stream follows.
-    pub fn run_id(&self) -> &RunId {
-        &self.run_id
-    }
-
-    /// The next event, or `None` after the run finished (or, for a run that
-    /// is not live, when the stored log is exhausted).
-    pub async fn next(&mut self) -> Option<Result<RunEvent, RuntimeError>> {
-        loop {
-            if self.done {
-                return None;
-            }
-            if let Some(e) = self.backlog.pop_front() {
-                if e.seq <= self.last {
-                    continue;
-                }
-                return Some(Ok(self.deliver(e)));
-            }
-            let Some(rx) = &mut self.rx else {
-                self.done = true;
-                return None;
-            };
-            match rx.recv().await {
-                Ok(e) if e.seq <= self.last => continue,
-                Ok(e) if e.seq == self.last + 1 => {
-                    let e = Arc::unwrap_or_clone(e);
-                    return Some(Ok(self.deliver(e)));
-                }
-                Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {
-                    // We missed events: they are committed by now or will be
-                    // shortly; refill from the store.
-                    match self.store.read_events(&self.run_id, self.last, None).await {
-                        Ok(events) => self.backlog.extend(events),
-                        Err(e) => return Some(Err(e.into())),
-                    }
-                    if self.backlog.is_empty() {
-                        tokio::task::yield_now().await;
-                    }
-                }
-                Err(broadcast::error::RecvError::Closed) => {
-                    self.rx = None;
-                    match self.store.read_events(&self.run_id, self.last, None).await {
-                        Ok(events) => self.backlog.extend(events),
-                        Err(e) => return Some(Err(e.into())),
-                    }
-                }
-            }
-        }
-    }
-
-    fn deliver(&mut self, e: RunEvent) -> RunEvent {
-        self.last = e.seq;
-        if e.kind.is_terminal() {
-            self.done = true;
-        }
-        e
     }
 }

@@ -1,14 +1,21 @@
 //! The in-memory [`RunStore`]: for tests, benchmarks and embedded use where
-//! runs need not survive the process. Same semantics as the durable stores.
+//! runs need not survive the process. Same semantics as the durable stores,
+//! leases included (`lease`).
+
+mod lease;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 
 use async_trait::async_trait;
 use weft_core::RunId;
+use weft_core::Timestamp;
 use weft_core::event::RunEvent;
+use weft_core::lease::{HeldLease, LeaseClaim, LeaseRequest};
 use weft_core::run::RunMachine;
-use weft_core::store::{Commit, RunFilter, RunRecord, RunStore, StoreError, StoredRun};
+use weft_core::store::{Commit, RunFilter, RunRecord, RunStatus, RunStore, StoreError, StoredRun};
+
+use lease::Lease;
 
 /// Keeps runs, events and snapshots in process memory.
 ///
@@ -27,6 +34,7 @@ struct Entry {
     record: RunRecord,
     snapshot: RunMachine,
     events: Vec<RunEvent>,
+    lease: Lease,
 }
 
 impl MemoryStore {
@@ -56,10 +64,44 @@ impl MemoryStore {
         }
     }
 
+    /// Inserts a new run with `lease`.
+    fn insert(
+        &self,
+        record: &RunRecord,
+        events: &[RunEvent],
+        snapshot: &RunMachine,
+        lease: Lease,
+    ) -> Result<(), StoreError> {
+        let mut runs = self.lock();
+        if runs.contains_key(&record.run_id) {
+            return Err(StoreError::RunExists {
+                run_id: record.run_id.clone(),
+            });
+        }
+        let mut log = Vec::new();
+        append(&record.run_id, &mut log, events)?;
+        runs.insert(
+            record.run_id.clone(),
+            Entry {
+                record: record.clone(),
+                snapshot: snapshot.clone(),
+                events: log,
+                lease,
+            },
+        );
+        Ok(())
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<RunId, Entry>> {
         // A panic while holding the lock cannot leave an entry half-written:
         // every mutation below validates first and then writes.
         self.runs.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+fn not_found(run_id: &RunId) -> StoreError {
+    StoreError::RunNotFound {
+        run_id: run_id.clone(),
     }
 }
 
@@ -91,35 +133,100 @@ impl RunStore for MemoryStore {
         events: &[RunEvent],
         snapshot: &RunMachine,
     ) -> Result<(), StoreError> {
+        self.insert(record, events, snapshot, Lease::default())
+    }
+
+    async fn create_leased_run(
+        &self,
+        record: &RunRecord,
+        events: &[RunEvent],
+        snapshot: &RunMachine,
+        lease: LeaseRequest<'_>,
+    ) -> Result<u64, StoreError> {
+        let lease = Lease::granted(lease, 1);
+        self.insert(record, events, snapshot, lease)?;
+        Ok(1)
+    }
+
+    async fn acquire_lease(
+        &self,
+        run_id: &RunId,
+        lease: LeaseRequest<'_>,
+        now: Timestamp,
+    ) -> Result<LeaseClaim, StoreError> {
         let mut runs = self.lock();
-        if runs.contains_key(&record.run_id) {
-            return Err(StoreError::RunExists {
-                run_id: record.run_id.clone(),
-            });
+        let entry = runs.get_mut(run_id).ok_or_else(|| not_found(run_id))?;
+        Ok(entry.lease.acquire(lease, now))
+    }
+
+    async fn renew_leases(
+        &self,
+        owner: &str,
+        leases: &[HeldLease],
+        expires_at: Timestamp,
+    ) -> Result<Vec<RunId>, StoreError> {
+        let mut runs = self.lock();
+        let mut lost = Vec::new();
+        for held in leases {
+            let renewed = runs
+                .get_mut(&held.run_id)
+                .is_some_and(|e| e.lease.renew(owner, held.epoch, expires_at));
+            if !renewed {
+                lost.push(held.run_id.clone());
+            }
         }
-        let mut log = Vec::new();
-        append(&record.run_id, &mut log, events)?;
-        runs.insert(
-            record.run_id.clone(),
-            Entry {
-                record: record.clone(),
-                snapshot: snapshot.clone(),
-                events: log,
-            },
-        );
+        Ok(lost)
+    }
+
+    async fn release_lease(&self, run_id: &RunId, epoch: u64) -> Result<(), StoreError> {
+        if let Some(e) = self.lock().get_mut(run_id) {
+            e.lease.release(epoch);
+        }
         Ok(())
+    }
+
+    async fn claim_orphans(
+        &self,
+        lease: LeaseRequest<'_>,
+        now: Timestamp,
+        limit: u32,
+    ) -> Result<Vec<HeldLease>, StoreError> {
+        let mut runs = self.lock();
+        let mut orphans: Vec<(Timestamp, &RunId, &mut Entry)> = runs
+            .iter_mut()
+            .filter(|(_, e)| e.record.status == RunStatus::Running && e.lease.is_free(now))
+            .map(|(id, e)| (e.lease.expires_at, id, e))
+            .collect();
+        orphans.sort_by_key(|o| o.0);
+        Ok(orphans
+            .into_iter()
+            .take(limit as usize)
+            .map(|(_, run_id, e)| HeldLease {
+                run_id: run_id.clone(),
+                epoch: e.lease.take(lease),
+            })
+            .collect())
     }
 
     async fn commit(&self, commit: Commit<'_>) -> Result<(), StoreError> {
         let mut runs = self.lock();
         let entry = runs
             .get_mut(commit.run_id)
-            .ok_or_else(|| StoreError::RunNotFound {
+            .ok_or_else(|| not_found(commit.run_id))?;
+        if let Some(epoch) = commit.fence
+            && entry.lease.epoch != epoch
+        {
+            return Err(StoreError::LeaseLost {
                 run_id: commit.run_id.clone(),
-            })?;
+                epoch,
+            });
+        }
         append(commit.run_id, &mut entry.events, commit.events)?;
         if let Some(s) = commit.snapshot {
             entry.snapshot = s.clone();
+        }
+        if commit.fence.is_some() && commit.status != RunStatus::Running {
+            entry.lease.free();
         }
         let newly_finished = commit.status.is_finished() && !entry.record.status.is_finished();
         if newly_finished {
@@ -139,6 +246,7 @@ impl RunStore for MemoryStore {
         Ok(self.lock().get(run_id).map(|e| StoredRun {
             record: e.record.clone(),
             snapshot: e.snapshot.clone(),
+            last_seq: e.events.last().map_or(0, |e| e.seq),
         }))
     }
 
@@ -186,122 +294,4 @@ impl RunStore for MemoryStore {
 }
 
 #[cfg(test)]
-mod tests {
-    use weft_core::event::EventKind;
-    use weft_core::run::RunConfig;
-    use weft_core::store::RunStatus;
-    use weft_core::{AgentId, SessionId, Timestamp};
-
-    use super::*;
-
-    fn record(id: &str) -> RunRecord {
-        RunRecord {
-            run_id: RunId::new(id),
-            agent_id: AgentId::new("a"),
-            session_id: SessionId::new("s"),
-            status: RunStatus::Running,
-            labels: Default::default(),
-            created_at: Timestamp::from_millis(1),
-            updated_at: Timestamp::from_millis(1),
-        }
-    }
-
-    fn event(seq: u64) -> RunEvent {
-        RunEvent {
-            seq,
-            at: Timestamp::from_millis(seq),
-            kind: EventKind::RunContinued,
-        }
-    }
-
-    fn machine() -> RunMachine {
-        RunMachine::new(
-            RunConfig::new("a", "s", Vec::new()),
-            Timestamp::from_millis(0),
-        )
-    }
-
-    fn commit<'a>(run_id: &'a RunId, events: &'a [RunEvent], status: RunStatus) -> Commit<'a> {
-        Commit {
-            run_id,
-            events,
-            snapshot: None,
-            status,
-            now: Timestamp::from_millis(9),
-        }
-    }
-
-    #[tokio::test]
-    async fn appends_are_idempotent_and_gaps_rejected() {
-        let store = MemoryStore::new();
-        let id = RunId::new("r");
-        store
-            .create_run(&record("r"), &[event(1)], &machine())
-            .await
-            .unwrap();
-        store
-            .commit(commit(&id, &[event(1), event(2)], RunStatus::Running))
-            .await
-            .unwrap();
-        let err = store
-            .commit(commit(&id, &[event(4)], RunStatus::Running))
-            .await;
-        assert_eq!(
-            err,
-            Err(StoreError::SequenceGap {
-                run_id: id.clone(),
-                last: 2,
-                seq: 4
-            })
-        );
-        let seqs: Vec<u64> = store
-            .read_events(&id, 0, None)
-            .await
-            .unwrap()
-            .iter()
-            .map(|e| e.seq)
-            .collect();
-        assert_eq!(seqs, vec![1, 2]);
-        assert_eq!(store.read_events(&id, 1, Some(1)).await.unwrap().len(), 1);
-        assert!(
-            store
-                .create_run(&record("r"), &[], &machine())
-                .await
-                .is_err()
-        );
-    }
-
-    #[tokio::test]
-    async fn keep_finished_forgets_the_oldest_finished_runs() {
-        let store = MemoryStore::keep_finished(2);
-        for i in 0..4 {
-            let id = format!("r{i}");
-            store
-                .create_run(&record(&id), &[event(1)], &machine())
-                .await
-                .unwrap();
-            store
-                .commit(commit(
-                    &RunId::new(id.as_str()),
-                    &[event(2)],
-                    RunStatus::Completed,
-                ))
-                .await
-                .unwrap();
-        }
-        store
-            .create_run(&record("live"), &[event(1)], &machine())
-            .await
-            .unwrap();
-        let kept: Vec<String> = store
-            .list_runs(&RunFilter::default())
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|r| r.run_id.to_string())
-            .collect();
-        assert_eq!(kept.len(), 3);
-        assert!(kept.contains(&"r2".to_owned()) && kept.contains(&"r3".to_owned()));
-        assert!(kept.contains(&"live".to_owned()));
-    }
-}
+mod tests;

@@ -1,0 +1,90 @@
+//! Writing a run's log: commits fenced by the driver's lease epoch, retried
+//! briefly, and, while the planner streams, events committed as they come
+//! (coalesced every [`FLUSH_EVERY`]) so subscribers see model text live but
+//! never before it is stored.
+
+use std::future::Future;
+use std::time::Duration;
+
+use weft_core::run::RunMachine;
+use weft_core::store::{Commit, RunStatus, RunStore, StoreError};
+
+use crate::clock::Clock;
+use crate::error::RuntimeError;
+use crate::events::RunShared;
+
+/// How often streamed events are committed while the planner runs.
+pub(crate) const FLUSH_EVERY: Duration = Duration::from_millis(20);
+
+/// How often a failed commit is tried in all.
+const COMMIT_ATTEMPTS: u32 = 3;
+
+/// What a driver writes its run's log with.
+pub(super) struct LogWriter<'a> {
+    pub(super) store: &'a dyn RunStore,
+    pub(super) shared: &'a RunShared,
+    pub(super) clock: &'a dyn Clock,
+    pub(super) epoch: u64,
+}
+
+impl LogWriter<'_> {
+    /// Commits the pending events with `snapshot` (when given) and `status`,
+    /// trying again briefly after a failure; a lost lease is not retried.
+    pub(super) async fn commit(
+        &self,
+        snapshot: Option<&RunMachine>,
+        status: RunStatus,
+    ) -> Result<(), RuntimeError> {
+        let events = self.shared.begin_commit();
+        let mut attempt = 0;
+        let result = loop {
+            attempt += 1;
+            let commit = Commit {
+                run_id: &self.shared.run_id,
+                events: &events,
+                snapshot,
+                status,
+                now: self.clock.now(),
+                fence: Some(self.epoch),
+            };
+            match self.store.commit(commit).await {
+                Ok(()) => break Ok(()),
+                Err(e @ StoreError::LeaseLost { .. }) => break Err(RuntimeError::Store(e)),
+                Err(e) if attempt < COMMIT_ATTEMPTS => {
+                    tracing::warn!(run_id = %self.shared.run_id, error = %e, attempt, "commit failed; retrying");
+                    tokio::time::sleep(Duration::from_millis(50 * u64::from(attempt))).await;
+                }
+                Err(e) => break Err(RuntimeError::Store(e)),
+            }
+        };
+        self.shared.end_commit(result.is_ok());
+        result
+    }
+
+    /// Runs `plan`, committing the events it streams every [`FLUSH_EVERY`]
+    /// (without a snapshot: the machine has not moved). `None` when the
+    /// lease was lost meanwhile; a failed flush otherwise keeps its events
+    /// for the next commit.
+    pub(super) async fn streaming<T>(&self, plan: impl Future<Output = T>) -> Option<T> {
+        tokio::pin!(plan);
+        // A plan that is ready at once (a scripted planner) never arms the timer.
+        let timer = tokio::time::sleep(FLUSH_EVERY);
+        tokio::pin!(timer);
+        loop {
+            tokio::select! {
+                biased;
+                r = &mut plan => return Some(r),
+                () = &mut timer => {
+                    if self.shared.has_pending() {
+                        match self.commit(None, RunStatus::Running).await {
+                            Err(RuntimeError::Store(StoreError::LeaseLost { .. })) => return None,
+                            Err(e) => tracing::warn!(run_id = %self.shared.run_id, error = %e, "streamed events not stored yet"),
+                            Ok(()) => {}
+                        }
+                    }
+                    timer.as_mut().reset(tokio::time::Instant::now() + FLUSH_EVERY);
+                }
+            }
+        }
+    }
+}

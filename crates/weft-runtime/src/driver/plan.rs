@@ -1,0 +1,179 @@
+//! The planning steps: calling the planner (its streamed events committed
+//! as they come), refreshing the tool list, and resolving invalid calls.
+
+use super::*;
+
+impl RunTask {
+    pub(super) async fn plan(&mut self, kind: PlanKind, finalize: Option<Termination>) {
+        // The planner streams its events straight into the log: what the
+        // machine said before (a termination) goes first.
+        self.collect();
+        self.refresh_tools().await;
+        let run_id: &RunId = &self.shared.run_id;
+        let run = RunContext {
+            agent_id: self.agent.id.clone(),
+            run_id: run_id.clone(),
+            session_id: self.session_id.clone(),
+            turn_id: TurnId::new(format!("{run_id}/{}", self.machine.turn() + 1)),
+            labels: self.labels.clone(),
+        };
+        let tools: Cow<'_, [ToolSpec]> = if self
+            .tools
+            .specs
+            .iter()
+            .all(|s| self.machine.is_allowed(&s.name))
+        {
+            Cow::Borrowed(&self.tools.specs)
+        } else {
+            Cow::Owned(
+                self.tools
+                    .specs
+                    .iter()
+                    .filter(|s| self.machine.is_allowed(&s.name))
+                    .cloned()
+                    .collect(),
+            )
+        };
+        let ctx = Ctx::new(&self.agent, run_id, self.machine.state());
+        let sink = Sink {
+            shared: &self.shared,
+            clock: &*self.clock,
+        };
+        let base = PlanInput {
+            messages: self.machine.transcript(),
+            run: &run,
+            context: &ctx,
+            events: &sink,
+            reminders: self.machine.reminders(),
+            tools: &tools,
+        };
+        let planner = &self.agent.planner;
+        let fut = async {
+            match kind {
+                PlanKind::Start => planner.plan_start(base).await,
+                PlanKind::Resume => {
+                    planner
+                        .plan_resume(PlanResumeInput {
+                            base,
+                            tool_outputs: self.machine.tool_outputs(),
+                            finalize: finalize.as_ref(),
+                        })
+                        .await
+                }
+            }
+        };
+        let deadline = self.machine.poll_timeout().map(|d| (d, self.clock.now()));
+        let cancel = self.shared.cancel.clone();
+        let log = LogWriter {
+            store: &*self.store,
+            shared: &self.shared,
+            clock: &*self.clock,
+            epoch: self.epoch,
+        };
+        let result = tokio::select! {
+            biased;
+            r = log.streaming(fut) => r,
+            () = cancel.cancelled() => None,
+            // The deadline passed while planning: the plan is dropped and the
+            // next step (finalize, or a finalizer timeout) takes over.
+            () = sleep_until(deadline) => return,
+        };
+        let changes = ctx.into_changes();
+        drop(tools);
+        if let Some(changes) = changes {
+            changes.apply(&mut self.machine);
+        }
+        let now = self.now();
+        match result {
+            None if !self.shared.cancel.is_cancelled() => {
+                // Streamed text could not be stored: the lease is gone.
+                self.lease_lost = true;
+            }
+            None => {
+                let _ = self.machine.cancel(self.shared.cancel_reason());
+            }
+            Some(Err(e)) => self.planner_failed(e),
+            Some(Ok(result)) => {
+                // An answer that was not streamed is shown whole, before
+                // the machine records the run's end.
+                if let Decision::FinalResponse { message } = &result.decision
+                    && !result.streamed
+                {
+                    let text = message.joined_text();
+                    if !text.is_empty() {
+                        self.emit(EventKind::AssistantChunk { text });
+                    }
+                }
+                match self.machine.plan_result(result, now, &self.tools.catalog) {
+                    Ok(PlanOutcome::Continue { .. } | PlanOutcome::TurnRetried) => {}
+                    Ok(PlanOutcome::NeedsResolution(context)) => self.resolve(*context),
+                    Err(e) => {
+                        let _ = self.machine.fail(RunFailure::Planner {
+                            message: format!("the planner broke the run protocol: {e}"),
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    /// Picks up tool-list changes and toolsets that started or stopped
+    /// working, and tells the model through reminders.
+    async fn refresh_tools(&mut self) {
+        // Every toolset was up at the last look, the reminders say so, and
+        // no toolset can change its list: nothing to list again.
+        if self.tools_settled && !self.agent.started.can_change() {
+            return;
+        }
+        match self.agent.current_tools(false).await {
+            Ok(tools) => self.tools = tools,
+            Err(e) => {
+                tracing::warn!(run_id = %self.shared.run_id, error = %e, "listing tools failed; keeping the previous list")
+            }
+        }
+        remind_availability(&mut self.machine, &self.tools);
+        self.tools_settled = self.tools.unavailable.is_empty();
+    }
+
+    fn planner_failed(&mut self, e: PlannerError) {
+        let _ = self
+            .machine
+            .fail(RunFailure::Planner { message: e.message });
+    }
+
+    /// Answers invalid tool calls with the agent's policy until none is left.
+    pub(super) fn resolve(&mut self, mut context: InvalidToolCallContext) {
+        loop {
+            let resolution = self.agent.invalid_calls.resolve(&context);
+            let mut labels = Labels::new();
+            labels.insert("kind".to_owned(), "invalid_tool_call".to_owned());
+            self.emit(EventKind::PlannerThought {
+                text: format!(
+                    "invalid call `{}` ({}): {}; resolution: {}",
+                    context.tool_name,
+                    context.tool_call_id,
+                    context.reason.describe(&context.tool_name),
+                    resolution_name(&resolution)
+                ),
+                labels,
+            });
+            let now = self.now();
+            let outcome = match self.machine.resolve(resolution, now, &self.tools.catalog) {
+                Err(RunError::RetryLimitReached { .. } | RunError::RepairNotAllowed(_)) => self
+                    .machine
+                    .resolve(Resolution::Fail, now, &self.tools.catalog),
+                other => other,
+            };
+            match outcome {
+                Ok(PlanOutcome::NeedsResolution(next)) => context = *next,
+                Ok(_) => return,
+                Err(e) => {
+                    let _ = self.machine.fail(RunFailure::Other {
+                        message: format!("invalid-call resolution failed: {e}"),
+                    });
+                    return;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,244 @@
+//! Taking runs over: after a crash, from a process that stalled, or from
+//! the queue of runs nobody drives. A run is taken only with its lease, so
+//! no two processes ever drive it at once; a sweeper claims orphaned runs
+//! (running, with a lease that is free or lapsed) every half lease TTL.
+//! Also the end of a driver task, and shutting down.
+
+use super::*;
+
+/// Most orphans one claim takes.
+const CLAIM_BATCH: u32 = 64;
+
+impl Runtime {
+    /// Takes over every running run nobody holds (its driver died, or it was
+    /// queued) and drives it here; returns how many. Calls that were pending
+    /// are re-executed only when their tool is idempotent.
+    pub async fn recover_unfinished(&self) -> Result<usize, RuntimeError> {
+        let mut recovered = 0;
+        loop {
+            let now = self.inner.clock.now();
+            let claimed = self
+                .inner
+                .store
+                .claim_orphans(self.inner.leases.request(now), now, CLAIM_BATCH)
+                .await?;
+            let full = claimed.len() == CLAIM_BATCH as usize;
+            for held in claimed {
+                let (guard, shared) = self.inner.lock_run(&held.run_id).await;
+                match self.inner.drive_claimed(&shared, held.epoch).await {
+                    Ok(true) => recovered += 1,
+                    Ok(false) => {}
+                    // One run this process cannot drive (e.g. its agent is not
+                    // registered here) must not keep the others from being recovered.
+                    Err(e) => {
+                        tracing::warn!(run_id = %held.run_id, error = %e, "run not recovered")
+                    }
+                }
+                drop(guard);
+            }
+            if !full {
+                return Ok(recovered);
+            }
+        }
+    }
+
+    /// Takes over one run the store says is running and nobody drives here;
+    /// false when it is not in that state, [`RuntimeError::DrivenElsewhere`]
+    /// while another process holds its lease.
+    pub async fn recover(&self, run_id: &RunId) -> Result<bool, RuntimeError> {
+        let (guard, shared) = self.inner.lock_run(run_id).await;
+        if shared.is_driven() {
+            return Ok(false);
+        }
+        if self.inner.stored(run_id).await?.record.status != RunStatus::Running {
+            return Ok(false);
+        }
+        let epoch = self.inner.acquire(run_id).await?;
+        let driven = self.inner.drive_claimed(&shared, epoch).await;
+        drop(guard);
+        driven
+    }
+
+    /// Starts a task that takes over orphaned runs now and every half lease
+    /// TTL; it ends with the runtime.
+    pub fn start_sweeper(&self) -> tokio::task::JoinHandle<()> {
+        let inner = Arc::downgrade(&self.inner);
+        let period = self.inner.leases.ttl / 2;
+        tokio::spawn(async move {
+            loop {
+                let Some(inner) = inner.upgrade() else {
+                    return;
+                };
+                let runtime = Runtime { inner };
+                match runtime.recover_unfinished().await {
+                    Ok(0) => {}
+                    Ok(n) => tracing::info!(runs = n, "orphaned runs taken over"),
+                    Err(e) => tracing::warn!(error = %e, "looking for orphaned runs failed"),
+                }
+                drop(runtime);
+                tokio::time::sleep(period).await;
+            }
+        })
+    }
+
+    /// Stops driving every run here at once, as a crash would: driver tasks
+    /// are aborted mid-step (what they had not committed is lost) and their
+    /// leases are freed, so other processes take the runs over at once.
+    pub async fn shutdown(&self) {
+        for (held, task) in self.inner.leases.take_all() {
+            if let Some(task) = task {
+                task.abort();
+            }
+            if let Some(shared) = self.inner.live_get(&held.run_id) {
+                shared.release(held.epoch);
+                self.inner.forget(&held.run_id);
+                shared.done.notify_waiters();
+            }
+            if let Err(e) = self
+                .inner
+                .store
+                .release_lease(&held.run_id, held.epoch)
+                .await
+            {
+                tracing::warn!(run_id = %held.run_id, error = %e, "freeing a lease failed; it lapses on its own");
+            }
+        }
+    }
+}
+
+impl Inner {
+    /// Drives a run whose lease this process just took at `epoch`, from its
+    /// stored state; frees the lease when the run cannot be driven here.
+    async fn drive_claimed(
+        self: &Arc<Self>,
+        shared: &Arc<RunShared>,
+        epoch: u64,
+    ) -> Result<bool, RuntimeError> {
+        let run_id = &shared.run_id;
+        if shared.is_driven() {
+            // A stalled task here held it before: it is fenced now, and the
+            // run is claimed again once that task has stopped.
+            self.release(run_id, epoch).await;
+            return Ok(false);
+        }
+        let found = async {
+            let stored = self.stored(run_id).await?;
+            if stored.record.status != RunStatus::Running {
+                return Ok(None);
+            }
+            let agent = self.agent(stored.record.agent_id.as_str())?;
+            let tools = self.tools(&agent).await?;
+            Ok::<_, RuntimeError>(Some((stored, agent, tools)))
+        };
+        let (stored, agent, tools) = match found.await {
+            Ok(Some(found)) => found,
+            Ok(None) => {
+                self.release(run_id, epoch).await;
+                return Ok(false);
+            }
+            Err(e) => {
+                self.release(run_id, epoch).await;
+                return Err(e);
+            }
+        };
+        self.leases.hold(run_id, epoch);
+        shared.reset_log_to(stored.last_seq);
+        // Only calls pending in the stored snapshot may have been in flight;
+        // a run stored while planning starts its next batch afresh.
+        let recovering = stored.snapshot.phase_name() == weft_core::run::PhaseName::Executing;
+        let drive = Drive { epoch, recovering };
+        self.spawn(
+            agent,
+            tools,
+            shared.clone(),
+            stored.record.session_id,
+            stored.record.labels,
+            stored.snapshot,
+            drive,
+        );
+        Ok(true)
+    }
+
+    /// Bookkeeping when the driver task with `epoch` ends, under the run's
+    /// control lock (`guard`, taken before the driver's last commit). A pause
+    /// or cancel requested while the driver was handing the run back is
+    /// applied here, so no request is lost.
+    pub(crate) async fn driver_done(
+        self: &Arc<Self>,
+        shared: &Arc<RunShared>,
+        epoch: u64,
+        end: &DriveEnd,
+        guard: Option<tokio::sync::OwnedMutexGuard<()>>,
+    ) {
+        self.leases.forget(&shared.run_id, epoch);
+        match end {
+            DriveEnd::Finished(outcome) => {
+                let kind = match outcome {
+                    RunOutcome::Response { .. } | RunOutcome::ToolResult { .. } => "completed",
+                    RunOutcome::Failed { .. } => "failed",
+                    RunOutcome::Cancelled { .. } => "cancelled",
+                };
+                tracing::info!(outcome = kind, "run finished");
+                shared.release(epoch);
+                self.finished(shared, Ok(outcome.clone()));
+            }
+            DriveEnd::StoreFailed(e) => {
+                tracing::error!(error = %e, "run left at its last commit: the store failed");
+                shared.release(epoch);
+                // Free the lease so that a process (this one included) takes
+                // the run over once the store is back.
+                self.release(&shared.run_id, epoch).await;
+                self.finished(shared, Err(e.clone()));
+            }
+            DriveEnd::LeaseLost => {
+                tracing::warn!("run dropped here: its lease passed to another process");
+                self.let_go(shared, epoch);
+            }
+            DriveEnd::Panicked(message) => {
+                tracing::error!(panic = %message, "run driver panicked; the run is paused at its last commit");
+                self.let_go(shared, epoch);
+                self.release(&shared.run_id, epoch).await;
+                // Paused, it waits for a human instead of panicking again in
+                // whichever process takes it next.
+                if let Err(e) = self.pause_stored(&shared.run_id).await {
+                    tracing::warn!(run_id = %shared.run_id, error = %e, "pausing after a panic failed");
+                }
+            }
+            DriveEnd::Paused => {
+                tracing::info!("run paused");
+                let _guard = match guard {
+                    Some(g) => g,
+                    None => shared.control.clone().lock_owned().await,
+                };
+                if !shared.release(epoch) {
+                    return;
+                }
+                if shared.cancel.is_cancelled() {
+                    let reason = shared.cancel_reason();
+                    if let Err(e) = self.cancel_stored(&shared.run_id, &reason).await {
+                        tracing::warn!(run_id = %shared.run_id, error = %e, "late cancel failed");
+                    }
+                } else if shared.pause_requested.swap(false, Ordering::AcqRel)
+                    && let Err(e) = self.pause_stored(&shared.run_id).await
+                {
+                    tracing::debug!(run_id = %shared.run_id, error = %e, "late pause not applied");
+                }
+                // Keep the entry only while someone subscribes or waits.
+                let mut live = self.live();
+                if Arc::strong_count(shared) <= 2 && !shared.has_subscribers() {
+                    live.remove(&shared.run_id);
+                }
+                drop(live);
+            }
+        }
+    }
+
+    /// Stops treating the run as driven here without an outcome: waiters and
+    /// subscribers go on following it from the store.
+    fn let_go(&self, shared: &Arc<RunShared>, epoch: u64) {
+        if shared.release(epoch) {
+            self.forget(&shared.run_id);
+        }
+        shared.done.notify_waiters();
+    }
+}
