@@ -128,6 +128,8 @@ pub struct StoredRun {
     /// snapshot's own (events committed without a snapshot, such as streamed
     /// text): a driver continues the log after this one.
     pub last_seq: u64,
+    /// Who holds the run's lease, if anyone (it may have lapsed).
+    pub lease_owner: Option<String>,
 }
 
 /// Which runs to list.

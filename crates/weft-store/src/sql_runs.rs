@@ -367,22 +367,23 @@ macro_rules! impl_run_store {
                 run_id: &weft_core::RunId,
             ) -> Result<Option<weft_core::store::StoredRun>, weft_core::store::StoreError> {
                 let sql = format!(
-                    "SELECT {}, snapshot, last_seq FROM runs WHERE run_id = $1",
+                    "SELECT {}, snapshot, last_seq, lease_owner FROM runs WHERE run_id = $1",
                     $crate::rows::RUN_COLUMNS
                 );
-                type Row = (String, String, String, String, String, i64, i64, String, i64);
+                type Row = (String, String, String, String, String, i64, i64, String, i64, Option<String>);
                 let row: Option<Row> = $crate::retry::retrying(self.retry_label(), || async {
                     Ok(sqlx::query_as(&sql).bind(run_id.as_str()).fetch_optional(self.read_pool()).await?)
                 })
                 .await
                 .map_err($crate::error::Failure::into_store)?;
-                let Some((a, b, c, d, e, f, g, snapshot, last_seq)) = row else {
+                let Some((a, b, c, d, e, f, g, snapshot, last_seq, lease_owner)) = row else {
                     return Ok(None);
                 };
                 Ok(Some(weft_core::store::StoredRun {
                     record: $crate::rows::run_record((a, b, c, d, e, f, g))?,
                     snapshot: $crate::codec::snapshot(run_id, &snapshot)?,
                     last_seq: $crate::codec::uint(last_seq, "last_seq")?,
+                    lease_owner,
                 }))
             }
 

@@ -1,22 +1,27 @@
-//! The crash test: the real `weft serve` binary is killed with SIGKILL at
-//! random moments while it drives runs of the journal agent
-//! (`examples/journal.toml`), and restarted each time. At the end the store
-//! and the journal directory must show that every run finished exactly once,
-//! that every event log is gap-free and ordered, that the non-idempotent
-//! `journal.append` ran at most once per call (exactly once when its result
-//! is a success), and that every `journal.put` left the entry its result
-//! claims.
+//! The chaos test: several real `weft serve` processes share one store
+//! (two on one SQLite file, three on one PostgreSQL database) and drive runs
+//! of the journal agent (`examples/journal.toml`), created through any of
+//! them; one at a time is killed with SIGKILL at random moments and
+//! restarted. The others take the dead one's runs over once their leases
+//! lapse. At the end the store and the journal directory (the external
+//! ledger) must show that every run finished exactly once, that every event
+//! log is gap-free and ordered, that the non-idempotent `journal.append` ran
+//! at most once per call (exactly once when its result is a success), and
+//! that every `journal.put` left the entry its result claims. Every run is
+//! also followed over SSE from the start, through whichever server is up
+//! (reconnecting with `Last-Event-ID`): what the client saw must be exactly
+//! the stored log.
 //!
-//! Right after each kill, with no server up, the test also reads the last
-//! committed snapshot of every running run: a call of the batch being
-//! executed there without a stored result was in flight at the crash. Such a
-//! `journal.append` call must end with the "interrupted by restart" error
-//! (never a success: that would be a second execution), and an "interrupted"
-//! result is only allowed for a call that was in flight at some crash.
+//! Right after each kill the test reads the last committed snapshot of every
+//! running run the killed server held the lease of: a call of the batch
+//! being executed there without a stored result was in flight at the crash.
+//! Such a `journal.append` call must end with the "interrupted by restart"
+//! error (never a success: that would be a second execution), and an
+//! "interrupted" result is only allowed for a call that was in flight at
+//! some crash. Most kills must land while the killed server held runs.
 //!
-//! Once on SQLite (in a temporary directory) and once on the local
-//! PostgreSQL (`WEFT_TEST_POSTGRES_URL`, by default
-//! `postgres://postgres@127.0.0.1:5432/test`) in a fresh schema dropped at
+//! The PostgreSQL server is `WEFT_TEST_POSTGRES_URL`, by default
+//! `postgres://postgres@127.0.0.1:5432/test`, in a fresh schema dropped at
 //! the end. The kill delays come from a seed printed at the start; set
 //! `WEFT_CRASH_SEED` to replay the same delays, and `WEFT_CRASH_KEEP=1` to
 //! keep the SQLite test's directory (database, journal, server logs).
@@ -37,8 +42,10 @@ use weft_core::store::{RunFilter, RunRecord, RunStatus};
 use weft_core::tool::{ToolError, ToolResultBody};
 
 /// Runs to start.
-const RUNS: usize = 50;
-/// SIGKILLs to deliver, each followed by a restart.
+const RUNS: usize = 100;
+/// The lease TTL the servers run with, in milliseconds.
+const LEASE_TTL_MS: u64 = 1_000;
+/// SIGKILLs of a server holding unfinished runs, each followed by a restart.
 const KILLS: usize = 20;
 /// The tenant's bearer token.
 const TOKEN: &str = "crash-token";
@@ -50,20 +57,20 @@ const FINISH_TIMEOUT: Duration = Duration::from_secs(120);
 const DEFAULT_PG_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kill_9_on_sqlite() {
+async fn two_servers_on_sqlite() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("weft.db").to_str().unwrap().to_owned();
     if std::env::var_os("WEFT_CRASH_KEEP").is_some() {
         eprintln!("keeping {}", dir.path().display());
         let path = dir.keep();
-        crash_test("sqlite", &db, None, &path).await;
+        crash_test("sqlite", &db, None, &path, 2, RUNS).await;
         return;
     }
-    crash_test("sqlite", &db, None, dir.path()).await;
+    crash_test("sqlite", &db, None, dir.path(), 2, RUNS).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kill_9_on_postgres() {
+async fn three_servers_on_postgres() {
     let base =
         std::env::var("WEFT_TEST_POSTGRES_URL").unwrap_or_else(|_| DEFAULT_PG_URL.to_owned());
     if let Err(e) = PgConnection::connect(&base).await {
@@ -84,7 +91,7 @@ async fn kill_9_on_postgres() {
     let separator = if base.contains('?') { '&' } else { '?' };
     let db = format!("{base}{separator}schema={schema}");
     let dir = tempfile::tempdir().unwrap();
-    crash_test("postgres", &db, Some(&base), dir.path()).await;
+    crash_test("postgres", &db, Some(&base), dir.path(), 3, RUNS).await;
 }
 
 /// Drops a PostgreSQL schema when dropped, even when the test panicked.
@@ -120,7 +127,14 @@ impl Drop for DropSchema {
 
 /// The whole scenario against the store at `db`, with scratch files in `dir`;
 /// `postgres` is the server's URL when `db` is a PostgreSQL schema.
-async fn crash_test(backend: &str, db: &str, postgres: Option<&str>, dir: &Path) {
+async fn crash_test(
+    backend: &str,
+    db: &str,
+    postgres: Option<&str>,
+    dir: &Path,
+    servers: usize,
+    runs: usize,
+) {
     let started = Instant::now();
     let seed = std::env::var("WEFT_CRASH_SEED")
         .ok()
@@ -142,26 +156,53 @@ async fn crash_test(backend: &str, db: &str, postgres: Option<&str>, dir: &Path)
         .timeout(Duration::from_secs(10))
         .build()
         .unwrap();
-    let current: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
-
-    let mut server = harness.start(&client).await;
-    *current.lock().unwrap() = Some(server.base.clone());
+    let current: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(Vec::new()));
+    let mut slots = Vec::new();
+    for _ in 0..servers {
+        let server = harness.start(&client).await;
+        current.lock().unwrap().push(server.base.clone());
+        slots.push(server);
+    }
+    let seen: Seen = Arc::new(Mutex::new(HashMap::new()));
     let creator = tokio::spawn(create_runs(
         client.clone(),
         current.clone(),
         Rng::new(seed ^ 0x9e37_79b9_7f4a_7c15),
+        runs,
+        seen.clone(),
     ));
 
     let mut delays = Vec::new();
     let mut at_crashes: Vec<(String, RunMachine)> = Vec::new();
     let mut lingering = 0;
-    for _ in 0..KILLS {
-        let delay = 10 + rng.below(340);
-        delays.push(delay);
+    let mut mid_run = 0;
+    // Kill until KILLS kills have landed on a server holding unfinished
+    // runs; a moment when no server holds any is skipped.
+    let mut skipped = 0;
+    while mid_run < KILLS {
+        let delay = 10 + rng.below(200);
         tokio::time::sleep(Duration::from_millis(delay)).await;
-        *current.lock().unwrap() = None;
+        let mut holding = Vec::new();
+        for (i, server) in slots.iter().enumerate() {
+            if !held_snapshots(db, server.child.id()).await.is_empty() {
+                holding.push(i);
+            }
+        }
+        if holding.is_empty() {
+            skipped += 1;
+            assert!(
+                skipped < 500,
+                "no server held an unfinished run for {skipped} looks ({mid_run} kills so far)"
+            );
+            continue;
+        }
+        delays.push(delay);
+        let slot = holding[rng.below(holding.len() as u64) as usize];
+        let server = &mut slots[slot];
+        current.lock().unwrap().retain(|b| *b != server.base);
+        let pid = server.child.id();
         let ports = match postgres {
-            Some(_) => tcp_ports(server.child.id()),
+            Some(_) => tcp_ports(pid),
             None => Vec::new(),
         };
         server.kill();
@@ -170,11 +211,21 @@ async fn crash_test(backend: &str, db: &str, postgres: Option<&str>, dir: &Path)
             // snapshots only once its backends are gone.
             lingering += wait_for_backends(base, &ports).await;
         }
-        at_crashes.extend(unfinished_snapshots(db).await);
-        server = harness.start(&client).await;
-        *current.lock().unwrap() = Some(server.base.clone());
+        let held = held_snapshots(db, pid).await;
+        if !held.is_empty() {
+            mid_run += 1;
+        }
+        at_crashes.extend(held);
+        *server = harness.start(&client).await;
+        current.lock().unwrap().push(server.base.clone());
     }
-    eprintln!("{backend}: {KILLS} kills after {delays:?} ms of serving");
+    let server = &slots[0];
+    eprintln!(
+        "{backend}: {} kills of {servers} servers after {delays:?} ms of serving; \
+         {mid_run} landed while the killed server held unfinished runs",
+        delays.len()
+    );
+
     if postgres.is_some() {
         eprintln!(
             "{backend}: {lingering} database backend(s) of killed servers were still at work \
@@ -187,12 +238,12 @@ async fn crash_test(backend: &str, db: &str, postgres: Option<&str>, dir: &Path)
         .await
         .unwrap_or_else(|_| {
             panic!(
-                "the {RUNS} runs were not all created within 60 s of the last restart\n{}",
+                "the {runs} runs were not all created within 60 s of the last restart\n{}",
                 server.log_tail()
             )
         })
         .unwrap();
-    assert_eq!(created.acknowledged.len(), RUNS);
+    assert_eq!(created.acknowledged.len(), runs);
 
     // Wait for every run (acknowledged or not) to finish.
     let deadline = Instant::now() + FINISH_TIMEOUT;
@@ -226,7 +277,21 @@ async fn crash_test(backend: &str, db: &str, postgres: Option<&str>, dir: &Path)
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
-    server.kill();
+    // Every SSE follower has seen its run finish by now, or soon.
+    for (run, follower) in created.acknowledged.iter().zip(created.followers) {
+        let ended = tokio::time::timeout(Duration::from_secs(30), follower).await;
+        if let Ok(Err(e)) = &ended {
+            panic!("the SSE follower of run {run} failed: {e}");
+        }
+        if ended.is_err() {
+            let seen = seen.lock().unwrap().get(run).map(|s| s.len());
+            panic!(
+                "the SSE follower of run {run} did not see it finish ({seen:?} events seen)\n{}",
+                server.log_tail()
+            );
+        }
+    }
+    drop(slots);
     let serving = started.elapsed();
 
     // Read everything back from the store with the server stopped.
@@ -239,7 +304,8 @@ async fn crash_test(backend: &str, db: &str, postgres: Option<&str>, dir: &Path)
     }
     drop(store);
 
-    let report = check(&logs, &at_crashes, &created.acknowledged, &listed, &journal);
+    let mut report = check(&logs, &at_crashes, &created.acknowledged, &listed, &journal);
+    compare_with_sse(&logs, &seen.lock().unwrap(), &mut report.violations);
     let recovered: Vec<usize> = (1..=harness.incarnations)
         .map(|n| harness.recovered_count(n))
         .collect();
@@ -352,7 +418,9 @@ async fn wait_for_backends(base: &str, ports: &[i32]) -> i64 {
 /// The last committed snapshot of every run the store says is running,
 /// read while no server is up (right after a kill): what the next server
 /// recovers, and which tool calls were in flight at the crash.
-async fn unfinished_snapshots(db: &str) -> Vec<(String, RunMachine)> {
+/// The snapshots of the running runs whose lease process `pid` held.
+async fn held_snapshots(db: &str, pid: u32) -> Vec<(String, RunMachine)> {
+    let owner = format!("{pid}/");
     let store = weft_store::connect(db).await.unwrap();
     let running = store
         .list_runs(&RunFilter {
@@ -363,7 +431,9 @@ async fn unfinished_snapshots(db: &str) -> Vec<(String, RunMachine)> {
         .unwrap();
     let mut out = Vec::new();
     for record in running {
-        if let Some(stored) = store.load_run(&record.run_id).await.unwrap() {
+        if let Some(stored) = store.load_run(&record.run_id).await.unwrap()
+            && stored.lease_owner.is_some_and(|o| o.starts_with(&owner))
+        {
             out.push((record.run_id.to_string(), stored.snapshot));
         }
     }
@@ -700,21 +770,38 @@ struct Created {
     acknowledged: Vec<String>,
     /// POSTs that failed (connection refused or reset, or an error status).
     failed_posts: usize,
+    /// One SSE follower per acknowledged run.
+    followers: Vec<tokio::task::JoinHandle<()>>,
 }
 
-/// Starts runs until `RUNS` are acknowledged, against whichever server is up.
+/// What SSE clients saw, per run: the `data` of each event, in order.
+type Seen = Arc<Mutex<HashMap<String, Vec<Value>>>>;
+
+/// A random live server, if any.
+fn any_server(current: &Mutex<Vec<String>>, rng: &mut Rng) -> Option<String> {
+    let live = current.lock().unwrap();
+    if live.is_empty() {
+        return None;
+    }
+    Some(live[rng.below(live.len() as u64) as usize].clone())
+}
+
+/// Starts runs until `runs` are acknowledged, each through a random live
+/// server, and follows each over SSE.
 async fn create_runs(
     client: reqwest::Client,
-    current: Arc<Mutex<Option<String>>>,
+    current: Arc<Mutex<Vec<String>>>,
     mut rng: Rng,
+    runs: usize,
+    seen: Seen,
 ) -> Created {
     let mut created = Created {
         acknowledged: Vec::new(),
         failed_posts: 0,
+        followers: Vec::new(),
     };
-    while created.acknowledged.len() < RUNS {
-        let base = current.lock().unwrap().clone();
-        let Some(base) = base else {
+    while created.acknowledged.len() < runs {
+        let Some(base) = any_server(&current, &mut rng) else {
             tokio::time::sleep(Duration::from_millis(5)).await;
             continue;
         };
@@ -731,9 +818,16 @@ async fn create_runs(
                         .as_str()
                         .expect("run_id in 201 body")
                         .to_owned();
+                    created.followers.push(tokio::spawn(follow(
+                        client.clone(),
+                        current.clone(),
+                        Rng::new(rng.next()),
+                        id.clone(),
+                        seen.clone(),
+                    )));
                     created.acknowledged.push(id);
                     // Spread the runs over several server lifetimes.
-                    tokio::time::sleep(Duration::from_millis(rng.below(120))).await;
+                    tokio::time::sleep(Duration::from_millis(rng.below(300))).await;
                 }
                 // The server died while sending the body: the run may exist.
                 Err(_) => created.failed_posts += 1,
@@ -754,6 +848,95 @@ async fn create_runs(
         }
     }
     created
+}
+
+/// Follows a run's events over SSE until `run_finished`, through random live
+/// servers, resuming after the last event seen whenever a server dies.
+async fn follow(
+    client: reqwest::Client,
+    current: Arc<Mutex<Vec<String>>>,
+    mut rng: Rng,
+    run: String,
+    seen: Seen,
+) {
+    let mut last = 0u64;
+    loop {
+        let Some(base) = any_server(&current, &mut rng) else {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            continue;
+        };
+        let response = client
+            .get(format!("{base}/v1/runs/{run}/events"))
+            .bearer_auth(TOKEN)
+            .header("last-event-id", last.to_string())
+            .timeout(Duration::from_secs(120))
+            .send()
+            .await;
+        if std::env::var_os("WEFT_CRASH_TRACE").is_some() {
+            eprintln!("follow {run}: after {last} from {base}");
+        }
+        let Ok(mut response) = response else {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            continue;
+        };
+        if response.status() != 200 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            continue;
+        }
+        let mut buffer = String::new();
+        while let Ok(Some(chunk)) = response.chunk().await {
+            buffer.push_str(&String::from_utf8_lossy(&chunk));
+            while let Some(end) = buffer.find("\n\n") {
+                let frame: String = buffer.drain(..end + 2).collect();
+                let Some(data) = frame.lines().find_map(|l| l.strip_prefix("data:")) else {
+                    continue;
+                };
+                let event: Value = serde_json::from_str(data.trim()).expect("SSE data is JSON");
+                let seq = event["seq"].as_u64().expect("seq in SSE event");
+                assert_eq!(seq, last + 1, "run {run}: SSE skipped from {last} to {seq}");
+                last = seq;
+                let finished = event["type"] == "run_finished";
+                seen.lock().unwrap().entry(run.clone()).or_default().push(event);
+                if finished {
+                    return;
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// What SSE clients saw must be the stored log, event for event.
+fn compare_with_sse(
+    logs: &BTreeMap<String, (RunRecord, Vec<RunEvent>)>,
+    seen: &HashMap<String, Vec<Value>>,
+    violations: &mut Vec<String>,
+) {
+    for (run, events) in seen {
+        let Some((_, stored)) = logs.get(run) else {
+            violations.push(format!("run {run}: seen over SSE but not stored"));
+            continue;
+        };
+        let stored: Vec<Value> = stored
+            .iter()
+            .map(|e| serde_json::to_value(e).unwrap())
+            .collect();
+        if *events != stored {
+            let first = events
+                .iter()
+                .zip(&stored)
+                .position(|(a, b)| a != b)
+                .unwrap_or(events.len().min(stored.len()));
+            violations.push(format!(
+                "run {run}: SSE saw {} events, the store holds {}; first difference at index \
+                 {first}: {:?} vs {:?}",
+                events.len(),
+                stored.len(),
+                events.get(first),
+                stored.get(first)
+            ));
+        }
+    }
 }
 
 /// `(run_id, status)` of every run the server lists for the tenant.
@@ -810,6 +993,8 @@ impl Harness {
                 .arg(&self.db)
                 .arg("--addr")
                 .arg(format!("127.0.0.1:{port}"))
+                .arg("--lease-ttl-ms")
+                .arg(LEASE_TTL_MS.to_string())
                 .env("WEFT_TOKENS", format!("crash={TOKEN}"))
                 .env("WEFT_JOURNAL_DIR", &self.journal)
                 .stdin(Stdio::null())

@@ -22,6 +22,11 @@ impl Lease {
         }
     }
 
+    /// Who holds it, if anyone.
+    pub(super) fn owner(&self) -> Option<&str> {
+        self.owner.as_deref()
+    }
+
     /// Whether anyone may take it at `now`: free, or expired.
     pub(super) fn is_free(&self, now: Timestamp) -> bool {
         self.owner.is_none() || self.expires_at <= now

@@ -247,6 +247,7 @@ impl RunStore for MemoryStore {
             record: e.record.clone(),
             snapshot: e.snapshot.clone(),
             last_seq: e.events.last().map_or(0, |e| e.seq),
+            lease_owner: e.lease.owner().map(str::to_owned),
         }))
     }
 

@@ -113,6 +113,7 @@ impl Inner {
             record,
             snapshot: mut machine,
             last_seq,
+            ..
         } = self.stored(run_id).await?;
         if record.status.is_finished() {
             return Err(RuntimeError::Finished(run_id.clone()));

@@ -115,6 +115,8 @@ pub fn runs(db: &str, cmd: RunsCommand) -> anyhow::Result<ExitCode> {
                     "tool_calls": m.tool_calls_made(),
                     "outcome": m.outcome(),
                     "event_seq": m.event_seq(),
+                    "last_seq": stored.last_seq,
+                    "lease_owner": stored.lease_owner,
                 });
                 println!("{}", serde_json::to_string_pretty(&view)?);
             }
