@@ -57,6 +57,7 @@
 //! ```
 
 mod access;
+mod activity;
 pub mod auth;
 mod control;
 pub mod dto;
