@@ -66,11 +66,14 @@ pub mod error;
 mod events;
 pub mod json;
 mod listen;
+mod listing;
 mod openapi;
+mod quota;
 mod runs;
 mod sessions;
 
 use std::future::Future;
+use std::num::NonZeroU32;
 use std::sync::Arc;
 
 use axum::Router;
@@ -85,9 +88,13 @@ pub use error::{ApiError, BoxError, FieldError, Problem};
 pub use json::JsonBody;
 pub use listen::ConnLimits;
 pub use openapi::openapi;
+pub use quota::TenantQuotas;
 
 /// The default request body limit: 1 MiB.
 pub const DEFAULT_BODY_LIMIT: usize = 1024 * 1024;
+
+/// The default number of stored events an event stream reads at a time.
+pub const DEFAULT_REPLAY_PAGE: NonZeroU32 = NonZeroU32::new(256).unwrap();
 
 /// What the handlers share: the runtime, the store behind it, and the tenants.
 #[derive(Clone)]
@@ -100,8 +107,13 @@ pub struct AppState {
     pub tenants: Arc<Tenants>,
     /// The largest request body accepted, in bytes.
     pub body_limit: usize,
-    /// Connection limits: header-read timeout, open connections, shutdown grace.
+    /// Connection limits: header-read and idle timeouts, open connections,
+    /// shutdown grace.
     pub conn_limits: ConnLimits,
+    /// How many stored events an event stream reads at a time, so a replay
+    /// from far back holds one page in memory, not the whole log.
+    pub replay_page: NonZeroU32,
+    quotas: Arc<quota::Quotas>,
     shutdown: watch::Sender<bool>,
 }
 
@@ -114,6 +126,8 @@ impl AppState {
             tenants: Arc::new(tenants),
             body_limit: DEFAULT_BODY_LIMIT,
             conn_limits: ConnLimits::default(),
+            replay_page: DEFAULT_REPLAY_PAGE,
+            quotas: quota::Quotas::new(TenantQuotas::default()),
             shutdown: watch::channel(false).0,
         }
     }
@@ -127,6 +141,23 @@ impl AppState {
     /// Sets the connection limits.
     pub fn with_conn_limits(mut self, limits: ConnLimits) -> Self {
         self.conn_limits = limits;
+        self
+    }
+
+    /// Sets the per-tenant quotas, with nothing counted yet.
+    pub fn with_tenant_quotas(mut self, quotas: TenantQuotas) -> Self {
+        self.quotas = quota::Quotas::new(quotas);
+        self
+    }
+
+    /// The per-tenant quotas applied.
+    pub fn tenant_quotas(&self) -> TenantQuotas {
+        self.quotas.limits()
+    }
+
+    /// Sets how many stored events an event stream reads at a time.
+    pub fn with_replay_page(mut self, events: NonZeroU32) -> Self {
+        self.replay_page = events;
         self
     }
 

@@ -4,6 +4,8 @@
 #![allow(dead_code)] // Each test binary uses a part of the fixture.
 
 pub mod scenarios;
+pub mod served;
+pub mod sse;
 
 use std::sync::Arc;
 use std::time::Duration;
