@@ -19,7 +19,7 @@ use weft_runtime::{Runtime, RuntimeError};
 use crate::AppState;
 use crate::access::owned_run;
 use crate::auth::Tenant;
-use crate::dto::{AnswerAccepted, CancelRun, ProvideAnswer, RunView};
+use crate::dto::{AnswerAccepted, CancelRun, NoOptions, ProvideAnswer, RunView};
 use crate::error::{ApiError, Problem};
 use crate::json::{JsonBody, OptionalJsonBody};
 
@@ -79,6 +79,7 @@ pub(crate) async fn pause_run(
     State(state): State<AppState>,
     tenant: Tenant,
     Path(run_id): Path<String>,
+    OptionalJsonBody(NoOptions {}): OptionalJsonBody<NoOptions>,
 ) -> Result<Json<RunView>, ApiError> {
     control_run(&state, &tenant, &run_id, Control::Pause).await
 }
@@ -99,6 +100,7 @@ pub(crate) async fn continue_run(
     State(state): State<AppState>,
     tenant: Tenant,
     Path(run_id): Path<String>,
+    OptionalJsonBody(NoOptions {}): OptionalJsonBody<NoOptions>,
 ) -> Result<Json<RunView>, ApiError> {
     control_run(&state, &tenant, &run_id, Control::Continue).await
 }

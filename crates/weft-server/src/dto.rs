@@ -266,6 +266,13 @@ pub struct AnswerAccepted {
     pub satisfied: bool,
 }
 
+/// The body of `POST /v1/runs/{id}/pause|continue` and
+/// `POST /v1/sessions/{id}/end`: none, or `{}`. It is read all the same, so
+/// the body limit and the content type apply as on every other route.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NoOptions {}
+
 /// `POST /v1/runs/{id}/cancel`: an optional reason.
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]

@@ -14,7 +14,7 @@ use weft_core::store::RunFilter;
 
 use crate::access::{check_labels, owned_session};
 use crate::auth::Tenant;
-use crate::dto::{CreateSession, EndedSession, SessionList, SessionQuery, SessionView};
+use crate::dto::{CreateSession, EndedSession, NoOptions, SessionList, SessionQuery, SessionView};
 use crate::error::{ApiError, Problem};
 use crate::json::OptionalJsonBody;
 use crate::{AppState, control, listing, now};
@@ -113,6 +113,7 @@ pub(crate) async fn end_session(
     State(state): State<AppState>,
     tenant: Tenant,
     Path(session_id): Path<String>,
+    OptionalJsonBody(NoOptions {}): OptionalJsonBody<NoOptions>,
 ) -> Result<Json<EndedSession>, ApiError> {
     let session = owned_session(&state, &tenant, &session_id).await?;
     let ended = state
