@@ -67,6 +67,7 @@ pub(crate) async fn answer_await(
 #[utoipa::path(
     post, path = "/v1/runs/{run_id}/pause", tag = "runs",
     params(("run_id" = String, Path, description = "The run")),
+    request_body(content = Option<NoOptions>, description = "Optional: none, or `{}`"),
     responses(
         (status = 200, description = "Paused, or pausing at the next step", body = RunView),
         (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
@@ -88,6 +89,7 @@ pub(crate) async fn pause_run(
 #[utoipa::path(
     post, path = "/v1/runs/{run_id}/continue", tag = "runs",
     params(("run_id" = String, Path, description = "The run")),
+    request_body(content = Option<NoOptions>, description = "Optional: none, or `{}`"),
     responses(
         (status = 200, description = "Continued", body = RunView),
         (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
@@ -109,7 +111,7 @@ pub(crate) async fn continue_run(
 #[utoipa::path(
     post, path = "/v1/runs/{run_id}/cancel", tag = "runs",
     params(("run_id" = String, Path, description = "The run")),
-    request_body(content = CancelRun, description = "Optional"),
+    request_body(content = Option<CancelRun>, description = "Optional"),
     responses(
         (status = 200, description = "Cancelled, or cancelling", body = RunView),
         (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),

@@ -35,6 +35,7 @@ use crate::access::owned_run;
 use crate::auth::Tenant;
 use crate::dto::EventsQuery;
 use crate::error::{ApiError, Problem};
+use crate::event_schema::RunEventSchema;
 use crate::quota::StreamPermit;
 
 /// How often a stream over a run that no task drives checks for new events.
@@ -49,7 +50,7 @@ const POLL_INTERVAL: Duration = Duration::from_millis(250);
         EventsQuery,
     ),
     responses(
-        (status = 200, description = "`text/event-stream`: `id: <seq>`, `event: <type>`, `data: <event json>`; ends after `run_finished`", content_type = "text/event-stream", body = String),
+        (status = 200, description = "`text/event-stream`: each frame is `id: <seq>`, `event: <type>`, `data: <RunEvent JSON>`; the stream ends after `run_finished`. A failure while streaming is a last frame `event: error` whose data is a Problem", content_type = "text/event-stream", body = RunEventSchema),
         (status = 400, description = "Bad Last-Event-ID", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such run for this tenant", body = Problem, content_type = "application/problem+json"),

@@ -59,14 +59,17 @@
 mod access;
 mod activity;
 pub mod auth;
+mod await_schema;
 mod control;
 pub mod dto;
 mod elicit_schema;
 pub mod error;
+mod event_schema;
 mod events;
 pub mod json;
 mod listen;
 mod listing;
+mod message_schema;
 mod openapi;
 mod quota;
 mod runs;

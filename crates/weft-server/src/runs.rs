@@ -42,7 +42,7 @@ pub(crate) async fn health() -> Json<Health> {
         (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "The session belongs to another tenant", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "The session has ended", body = Problem, content_type = "application/problem+json"),
-        (status = 413, description = "Body too large", body = Problem, content_type = "application/problem+json"),
+        (status = 429, description = "The tenant has its maximum of unfinished runs, or started its runs per minute; see `Retry-After`", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]

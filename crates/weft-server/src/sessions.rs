@@ -22,7 +22,7 @@ use crate::{AppState, control, listing, now};
 /// Creates a session for the caller's tenant.
 #[utoipa::path(
     post, path = "/v1/sessions", tag = "sessions",
-    request_body(content = CreateSession, description = "Optional; the id is always generated"),
+    request_body(content = Option<CreateSession>, description = "Optional; the id is always generated"),
     responses(
         (status = 201, description = "Created", body = SessionView),
         (status = 400, description = "Malformed request", body = Problem, content_type = "application/problem+json"),
@@ -102,6 +102,7 @@ pub(crate) async fn get_session(
 #[utoipa::path(
     post, path = "/v1/sessions/{session_id}/end", tag = "sessions",
     params(("session_id" = String, Path, description = "The session")),
+    request_body(content = Option<NoOptions>, description = "Optional: none, or `{}`"),
     responses(
         (status = 200, description = "The session ended; its runs were cancelled", body = EndedSession),
         (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
