@@ -21,7 +21,17 @@
 //! - [`dto`]: request and response bodies.
 //! - `sessions`, `runs`, `events` (SSE), `control` (answers, pause, continue,
 //!   cancel): the handlers; `access`: the tenant and input checks they share;
-//!   `openapi`: the document served at `/openapi.json`.
+//!   `listing`: a tenant's runs and sessions as the store lists them.
+//! - `quota`: per-tenant quotas ([`TenantQuotas`]) on unfinished runs, starts
+//!   per minute and open event streams.
+//! - `listen` and `activity`: the accept loop and each connection's
+//!   timeouts ([`ConnLimits`]).
+//! - `openapi`: the document served at `/openapi.json`, with the schemas of
+//!   weft-core's shapes in `message_schema`, `await_schema`, `event_schema`
+//!   and `elicit_schema`.
+//!
+//! Every limit is on by default and set on [`AppState`]: the body limit,
+//! [`ConnLimits`], [`TenantQuotas`] and the replay page.
 //!
 //! Runs created outside the server (without a `weft.tenant` label) are
 //! visible to no tenant.

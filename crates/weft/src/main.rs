@@ -63,6 +63,8 @@ enum Command {
         /// Log lines as text or JSON; the level comes from RUST_LOG (default info).
         #[arg(long, value_enum, default_value_t = LogFormat::Text)]
         log_format: LogFormat,
+        #[command(flatten)]
+        limits: serve::ServeLimits,
     },
     /// Stored runs: list, show, events, continue, recover, cancel.
     Runs {
@@ -285,12 +287,14 @@ fn main() -> ExitCode {
             addr,
             tokens_file,
             log_format,
+            limits,
         } => serve::serve(ServeArgs {
             agents,
             db,
             addr,
             tokens_file,
             log_format,
+            limits,
         }),
         Command::Runs { db, command } => admin::runs(
             &db,
