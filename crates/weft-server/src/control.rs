@@ -19,7 +19,7 @@ use weft_runtime::{Runtime, RuntimeError};
 use crate::AppState;
 use crate::access::owned_run;
 use crate::auth::Tenant;
-use crate::dto::{AnswerAccepted, CancelRun, ProvideAnswer, RunView};
+use crate::dto::{AnswerAccepted, CancelRun, NoOptions, ProvideAnswer, RunView};
 use crate::error::{ApiError, Problem};
 use crate::json::{JsonBody, OptionalJsonBody};
 
@@ -67,6 +67,7 @@ pub(crate) async fn answer_await(
 #[utoipa::path(
     post, path = "/v1/runs/{run_id}/pause", tag = "runs",
     params(("run_id" = String, Path, description = "The run")),
+    request_body(content = Option<NoOptions>, description = "Optional: none, or `{}`"),
     responses(
         (status = 200, description = "Paused, or pausing at the next step", body = RunView),
         (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
@@ -79,6 +80,7 @@ pub(crate) async fn pause_run(
     State(state): State<AppState>,
     tenant: Tenant,
     Path(run_id): Path<String>,
+    OptionalJsonBody(NoOptions {}): OptionalJsonBody<NoOptions>,
 ) -> Result<Json<RunView>, ApiError> {
     control_run(&state, &tenant, &run_id, Control::Pause).await
 }
@@ -87,6 +89,7 @@ pub(crate) async fn pause_run(
 #[utoipa::path(
     post, path = "/v1/runs/{run_id}/continue", tag = "runs",
     params(("run_id" = String, Path, description = "The run")),
+    request_body(content = Option<NoOptions>, description = "Optional: none, or `{}`"),
     responses(
         (status = 200, description = "Continued", body = RunView),
         (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
@@ -99,6 +102,7 @@ pub(crate) async fn continue_run(
     State(state): State<AppState>,
     tenant: Tenant,
     Path(run_id): Path<String>,
+    OptionalJsonBody(NoOptions {}): OptionalJsonBody<NoOptions>,
 ) -> Result<Json<RunView>, ApiError> {
     control_run(&state, &tenant, &run_id, Control::Continue).await
 }
@@ -107,7 +111,7 @@ pub(crate) async fn continue_run(
 #[utoipa::path(
     post, path = "/v1/runs/{run_id}/cancel", tag = "runs",
     params(("run_id" = String, Path, description = "The run")),
-    request_body(content = CancelRun, description = "Optional"),
+    request_body(content = Option<CancelRun>, description = "Optional"),
     responses(
         (status = 200, description = "Cancelled, or cancelling", body = RunView),
         (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),

@@ -1,18 +1,19 @@
-//! OpenAPI schemas of elicitation await items and answers. They document
-//! weft-core's serde shapes (which derive no schemas) and are never built.
+//! OpenAPI schemas of elicitation await items and answers (without their
+//! `kind`, which the `AwaitItem` and `AwaitAnswer` unions add). They
+//! document weft-core's serde shapes (which derive no schemas) and are never
+//! built.
 
 #![allow(dead_code)] // These types exist for their schemas only.
 
+use serde::Serialize;
 use utoipa::ToSchema;
 
 /// An await item of kind `elicitation`: a running tool's question, a form
 /// (`mode: form`, with `requested_schema`) or a URL to open (`mode: url`).
 /// The run stays `running` while it waits; the tool gets the answer.
-#[derive(ToSchema)]
+#[derive(Serialize, ToSchema)]
 #[schema(as = ElicitationItem)]
 pub(crate) struct ElicitationItemSchema {
-    /// Always `elicitation`.
-    kind: String,
     /// The item's id (answer with it).
     id: String,
     /// The running call that asks.
@@ -33,8 +34,9 @@ pub(crate) struct ElicitationItemSchema {
 }
 
 /// How an elicitation is answered.
-#[derive(ToSchema)]
-#[schema(as = ElicitationMode, rename_all = "snake_case")]
+#[derive(Serialize, ToSchema)]
+#[schema(as = ElicitationMode)]
+#[serde(rename_all = "snake_case")]
 pub(crate) enum ElicitationModeSchema {
     /// Fill in the form's fields.
     Form,
@@ -44,11 +46,9 @@ pub(crate) enum ElicitationModeSchema {
 
 /// An answer of kind `elicitation`, e.g.
 /// `{"kind": "elicitation", "action": "accept", "content": {"name": "Ada"}}`.
-#[derive(ToSchema)]
+#[derive(Serialize, ToSchema)]
 #[schema(as = ElicitationAnswer)]
 pub(crate) struct ElicitationAnswerSchema {
-    /// Always `elicitation`.
-    kind: String,
     /// What the human did.
     action: ElicitationActionSchema,
     /// The form's fields; only to accept a form. A missing required field,
@@ -59,8 +59,9 @@ pub(crate) struct ElicitationAnswerSchema {
 }
 
 /// What the human did with an elicitation.
-#[derive(ToSchema)]
-#[schema(as = ElicitationAction, rename_all = "snake_case")]
+#[derive(Serialize, ToSchema)]
+#[schema(as = ElicitationAction)]
+#[serde(rename_all = "snake_case")]
 pub(crate) enum ElicitationActionSchema {
     /// Answered.
     Accept,

@@ -45,6 +45,14 @@ pub enum ApiError {
     /// The request body is not JSON (415).
     #[error("expected a body with content type application/json")]
     UnsupportedMediaType,
+    /// A tenant quota is used up (429); try again after `retry_after` seconds.
+    #[error("{detail}")]
+    TooManyRequests {
+        /// Which quota, for humans.
+        detail: String,
+        /// Seconds until a retry may succeed, sent as `Retry-After`.
+        retry_after: u64,
+    },
     /// The route exists but not with this method (405).
     #[error("method not allowed on this resource")]
     MethodNotAllowed,
@@ -114,6 +122,7 @@ impl ApiError {
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
@@ -133,6 +142,9 @@ impl ApiError {
             ApiError::PayloadTooLarge => ("payload-too-large", self.to_string(), Vec::new()),
             ApiError::UnsupportedMediaType => {
                 ("unsupported-media-type", self.to_string(), Vec::new())
+            }
+            ApiError::TooManyRequests { detail, .. } => {
+                ("too-many-requests", detail.clone(), Vec::new())
             }
             ApiError::MethodNotAllowed => ("method-not-allowed", self.to_string(), Vec::new()),
             ApiError::Internal(_) => (
@@ -169,8 +181,14 @@ impl IntoResponse for ApiError {
         let mut response = (status, body).into_response();
         let headers = response.headers_mut();
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));
-        if status == StatusCode::UNAUTHORIZED {
-            headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        match &self {
+            ApiError::Unauthorized => {
+                headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            }
+            ApiError::TooManyRequests { retry_after, .. } => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from(*retry_after));
+            }
+            _ => {}
         }
         response
     }

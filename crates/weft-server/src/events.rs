@@ -6,7 +6,17 @@
 //! that no task drives (awaiting, paused, or driven by another process);
 //! [`Follow`] then polls the store and subscribes again after the last
 //! delivered sequence number, so a client sees one stream across pauses.
+//!
+//! Replay is paged: before each subscription the stream reads the stored
+//! log itself, [`AppState::replay_page`] events at a time, and reads the
+//! next page only once the client has taken the last one (a slow client
+//! holds back the reading, not the memory). It subscribes to live events
+//! once a page comes back short, so a replay from far back costs one page
+//! of memory however long the log, and every event still arrives once, in
+//! order. Each tenant holds at most `max_event_streams` streams open in one
+//! process (`quota`); past that a new stream is a 429.
 
+use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::pin::Pin;
 use std::time::Duration;
@@ -25,6 +35,8 @@ use crate::access::owned_run;
 use crate::auth::Tenant;
 use crate::dto::EventsQuery;
 use crate::error::{ApiError, Problem};
+use crate::event_schema::RunEventSchema;
+use crate::quota::StreamPermit;
 
 /// How often a stream over a run that no task drives checks for new events.
 const POLL_INTERVAL: Duration = Duration::from_millis(250);
@@ -38,10 +50,11 @@ const POLL_INTERVAL: Duration = Duration::from_millis(250);
         EventsQuery,
     ),
     responses(
-        (status = 200, description = "`text/event-stream`: `id: <seq>`, `event: <type>`, `data: <event json>`; ends after `run_finished`", content_type = "text/event-stream", body = String),
+        (status = 200, description = "`text/event-stream`: each frame is `id: <seq>`, `event: <type>`, `data: <RunEvent JSON>`; the stream ends after `run_finished`. A failure while streaming is a last frame `event: error` whose data is a Problem", content_type = "text/event-stream", body = RunEventSchema),
         (status = 400, description = "Bad Last-Event-ID", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such run for this tenant", body = Problem, content_type = "application/problem+json"),
+        (status = 429, description = "The tenant holds its maximum of open event streams; see `Retry-After`", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]
@@ -62,15 +75,20 @@ pub(crate) async fn run_events(
             .ok_or_else(|| ApiError::field("Last-Event-ID", "must be an event sequence number"))?,
         None => query.after.unwrap_or(0),
     };
+    let permit = state.quotas.open_stream(&tenant)?;
     let follow = Follow {
         cursor: Cursor {
             runtime: state.runtime.clone(),
             run_id: stored.record.run_id,
             last: after,
+            page: state.replay_page.get(),
+            backlog: VecDeque::new(),
+            caught_up: false,
             stream: None,
             done: false,
         },
         shutdown: Box::pin(state.shutting_down()),
+        _permit: permit,
     };
     let stream =
         futures_util::stream::unfold(
@@ -84,6 +102,8 @@ pub(crate) async fn run_events(
 struct Follow {
     cursor: Cursor,
     shutdown: Pin<Box<dyn Future<Output = ()> + Send>>,
+    /// Counts this stream against the tenant's cap while it lives.
+    _permit: StreamPermit,
 }
 
 impl Follow {
@@ -106,7 +126,15 @@ impl Follow {
 struct Cursor {
     runtime: Runtime,
     run_id: RunId,
+    /// The last sequence number delivered.
     last: u64,
+    /// How many stored events to read at a time.
+    page: u32,
+    /// Stored events read and not yet delivered: at most one page.
+    backlog: VecDeque<RunEvent>,
+    /// Whether the stored log was read to its end since the last
+    /// subscription ended.
+    caught_up: bool,
     stream: Option<EventStream>,
     done: bool,
 }
@@ -114,6 +142,23 @@ struct Cursor {
 impl Cursor {
     /// One attempt: an event, or `None` to go around again.
     async fn step(&mut self) -> Option<Event> {
+        if let Some(event) = self.backlog.pop_front() {
+            return Some(self.deliver(&event));
+        }
+        if self.stream.is_none() && !self.caught_up {
+            let read = self
+                .runtime
+                .store()
+                .read_events(&self.run_id, self.last, Some(self.page));
+            return match read.await {
+                Ok(page) => {
+                    self.caught_up = page.len() < self.page as usize;
+                    self.backlog = page.into();
+                    None
+                }
+                Err(e) => Some(self.fail(e.into())),
+            };
+        }
         let stream = match &mut self.stream {
             Some(s) => s,
             None => match self.runtime.subscribe(&self.run_id, self.last).await {
@@ -122,18 +167,15 @@ impl Cursor {
             },
         };
         match stream.next().await {
-            Some(Ok(event)) => {
-                self.last = event.seq;
-                self.done = event.kind.is_terminal();
-                Some(sse_event(&event))
-            }
+            Some(Ok(event)) => Some(self.deliver(&event)),
             Some(Err(e)) => Some(self.fail(e.into())),
             None => {
                 self.stream = None;
+                self.caught_up = false;
                 match self.runtime.store().load_run(&self.run_id).await {
                     // Finished, and every event up to `last` delivered:
                     // the client replayed from past the end.
-                    Ok(Some(r)) if r.record.status.is_finished() && self.caught_up(&r) => {
+                    Ok(Some(r)) if r.record.status.is_finished() && self.delivered_all(&r) => {
                         self.done = true;
                         None
                     }
@@ -151,7 +193,14 @@ impl Cursor {
         }
     }
 
-    fn caught_up(&self, stored: &weft_core::store::StoredRun) -> bool {
+    /// `event` as SSE, now delivered.
+    fn deliver(&mut self, event: &RunEvent) -> Event {
+        self.last = event.seq;
+        self.done = event.kind.is_terminal();
+        sse_event(event)
+    }
+
+    fn delivered_all(&self, stored: &weft_core::store::StoredRun) -> bool {
         self.last >= stored.snapshot.event_seq()
     }
 

@@ -21,7 +21,17 @@
 //! - [`dto`]: request and response bodies.
 //! - `sessions`, `runs`, `events` (SSE), `control` (answers, pause, continue,
 //!   cancel): the handlers; `access`: the tenant and input checks they share;
-//!   `openapi`: the document served at `/openapi.json`.
+//!   `listing`: a tenant's runs and sessions as the store lists them.
+//! - `quota`: per-tenant quotas ([`TenantQuotas`]) on unfinished runs, starts
+//!   per minute and open event streams.
+//! - `listen` and `activity`: the accept loop and each connection's
+//!   timeouts ([`ConnLimits`]).
+//! - `openapi`: the document served at `/openapi.json`, with the schemas of
+//!   weft-core's shapes in `message_schema`, `await_schema`, `event_schema`
+//!   and `elicit_schema`.
+//!
+//! Every limit is on by default and set on [`AppState`]: the body limit,
+//! [`ConnLimits`], [`TenantQuotas`] and the replay page.
 //!
 //! Runs created outside the server (without a `weft.tenant` label) are
 //! visible to no tenant.
@@ -57,19 +67,26 @@
 //! ```
 
 mod access;
+mod activity;
 pub mod auth;
+mod await_schema;
 mod control;
 pub mod dto;
 mod elicit_schema;
 pub mod error;
+mod event_schema;
 mod events;
 pub mod json;
 mod listen;
+mod listing;
+mod message_schema;
 mod openapi;
+mod quota;
 mod runs;
 mod sessions;
 
 use std::future::Future;
+use std::num::NonZeroU32;
 use std::sync::Arc;
 
 use axum::Router;
@@ -84,9 +101,13 @@ pub use error::{ApiError, BoxError, FieldError, Problem};
 pub use json::JsonBody;
 pub use listen::ConnLimits;
 pub use openapi::openapi;
+pub use quota::TenantQuotas;
 
 /// The default request body limit: 1 MiB.
 pub const DEFAULT_BODY_LIMIT: usize = 1024 * 1024;
+
+/// The default number of stored events an event stream reads at a time.
+pub const DEFAULT_REPLAY_PAGE: NonZeroU32 = NonZeroU32::new(256).unwrap();
 
 /// What the handlers share: the runtime, the store behind it, and the tenants.
 #[derive(Clone)]
@@ -99,8 +120,13 @@ pub struct AppState {
     pub tenants: Arc<Tenants>,
     /// The largest request body accepted, in bytes.
     pub body_limit: usize,
-    /// Connection limits: header-read timeout, open connections, shutdown grace.
+    /// Connection limits: header-read and idle timeouts, open connections,
+    /// shutdown grace.
     pub conn_limits: ConnLimits,
+    /// How many stored events an event stream reads at a time, so a replay
+    /// from far back holds one page in memory, not the whole log.
+    pub replay_page: NonZeroU32,
+    quotas: Arc<quota::Quotas>,
     shutdown: watch::Sender<bool>,
 }
 
@@ -113,6 +139,8 @@ impl AppState {
             tenants: Arc::new(tenants),
             body_limit: DEFAULT_BODY_LIMIT,
             conn_limits: ConnLimits::default(),
+            replay_page: DEFAULT_REPLAY_PAGE,
+            quotas: quota::Quotas::new(TenantQuotas::default()),
             shutdown: watch::channel(false).0,
         }
     }
@@ -126,6 +154,23 @@ impl AppState {
     /// Sets the connection limits.
     pub fn with_conn_limits(mut self, limits: ConnLimits) -> Self {
         self.conn_limits = limits;
+        self
+    }
+
+    /// Sets the per-tenant quotas, with nothing counted yet.
+    pub fn with_tenant_quotas(mut self, quotas: TenantQuotas) -> Self {
+        self.quotas = quota::Quotas::new(quotas);
+        self
+    }
+
+    /// The per-tenant quotas applied.
+    pub fn tenant_quotas(&self) -> TenantQuotas {
+        self.quotas.limits()
+    }
+
+    /// Sets how many stored events an event stream reads at a time.
+    pub fn with_replay_page(mut self, events: NonZeroU32) -> Self {
+        self.replay_page = events;
         self
     }
 

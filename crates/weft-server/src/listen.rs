@@ -1,23 +1,36 @@
 //! The accept loop: HTTP/1 connections served by hyper with a header-read
-//! timeout (a client that never finishes its request line is cut off), a
+//! timeout (a client that never finishes its request line is cut off), an
+//! idle timeout (a keep-alive connection with no request is closed), a
 //! limit on open connections (past it, new ones are closed at once), and a
 //! graceful shutdown that waits a bounded time for open connections.
+//!
+//! Both timeouts are kept by each connection's [`Activity`], not by hyper,
+//! whose header-read timer also runs while a connection is idle.
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
+use axum::body::Body;
+use axum::extract::Request;
+use hyper::body::Incoming;
+use hyper::service::Service as _;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::sync::Semaphore;
 
+use crate::activity::{Activity, Timeouts, Tracked, Watched};
+
 /// How the server treats connections; every limit is on by default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConnLimits {
-    /// Time a client has to send a request's headers.
+    /// Time a client has to send a request's headers, from the connection's
+    /// accept or, on a kept-alive connection, from the request's first byte.
     pub header_read_timeout: Duration,
+    /// Time a kept-alive connection may wait for its next request.
+    pub idle_timeout: Duration,
     /// Connections open at once; more are closed on accept.
     pub max_connections: usize,
     /// Time open connections get to finish after shutdown begins.
@@ -28,6 +41,7 @@ impl Default for ConnLimits {
     fn default() -> Self {
         Self {
             header_read_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(60),
             max_connections: 4096,
             shutdown_grace: Duration::from_secs(10),
         }
@@ -46,8 +60,11 @@ pub(crate) async fn accept_loop(
     let graceful = GracefulShutdown::new();
     let permits = Arc::new(Semaphore::new(limits.max_connections.max(1)));
     let mut http = hyper::server::conn::http1::Builder::new();
-    http.timer(TokioTimer::new())
-        .header_read_timeout(limits.header_read_timeout);
+    http.timer(TokioTimer::new()).header_read_timeout(None);
+    let timeouts = Timeouts {
+        header_read: limits.header_read_timeout,
+        idle: limits.idle_timeout,
+    };
     tokio::pin!(signal);
     loop {
         let (stream, _) = tokio::select! {
@@ -71,11 +88,31 @@ pub(crate) async fn accept_loop(
             continue;
         };
         let _ = stream.set_nodelay(true);
-        let service = TowerToHyperService::new(router.clone());
-        let conn = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
+        let activity = Activity::new();
+        // Each request, until its response body is done, keeps the
+        // connection busy.
+        let inner = TowerToHyperService::new(router.clone());
+        let reporter = activity.clone();
+        let service = hyper::service::service_fn(move |request: Request<Incoming>| {
+            let guard = reporter.begin_request();
+            let response = inner.call(request);
+            async move {
+                let response = response.await?;
+                Ok::<_, std::convert::Infallible>(
+                    response.map(|body: Body| Tracked::wrap(body, guard)),
+                )
+            }
+        });
+        let io = TokioIo::new(Watched::new(stream, activity.clone()));
+        let conn = graceful.watch(http.serve_connection(io, service));
         tokio::spawn(async move {
-            if let Err(e) = conn.await {
-                tracing::debug!(error = %e, "connection ended with an error");
+            tokio::select! {
+                served = conn => if let Err(e) = served {
+                    tracing::debug!(error = %e, "connection ended with an error");
+                },
+                () = activity.expired(timeouts) => {
+                    tracing::debug!("connection closed: idle, or headers too slow");
+                }
             }
             drop(permit);
         });

@@ -1,17 +1,39 @@
 //! The OpenAPI document of the API (utoipa), served at `/openapi.json`.
+//!
+//! Each handler's annotation lists its success and the errors particular to
+//! it (409s, 429s, what a 404 or 400 means there). [`ProblemResponses`] then
+//! adds the errors every route of a kind can give, each an
+//! `application/problem+json` [`Problem`]: 400, 401 and 500 on every `/v1`
+//! route, 404 where the path names a resource, 413 and 415 where a body is
+//! read (every POST), and 503 where the runtime is asked to act on a run
+//! (every POST under `/v1/runs`).
 
 use axum::Json;
+use utoipa::openapi::path::Operation;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
 use utoipa::{Modify, OpenApi};
 
+use crate::await_schema::{
+    AwaitAnswerSchema, AwaitItemSchema, ExternalToolCallSchema, QuestionOptionSchema,
+    QuestionSchema, ToolOutputSchema, ToolResultBodySchema, ToolResultKindSchema,
+};
 use crate::dto::{
-    AnswerAccepted, AwaitView, CancelRun, CreateSession, EndedSession, Health, PhaseSchema,
-    ProvideAnswer, RunList, RunStatusSchema, RunView, SessionList, SessionView, StartRun,
+    AnswerAccepted, AwaitView, CancelRun, CreateSession, EndedSession, Health, NoOptions,
+    PhaseSchema, ProvideAnswer, RunList, RunStatusSchema, RunView, SessionList, SessionView,
+    StartRun,
 };
 use crate::elicit_schema::{
     ElicitationActionSchema, ElicitationAnswerSchema, ElicitationItemSchema, ElicitationModeSchema,
 };
-use crate::error::{FieldError, Problem};
+use crate::error::{FieldError, PROBLEM_JSON, Problem};
+use crate::event_schema::{
+    RunEventSchema, RunFailureSchema, RunOutcomeSchema, TerminationReasonSchema, TerminationSchema,
+    UsageSchema,
+};
+use crate::message_schema::{
+    MediaKindSchema, MediaSourceSchema, MessageSchema, PartSchema, RoleSchema, RunInputSchema,
+};
 use crate::{control, events, runs, sessions};
 
 #[derive(OpenApi)]
@@ -19,6 +41,7 @@ use crate::{control, events, runs, sessions};
     info(title = "weft", description = "Durable LLM-agent runs over HTTP: sessions, runs, events (SSE) and human-in-the-loop answers."),
     paths(
         runs::health,
+        serve_document,
         sessions::create_session,
         sessions::list_sessions,
         sessions::get_session,
@@ -34,15 +57,20 @@ use crate::{control, events, runs, sessions};
     ),
     components(schemas(
         AnswerAccepted, AwaitView, CancelRun, CreateSession, EndedSession, FieldError, Health,
-        PhaseSchema, Problem, ProvideAnswer, RunList, RunStatusSchema, RunView, SessionList,
-        SessionView, StartRun, ElicitationItemSchema, ElicitationModeSchema,
-        ElicitationAnswerSchema, ElicitationActionSchema,
+        NoOptions, PhaseSchema, Problem, ProvideAnswer, RunList, RunStatusSchema, RunView,
+        SessionList, SessionView, StartRun, ElicitationItemSchema, ElicitationModeSchema,
+        ElicitationAnswerSchema, ElicitationActionSchema, RunInputSchema, MessageSchema,
+        RoleSchema, PartSchema, MediaSourceSchema, MediaKindSchema, AwaitItemSchema,
+        QuestionSchema, QuestionOptionSchema, ExternalToolCallSchema, AwaitAnswerSchema,
+        ToolOutputSchema, ToolResultBodySchema, ToolResultKindSchema, RunEventSchema,
+        RunOutcomeSchema, RunFailureSchema, TerminationSchema, TerminationReasonSchema,
+        UsageSchema,
     )),
-    modifiers(&BearerAuth),
+    modifiers(&BearerAuth, &ProblemResponses),
     tags(
         (name = "sessions", description = "Conversations holding runs"),
         (name = "runs", description = "Runs, their events and their awaits"),
-        (name = "health", description = "Liveness"),
+        (name = "health", description = "Liveness and this document"),
     )
 )]
 struct ApiDoc;
@@ -59,12 +87,66 @@ impl Modify for BearerAuth {
     }
 }
 
+/// Adds the problem responses every route of a kind can give; see the
+/// module doc.
+struct ProblemResponses;
+
+impl Modify for ProblemResponses {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        for (path, item) in openapi.paths.paths.iter_mut() {
+            if !path.starts_with("/v1/") {
+                continue;
+            }
+            let names_resource = path.contains('{');
+            if let Some(op) = item.get.as_mut() {
+                add_common(op, names_resource);
+            }
+            if let Some(op) = item.post.as_mut() {
+                add_common(op, names_resource);
+                add(op, "413", "The body is larger than the limit");
+                add(op, "415", "The body is not `application/json`");
+                if path.starts_with("/v1/runs") {
+                    add(op, "503", "A toolset or the runtime is unavailable");
+                }
+            }
+        }
+    }
+}
+
+fn add_common(op: &mut Operation, names_resource: bool) {
+    add(op, "400", "Malformed request");
+    add(op, "401", "Missing or unknown token");
+    if names_resource {
+        add(op, "404", "No such resource for this tenant");
+    }
+    add(op, "500", "The store failed");
+}
+
+/// Adds a problem response for `status` unless the operation has one.
+fn add(op: &mut Operation, status: &str, description: &str) {
+    if op.responses.responses.contains_key(status) {
+        return;
+    }
+    let content = ContentBuilder::new()
+        .schema(Some(Ref::from_schema_name("Problem")))
+        .build();
+    let response = ResponseBuilder::new()
+        .description(description)
+        .content(PROBLEM_JSON, content)
+        .build();
+    op.responses
+        .responses
+        .insert(status.to_owned(), response.into());
+}
+
 /// The OpenAPI document of every endpoint and schema the server exposes.
 pub fn openapi() -> utoipa::openapi::OpenApi {
     ApiDoc::openapi()
 }
 
-/// `GET /openapi.json`.
+/// This document.
+#[utoipa::path(get, path = "/openapi.json", tag = "health",
+    responses((status = 200, description = "The OpenAPI 3.1 document of this API", body = Object)))]
 pub(crate) async fn serve_document() -> Json<utoipa::openapi::OpenApi> {
     Json(openapi())
 }

@@ -2,7 +2,8 @@
 //! Answering, pausing, continuing and cancelling a run are in `control`.
 //!
 //! Every handler that names a run loads it first and answers 404 unless it
-//! carries the caller's tenant label, before touching the runtime.
+//! carries the caller's tenant label, before touching the runtime. A start
+//! passes the tenant's quotas (`quota`) before anything is created.
 
 use std::str::FromStr;
 
@@ -21,7 +22,7 @@ use crate::auth::Tenant;
 use crate::dto::{Health, RunList, RunQuery, RunView, StartRun};
 use crate::error::{ApiError, Problem};
 use crate::json::JsonBody;
-use crate::{AppState, now};
+use crate::{AppState, listing, now};
 
 /// Reports that the server is up.
 #[utoipa::path(get, path = "/healthz", tag = "health",
@@ -41,7 +42,7 @@ pub(crate) async fn health() -> Json<Health> {
         (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "The session belongs to another tenant", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "The session has ended", body = Problem, content_type = "application/problem+json"),
-        (status = 413, description = "Body too large", body = Problem, content_type = "application/problem+json"),
+        (status = 429, description = "The tenant has its maximum of unfinished runs, or started its runs per minute; see `Retry-After`", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]
@@ -58,6 +59,9 @@ pub(crate) async fn start_run(
         ));
     }
     let messages = body.input.into_messages()?;
+    // Held until the run is stored: this start counts as unfinished.
+    let mut permit = state.quotas.reserve_start(&tenant)?;
+    permit.admit(listing::unfinished_runs(&state, &tenant).await?)?;
     let session = session_for_run(&state, &tenant, body.session_id).await?;
     let request = StartRequest {
         session_id: Some(session.session_id.clone()),
@@ -140,21 +144,14 @@ pub(crate) async fn list_runs(
             .map_err(|_| ApiError::field("status", format!("unknown run status `{word}`")))?;
         statuses.push(status);
     }
-    // The store cannot filter by label: filter here, then apply the limit.
-    let all = state
-        .runtime
-        .store()
-        .list_runs(&RunFilter {
-            session_id: query.session_id.map(SessionId::new),
-            statuses,
-            limit: None,
-        })
-        .await?;
-    let limit = query.limit.map_or(usize::MAX, |l| l as usize);
-    let runs = all
+    let filter = RunFilter {
+        session_id: query.session_id.map(SessionId::new),
+        statuses,
+        limit: query.limit,
+    };
+    let runs = listing::runs(&state, &tenant, filter)
+        .await?
         .into_iter()
-        .filter(|r| tenant.owns(&r.labels))
-        .take(limit)
         .map(|r| RunView::new(r, None))
         .collect();
     Ok(Json(RunList { runs }))

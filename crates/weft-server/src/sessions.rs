@@ -10,19 +10,19 @@ use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use weft_core::SessionId;
 use weft_core::session::{SessionFilter, SessionRecord};
-use weft_core::store::{RunFilter, RunStatus};
+use weft_core::store::RunFilter;
 
 use crate::access::{check_labels, owned_session};
 use crate::auth::Tenant;
-use crate::dto::{CreateSession, EndedSession, SessionList, SessionQuery, SessionView};
+use crate::dto::{CreateSession, EndedSession, NoOptions, SessionList, SessionQuery, SessionView};
 use crate::error::{ApiError, Problem};
 use crate::json::OptionalJsonBody;
-use crate::{AppState, control, now};
+use crate::{AppState, control, listing, now};
 
 /// Creates a session for the caller's tenant.
 #[utoipa::path(
     post, path = "/v1/sessions", tag = "sessions",
-    request_body(content = CreateSession, description = "Optional; the id is always generated"),
+    request_body(content = Option<CreateSession>, description = "Optional; the id is always generated"),
     responses(
         (status = 201, description = "Created", body = SessionView),
         (status = 400, description = "Malformed request", body = Problem, content_type = "application/problem+json"),
@@ -66,19 +66,13 @@ pub(crate) async fn list_sessions(
     query: Result<Query<SessionQuery>, QueryRejection>,
 ) -> Result<Json<SessionList>, ApiError> {
     let Query(query) = query?;
-    // The store cannot filter by label: filter here, then apply the limit.
-    let all = state
-        .sessions
-        .list_sessions(&SessionFilter {
-            include_ended: query.include_ended,
-            limit: None,
-        })
-        .await?;
-    let limit = query.limit.map_or(usize::MAX, |l| l as usize);
-    let sessions = all
+    let filter = SessionFilter {
+        include_ended: query.include_ended,
+        limit: query.limit,
+    };
+    let sessions = listing::sessions(&state, &tenant, filter)
+        .await?
         .into_iter()
-        .filter(|s| tenant.owns(&s.labels))
-        .take(limit)
         .map(SessionView::from)
         .collect();
     Ok(Json(SessionList { sessions }))
@@ -108,6 +102,7 @@ pub(crate) async fn get_session(
 #[utoipa::path(
     post, path = "/v1/sessions/{session_id}/end", tag = "sessions",
     params(("session_id" = String, Path, description = "The session")),
+    request_body(content = Option<NoOptions>, description = "Optional: none, or `{}`"),
     responses(
         (status = 200, description = "The session ended; its runs were cancelled", body = EndedSession),
         (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
@@ -119,6 +114,7 @@ pub(crate) async fn end_session(
     State(state): State<AppState>,
     tenant: Tenant,
     Path(session_id): Path<String>,
+    OptionalJsonBody(NoOptions {}): OptionalJsonBody<NoOptions>,
 ) -> Result<Json<EndedSession>, ApiError> {
     let session = owned_session(&state, &tenant, &session_id).await?;
     let ended = state
@@ -130,7 +126,7 @@ pub(crate) async fn end_session(
         .store()
         .list_runs(&RunFilter {
             session_id: Some(session.session_id.clone()),
-            statuses: vec![RunStatus::Running, RunStatus::Awaiting, RunStatus::Paused],
+            statuses: listing::UNFINISHED.to_vec(),
             limit: None,
         })
         .await?;

@@ -1,6 +1,7 @@
 //! Connection limits over a real socket: a client that never finishes its
-//! request is cut off after the header-read timeout, connections past the
-//! limit are closed at once, and the server keeps answering the others.
+//! request is cut off after the header-read timeout, a kept-alive
+//! connection after the idle timeout, connections past the limit are closed
+//! at once, and the server keeps answering the others.
 
 mod common;
 
@@ -106,4 +107,33 @@ async fn connections_past_the_limit_are_closed_at_once() {
         assert!(Instant::now() < deadline, "no place was freed");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+#[tokio::test]
+async fn an_idle_keep_alive_connection_is_closed_after_the_idle_timeout() {
+    let (addr, _f) = start(ConnLimits {
+        header_read_timeout: Duration::from_millis(200),
+        idle_timeout: Duration::from_millis(1200),
+        ..ConnLimits::default()
+    })
+    .await;
+    let mut kept = TcpStream::connect(addr).await.unwrap();
+    assert!(health(&mut kept).await.starts_with("HTTP/1.1 200"));
+    // Idle for longer than the header-read timeout: still open, and it
+    // serves another request.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert!(health(&mut kept).await.starts_with("HTTP/1.1 200"));
+    let took = closed_within(&mut kept, Duration::from_secs(5))
+        .await
+        .expect("the server closes an idle connection");
+    assert!(
+        took >= Duration::from_millis(1100) && took < Duration::from_millis(3000),
+        "closed after {took:?}"
+    );
+    // A connection that never sends a byte gets the header-read timeout.
+    let mut silent = TcpStream::connect(addr).await.unwrap();
+    let took = closed_within(&mut silent, Duration::from_secs(5))
+        .await
+        .expect("the server closes a silent connection");
+    assert!(took < Duration::from_millis(1000), "closed after {took:?}");
 }

@@ -67,6 +67,8 @@ enum Command {
         /// server that died continue on another within about this long.
         #[arg(long, default_value_t = 5_000)]
         lease_ttl_ms: u64,
+        #[command(flatten)]
+        limits: serve::ServeLimits,
     },
     /// Stored runs: list, show, events, continue, recover, cancel.
     Runs {
@@ -290,6 +292,7 @@ fn main() -> ExitCode {
             tokens_file,
             log_format,
             lease_ttl_ms,
+            limits,
         } => serve::serve(ServeArgs {
             agents,
             db,
@@ -297,6 +300,7 @@ fn main() -> ExitCode {
             tokens_file,
             log_format,
             lease_ttl: std::time::Duration::from_millis(lease_ttl_ms),
+            limits,
         }),
         Command::Runs { db, command } => admin::runs(
             &db,

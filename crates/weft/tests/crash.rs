@@ -835,7 +835,8 @@ async fn create_runs(
             Ok(r) => {
                 let status = r.status();
                 let body = r.text().await.unwrap_or_default();
-                if !status.is_server_error() {
+                // A quota may refuse a start for a moment (429): try again.
+                if !status.is_server_error() && status != 429 {
                     panic!("POST /v1/runs answered {status}: {body}");
                 }
                 created.failed_posts += 1;

@@ -3,7 +3,10 @@
 
 #![allow(dead_code)] // Each test binary uses a part of the fixture.
 
+pub mod counting;
 pub mod scenarios;
+pub mod served;
+pub mod sse;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -155,7 +158,29 @@ impl Fixture {
 
     /// A fixture over `store`, keeping `dir` alive with it.
     pub fn over(store: Arc<dyn FullStore>, dir: Option<tempfile::TempDir>) -> Self {
-        let mut builder = Runtime::builder().store(store.clone());
+        Self::with_run_store(store.clone(), store, dir)
+    }
+
+    /// A fixture over a fresh SQLite store whose runtime reads runs through
+    /// a [`counting::CountingStore`].
+    pub async fn counting() -> (Self, Arc<counting::CountingStore>) {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite:{}", dir.path().join("weft.db").display());
+        let store = weft_store::connect(&url).await.unwrap();
+        let counting = counting::CountingStore::new(store.clone());
+        (
+            Self::with_run_store(counting.clone(), store, Some(dir)),
+            counting,
+        )
+    }
+
+    /// A fixture whose runtime stores runs in `runs`, and sessions in `store`.
+    fn with_run_store(
+        runs: Arc<dyn weft_core::store::RunStore>,
+        store: Arc<dyn FullStore>,
+        dir: Option<tempfile::TempDir>,
+    ) -> Self {
+        let mut builder = Runtime::builder().store(runs);
         for agent in agents() {
             builder = builder.agent(agent);
         }

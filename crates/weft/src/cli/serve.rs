@@ -3,15 +3,18 @@
 //! over runs nobody holds (a dead server's, once their leases lapse, and
 //! queued ones) as it starts and every half lease TTL after; on shutdown it
 //! frees the leases of the runs it drove, so the others continue them at once.
+//! [`ServeLimits`] are the server's limits as flags.
 
+use std::num::NonZeroU32;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context as _;
 use weft_core::store::RunStore;
 use weft_runtime::Runtime;
-use weft_server::{AppState, Tenants};
+use weft_server::{AppState, ConnLimits, TenantQuotas, Tenants};
 
 use super::logs::LogFormat;
 use crate::agent_file::AgentFile;
@@ -31,6 +34,47 @@ pub struct ServeArgs {
     pub log_format: LogFormat,
     /// How long a run's lease lasts unless renewed.
     pub lease_ttl: std::time::Duration,
+    /// The server's limits.
+    pub limits: ServeLimits,
+}
+
+/// The limits of `weft serve` a flag can change; every one is on by default.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServeLimits {
+    /// Runs each tenant may have running, awaiting or paused at once, across
+    /// every server on the store (0: no cap).
+    #[arg(long, default_value_t = 100)]
+    pub max_unfinished_runs: u32,
+    /// Runs each tenant may start per minute, per server process (0: no cap).
+    #[arg(long, default_value_t = 600)]
+    pub runs_per_minute: u32,
+    /// Event streams (SSE) each tenant may hold open per server process (0: no cap).
+    #[arg(long, default_value_t = 64)]
+    pub max_event_streams: u32,
+    /// Stored events an event stream reads at a time when it replays.
+    #[arg(long, default_value_t = weft_server::DEFAULT_REPLAY_PAGE)]
+    pub replay_page: NonZeroU32,
+    /// Seconds a kept-alive connection may wait for its next request.
+    #[arg(long, default_value_t = 60)]
+    pub idle_timeout_secs: u64,
+}
+
+impl ServeLimits {
+    /// `state` under these limits.
+    pub fn apply(&self, state: AppState) -> AppState {
+        let conn_limits = ConnLimits {
+            idle_timeout: Duration::from_secs(self.idle_timeout_secs),
+            ..state.conn_limits
+        };
+        state
+            .with_tenant_quotas(TenantQuotas {
+                max_unfinished_runs: NonZeroU32::new(self.max_unfinished_runs),
+                runs_per_minute: NonZeroU32::new(self.runs_per_minute),
+                max_event_streams: NonZeroU32::new(self.max_event_streams),
+            })
+            .with_replay_page(self.replay_page)
+            .with_conn_limits(conn_limits)
+    }
 }
 
 /// The variable holding `tenant=token` pairs.
@@ -77,8 +121,8 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
             listener.local_addr()?,
             recovered
         );
-        let served =
-            weft_server::serve(listener, AppState::new(runtime.clone(), store, tenants)).await;
+        let state = args.limits.apply(AppState::new(runtime.clone(), store, tenants));
+        let served = weft_server::serve(listener, state).await;
         sweeper.abort();
         runtime.shutdown().await;
         served?;

@@ -1,0 +1,287 @@
+//! OpenAPI schemas of run events (each SSE event's `data`) and run
+//! outcomes. They document weft-core's serde shapes (which derive no
+//! schemas) and are never built.
+
+#![allow(dead_code)] // These types exist for their schemas only.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use crate::await_schema::{AwaitAnswerSchema, AwaitItemSchema, ToolOutputSchema};
+use crate::message_schema::MessageSchema;
+
+/// One event of a run, tagged by `type` (also the SSE `event:` name); `seq`
+/// (also the SSE `id:`) numbers a run's events from 1 without gaps.
+#[derive(Serialize, ToSchema)]
+#[schema(as = RunEvent)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(crate) enum RunEventSchema {
+    /// The run was created.
+    RunStarted {
+        /// Position in the run's log.
+        seq: u64,
+        /// When it happened, in milliseconds since the Unix epoch.
+        at: u64,
+        /// The agent.
+        agent_id: String,
+        /// The session.
+        session_id: String,
+        /// The input messages.
+        input: Vec<MessageSchema>,
+    },
+    /// The run paused, waiting for an await or a human.
+    RunPaused {
+        /// Position in the run's log.
+        seq: u64,
+        /// When it happened, in milliseconds since the Unix epoch.
+        at: u64,
+        /// Why.
+        reason: String,
+    },
+    /// The run goes on after a pause or an answered await.
+    RunContinued {
+        /// Position in the run's log.
+        seq: u64,
+        /// When it happened, in milliseconds since the Unix epoch.
+        at: u64,
+    },
+    /// The run ended; always the last event.
+    RunFinished {
+        /// Position in the run's log.
+        seq: u64,
+        /// When it happened, in milliseconds since the Unix epoch.
+        at: u64,
+        /// How.
+        outcome: RunOutcomeSchema,
+    },
+    /// A planner's note about its reasoning.
+    PlannerThought {
+        /// Position in the run's log.
+        seq: u64,
+        /// When it happened, in milliseconds since the Unix epoch.
+        at: u64,
+        /// The note.
+        text: String,
+        /// Labels for filtering.
+        labels: Option<BTreeMap<String, String>>,
+    },
+    /// A fragment of assistant text.
+    AssistantChunk {
+        /// Position in the run's log.
+        seq: u64,
+        /// When it happened, in milliseconds since the Unix epoch.
+        at: u64,
+        /// The text.
+        text: String,
+    },
+    /// A complete thinking block (`kind`: `text`, `redacted` or `open_ai_reasoning`).
+    Thinking {
+        /// Position in the run's log.
+        seq: u64,
+        /// When it happened, in milliseconds since the Unix epoch.
+        at: u64,
+        /// The block.
+        #[schema(value_type = Object)]
+        thinking: Value,
+    },
+    /// A fragment of a tool call's arguments, as the model streams them.
+    ToolCallArgsDelta {
+        /// Position in the run's log.
+        seq: u64,
+        /// When it happened, in milliseconds since the Unix epoch.
+        at: u64,
+        /// The call.
+        tool_call_id: String,
+        /// The tool.
+        tool: String,
+        /// The fragment.
+        delta: String,
+    },
+    /// A tool call began executing.
+    ToolStarted {
+        /// Position in the run's log.
+        seq: u64,
+        /// When it happened, in milliseconds since the Unix epoch.
+        at: u64,
+        /// The call.
+        tool_call_id: String,
+        /// The tool.
+        tool: String,
+        /// Its arguments.
+        payload: Value,
+        /// What the call is doing, when the planner said.
+        description: Option<String>,
+    },
+    /// Partial output of a running tool.
+    ToolOutputDelta {
+        /// Position in the run's log.
+        seq: u64,
+        /// When it happened, in milliseconds since the Unix epoch.
+        at: u64,
+        /// The call.
+        tool_call_id: String,
+        /// The output channel (`stdout`, `stderr`, `log`, `progress`).
+        stream: Option<String>,
+        /// The fragment.
+        delta: String,
+    },
+    /// A tool call ended.
+    ToolFinished {
+        /// Position in the run's log.
+        seq: u64,
+        /// When it happened, in milliseconds since the Unix epoch.
+        at: u64,
+        /// Its output.
+        output: ToolOutputSchema,
+    },
+    /// The run waits for these items.
+    AwaitRequested {
+        /// Position in the run's log.
+        seq: u64,
+        /// When it happened, in milliseconds since the Unix epoch.
+        at: u64,
+        /// The items.
+        items: Vec<AwaitItemSchema>,
+    },
+    /// One await item was answered.
+    AwaitSatisfied {
+        /// Position in the run's log.
+        seq: u64,
+        /// When it happened, in milliseconds since the Unix epoch.
+        at: u64,
+        /// The item.
+        item_id: String,
+        /// The answer.
+        answer: AwaitAnswerSchema,
+    },
+    /// A pending await item was withdrawn unanswered.
+    AwaitWithdrawn {
+        /// Position in the run's log.
+        seq: u64,
+        /// When it happened, in milliseconds since the Unix epoch.
+        at: u64,
+        /// The item.
+        item_id: String,
+    },
+    /// Tokens used.
+    Usage {
+        /// Position in the run's log.
+        seq: u64,
+        /// When it happened, in milliseconds since the Unix epoch.
+        at: u64,
+        /// The usage.
+        usage: UsageSchema,
+    },
+    /// The runtime forced finalization.
+    Termination {
+        /// Position in the run's log.
+        seq: u64,
+        /// When it happened, in milliseconds since the Unix epoch.
+        at: u64,
+        /// Why.
+        termination: TerminationSchema,
+    },
+}
+
+/// How a run ended, tagged by `kind`.
+#[derive(Serialize, ToSchema)]
+#[schema(as = RunOutcome)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub(crate) enum RunOutcomeSchema {
+    /// The planner answered.
+    Response {
+        /// The answer.
+        message: MessageSchema,
+        /// The limit that forced the answer, if one did.
+        termination: Option<TerminationSchema>,
+    },
+    /// A nested run produced its parent's tool result.
+    ToolResult {
+        /// The result.
+        result: Value,
+        /// The limit that forced the answer, if one did.
+        termination: Option<TerminationSchema>,
+    },
+    /// The run failed.
+    Failed {
+        /// Why.
+        failure: RunFailureSchema,
+    },
+    /// The run was cancelled.
+    Cancelled {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// Why a run failed, tagged by `kind`.
+#[derive(Serialize, ToSchema)]
+#[schema(as = RunFailure)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub(crate) enum RunFailureSchema {
+    /// A tool call stayed invalid under the invalid-call policy.
+    InvalidToolCall {
+        /// The tool named.
+        tool_name: String,
+        /// The call.
+        tool_call_id: String,
+        /// What was wrong with it.
+        #[schema(value_type = Object)]
+        reason: Value,
+    },
+    /// The planner failed.
+    Planner {
+        /// Its message.
+        message: String,
+    },
+    /// The forced final answer did not come in time.
+    FinalizerTimeout {
+        /// The limit that forced it.
+        termination: TerminationSchema,
+    },
+    /// Anything else.
+    Other {
+        /// What happened.
+        message: String,
+    },
+}
+
+/// The runtime forcing a run to finalize.
+#[derive(Serialize, ToSchema)]
+#[schema(as = Termination)]
+pub(crate) struct TerminationSchema {
+    /// Which limit.
+    reason: TerminationReasonSchema,
+    /// For humans.
+    message: String,
+}
+
+/// The limits that force finalization.
+#[derive(Serialize, ToSchema)]
+#[schema(as = TerminationReason)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum TerminationReasonSchema {
+    /// The run's time budget ran out.
+    TimeBudget,
+    /// Too many tool calls.
+    ToolCap,
+    /// Too many failed tool calls.
+    FailureCap,
+}
+
+/// Tokens used.
+#[derive(Serialize, ToSchema)]
+#[schema(as = Usage)]
+pub(crate) struct UsageSchema {
+    /// Prompt tokens.
+    input_tokens: u64,
+    /// Generated tokens.
+    output_tokens: u64,
+    /// Prompt tokens read from the provider's cache.
+    cache_read_tokens: u64,
+    /// Prompt tokens written to the provider's cache.
+    cache_creation_tokens: u64,
+}

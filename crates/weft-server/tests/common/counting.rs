@@ -1,0 +1,64 @@
+//! A run store that records how many events each `read_events` returned.
+
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use weft_core::RunId;
+use weft_core::event::RunEvent;
+use weft_core::run::RunMachine;
+use weft_core::store::{Commit, RunFilter, RunRecord, RunStore, StoreError, StoredRun};
+
+/// `inner`, with the length of every `read_events` answer kept in `reads`.
+pub struct CountingStore {
+    pub inner: Arc<dyn RunStore>,
+    pub reads: Mutex<Vec<usize>>,
+}
+
+impl CountingStore {
+    pub fn new(inner: Arc<dyn RunStore>) -> Arc<Self> {
+        Arc::new(Self {
+            inner,
+            reads: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// The lengths of the reads so far.
+    pub fn reads(&self) -> Vec<usize> {
+        self.reads.lock().unwrap().clone()
+    }
+}
+
+#[async_trait]
+impl RunStore for CountingStore {
+    async fn create_run(
+        &self,
+        record: &RunRecord,
+        events: &[RunEvent],
+        snapshot: &RunMachine,
+    ) -> Result<(), StoreError> {
+        self.inner.create_run(record, events, snapshot).await
+    }
+
+    async fn commit(&self, commit: Commit<'_>) -> Result<(), StoreError> {
+        self.inner.commit(commit).await
+    }
+
+    async fn load_run(&self, run_id: &RunId) -> Result<Option<StoredRun>, StoreError> {
+        self.inner.load_run(run_id).await
+    }
+
+    async fn read_events(
+        &self,
+        run_id: &RunId,
+        after: u64,
+        limit: Option<u32>,
+    ) -> Result<Vec<RunEvent>, StoreError> {
+        let events = self.inner.read_events(run_id, after, limit).await?;
+        self.reads.lock().unwrap().push(events.len());
+        Ok(events)
+    }
+
+    async fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunRecord>, StoreError> {
+        self.inner.list_runs(filter).await
+    }
+}

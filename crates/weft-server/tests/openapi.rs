@@ -1,0 +1,210 @@
+//! The OpenAPI document, walked: every route is documented with every error
+//! it can give as a problem, every `$ref` names a schema that exists, and the
+//! run input, await answers, outcomes and each event type have real schemas.
+
+mod common;
+
+use common::Fixture;
+use common::served::Served;
+use serde_json::Value;
+
+/// Every route the router serves.
+const ROUTES: [(&str, &str); 14] = [
+    ("get", "/healthz"),
+    ("get", "/openapi.json"),
+    ("post", "/v1/sessions"),
+    ("get", "/v1/sessions"),
+    ("get", "/v1/sessions/{session_id}"),
+    ("post", "/v1/sessions/{session_id}/end"),
+    ("post", "/v1/runs"),
+    ("get", "/v1/runs"),
+    ("get", "/v1/runs/{run_id}"),
+    ("get", "/v1/runs/{run_id}/events"),
+    ("post", "/v1/runs/{run_id}/answers"),
+    ("post", "/v1/runs/{run_id}/pause"),
+    ("post", "/v1/runs/{run_id}/continue"),
+    ("post", "/v1/runs/{run_id}/cancel"),
+];
+
+/// The error statuses a route can give.
+fn errors_of(method: &str, path: &str) -> Vec<&'static str> {
+    if !path.starts_with("/v1/") {
+        return Vec::new();
+    }
+    let mut statuses = vec!["400", "401", "500"];
+    if path.contains('{') {
+        statuses.push("404");
+    }
+    if method == "post" {
+        statuses.extend(["413", "415"]);
+        if path.starts_with("/v1/runs") {
+            statuses.extend(["409", "503"]);
+        }
+    }
+    if (method, path) == ("post", "/v1/runs") || path.ends_with("/events") {
+        statuses.push("429");
+    }
+    statuses
+}
+
+async fn document() -> Value {
+    let f = Fixture::new().await;
+    let server = Served::start(f.state.clone()).await;
+    let r = server
+        .client
+        .get(server.url("/openapi.json"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    r.json().await.unwrap()
+}
+
+fn refs(value: &Value, out: &mut Vec<String>) {
+    match value {
+        Value::Object(map) => {
+            for (key, v) in map {
+                match (key.as_str(), v) {
+                    ("$ref", Value::String(r)) => out.push(r.clone()),
+                    _ => refs(v, out),
+                }
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|v| refs(v, out)),
+        _ => {}
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_route_documents_every_error_as_a_problem() {
+    let doc = document().await;
+    let paths = doc["paths"].as_object().unwrap();
+    let documented: usize = paths.values().map(|p| p.as_object().unwrap().len()).sum();
+    assert_eq!(documented, ROUTES.len(), "{:?}", paths.keys());
+    for (method, path) in ROUTES {
+        let op = &paths[path][method];
+        assert!(op.is_object(), "{method} {path} is not documented");
+        let responses = op["responses"].as_object().unwrap();
+        assert!(
+            responses.keys().any(|s| s.starts_with('2')),
+            "{method} {path} has no success"
+        );
+        for status in errors_of(method, path) {
+            let response = responses
+                .get(status)
+                .unwrap_or_else(|| panic!("{method} {path} lacks {status}"));
+            let schema = &response["content"]["application/problem+json"]["schema"]["$ref"];
+            assert_eq!(
+                schema, "#/components/schemas/Problem",
+                "{method} {path} {status}"
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_referenced_schema_exists() {
+    let doc = document().await;
+    let schemas = doc["components"]["schemas"].as_object().unwrap();
+    let mut found = Vec::new();
+    refs(&doc, &mut found);
+    assert!(found.len() > 50, "{found:?}");
+    for r in found {
+        let name = r
+            .strip_prefix("#/components/schemas/")
+            .unwrap_or_else(|| panic!("{r} is not a schema reference"));
+        assert!(schemas.contains_key(name), "{r} does not exist");
+    }
+}
+
+/// The values the tag `tag` takes across the `oneOf` of schema `name`.
+fn tags(doc: &Value, name: &str, tag: &str) -> Vec<String> {
+    let schema = &doc["components"]["schemas"][name];
+    let variants = schema["oneOf"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{name}: {schema}"));
+    let mut out = Vec::new();
+    for v in variants {
+        let mut found = Vec::new();
+        tag_values(v, tag, &mut found);
+        assert_eq!(found.len(), 1, "{name}: one `{tag}` per variant: {v}");
+        out.extend(found);
+    }
+    out
+}
+
+fn tag_values(v: &Value, tag: &str, out: &mut Vec<String>) {
+    if let Some(values) = v["properties"][tag]["enum"].as_array() {
+        out.extend(values.iter().filter_map(|s| s.as_str().map(str::to_owned)));
+    }
+    for part in v["allOf"].as_array().into_iter().flatten() {
+        tag_values(part, tag, out);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inputs_answers_outcomes_and_events_have_typed_schemas() {
+    let doc = document().await;
+    let schemas = &doc["components"]["schemas"];
+    assert_eq!(
+        schemas["StartRun"]["properties"]["input"]["$ref"],
+        "#/components/schemas/RunInput"
+    );
+    assert_eq!(
+        schemas["ProvideAnswer"]["properties"]["answer"]["$ref"],
+        "#/components/schemas/AwaitAnswer"
+    );
+    let mut events = tags(&doc, "RunEvent", "type");
+    events.sort();
+    let mut expected = vec![
+        "run_started",
+        "run_paused",
+        "run_continued",
+        "run_finished",
+        "planner_thought",
+        "assistant_chunk",
+        "thinking",
+        "tool_call_args_delta",
+        "tool_started",
+        "tool_output_delta",
+        "tool_finished",
+        "await_requested",
+        "await_satisfied",
+        "await_withdrawn",
+        "usage",
+        "termination",
+    ];
+    expected.sort();
+    assert_eq!(events, expected);
+    let kinds = [
+        "clarification",
+        "questions",
+        "external_tools",
+        "confirmation",
+        "elicitation",
+    ];
+    assert_eq!(tags(&doc, "AwaitAnswer", "kind"), kinds);
+    assert_eq!(tags(&doc, "AwaitItem", "kind"), kinds);
+    assert_eq!(
+        tags(&doc, "RunOutcome", "kind"),
+        ["response", "tool_result", "failed", "cancelled"]
+    );
+    let parts = tags(&doc, "Part", "type");
+    assert!(parts.contains(&"text".to_owned()) && parts.contains(&"image".to_owned()));
+    // Bodies that may be left out are not required.
+    for path in [
+        "/v1/sessions",
+        "/v1/sessions/{session_id}/end",
+        "/v1/runs/{run_id}/pause",
+        "/v1/runs/{run_id}/continue",
+        "/v1/runs/{run_id}/cancel",
+    ] {
+        let body = &doc["paths"][path]["post"]["requestBody"];
+        assert_ne!(body["required"], true, "{path}: {body}");
+    }
+    let events = &doc["paths"]["/v1/runs/{run_id}/events"]["get"]["responses"]["200"];
+    assert_eq!(
+        events["content"]["text/event-stream"]["schema"]["$ref"],
+        "#/components/schemas/RunEvent"
+    );
+}
