@@ -14,7 +14,7 @@
 //! - `paging`: the paged reads (log pages, newest-first lists) written once.
 //! - `schema`: the embedded migrations and the "newer schema" check.
 //! - `codec`, `rows`: how values map to columns; the log's no-gap rule.
-//! - `commit`: a commit encoded for the SQL backends.
+//! - `commit`, `sql_commit`: a commit encoded for the SQL backends, and applied.
 //! - `group`: SQLite's group commit.
 //! - `retry`: retrying safe operations after a lost connection.
 //!
@@ -44,6 +44,7 @@ pub mod postgres;
 mod retry;
 mod rows;
 mod schema;
+mod sql_commit;
 mod sql_leases;
 mod sql_runs;
 mod sql_sessions;

@@ -41,7 +41,8 @@ use weft_core::run::{PhaseName, RunMachine};
 use weft_core::store::{RunFilter, RunRecord, RunStatus};
 use weft_core::tool::{ToolError, ToolResultBody};
 
-/// Runs to start.
+/// Runs to start, spread at random over up to `spacing_ms` each (so that
+/// runs are in flight through every kill).
 const RUNS: usize = 100;
 /// The lease TTL the servers run with, in milliseconds.
 const LEASE_TTL_MS: u64 = 1_000;
@@ -63,10 +64,10 @@ async fn two_servers_on_sqlite() {
     if std::env::var_os("WEFT_CRASH_KEEP").is_some() {
         eprintln!("keeping {}", dir.path().display());
         let path = dir.keep();
-        crash_test("sqlite", &db, None, &path, 2, RUNS).await;
+        crash_test("sqlite", &db, None, &path, 2, 300).await;
         return;
     }
-    crash_test("sqlite", &db, None, dir.path(), 2, RUNS).await;
+    crash_test("sqlite", &db, None, dir.path(), 2, 300).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -91,7 +92,7 @@ async fn three_servers_on_postgres() {
     let separator = if base.contains('?') { '&' } else { '?' };
     let db = format!("{base}{separator}schema={schema}");
     let dir = tempfile::tempdir().unwrap();
-    crash_test("postgres", &db, Some(&base), dir.path(), 3, RUNS).await;
+    crash_test("postgres", &db, Some(&base), dir.path(), 3, 600).await;
 }
 
 /// Drops a PostgreSQL schema when dropped, even when the test panicked.
@@ -133,8 +134,9 @@ async fn crash_test(
     postgres: Option<&str>,
     dir: &Path,
     servers: usize,
-    runs: usize,
+    spacing_ms: u64,
 ) {
+    let runs = RUNS;
     let started = Instant::now();
     let seed = std::env::var("WEFT_CRASH_SEED")
         .ok()
@@ -169,6 +171,7 @@ async fn crash_test(
         current.clone(),
         Rng::new(seed ^ 0x9e37_79b9_7f4a_7c15),
         runs,
+        spacing_ms,
         seen.clone(),
     ));
 
@@ -191,7 +194,7 @@ async fn crash_test(
         if holding.is_empty() {
             skipped += 1;
             assert!(
-                skipped < 500,
+                skipped < 2_000,
                 "no server held an unfinished run for {skipped} looks ({mid_run} kills so far)"
             );
             continue;
@@ -793,6 +796,7 @@ async fn create_runs(
     current: Arc<Mutex<Vec<String>>>,
     mut rng: Rng,
     runs: usize,
+    spacing_ms: u64,
     seen: Seen,
 ) -> Created {
     let mut created = Created {
@@ -827,7 +831,7 @@ async fn create_runs(
                     )));
                     created.acknowledged.push(id);
                     // Spread the runs over several server lifetimes.
-                    tokio::time::sleep(Duration::from_millis(rng.below(300))).await;
+                    tokio::time::sleep(Duration::from_millis(rng.below(spacing_ms))).await;
                 }
                 // The server died while sending the body: the run may exist.
                 Err(_) => created.failed_posts += 1,
@@ -897,7 +901,11 @@ async fn follow(
                 assert_eq!(seq, last + 1, "run {run}: SSE skipped from {last} to {seq}");
                 last = seq;
                 let finished = event["type"] == "run_finished";
-                seen.lock().unwrap().entry(run.clone()).or_default().push(event);
+                seen.lock()
+                    .unwrap()
+                    .entry(run.clone())
+                    .or_default()
+                    .push(event);
                 if finished {
                     return;
                 }

@@ -4,7 +4,9 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use weft_core::RunId;
+use weft_core::Timestamp;
 use weft_core::event::RunEvent;
+use weft_core::lease::{HeldLease, LeaseClaim, LeaseRequest};
 use weft_core::run::RunMachine;
 use weft_core::store::{Commit, RunFilter, RunRecord, RunStore, StoreError, StoredRun};
 
@@ -60,5 +62,48 @@ impl RunStore for CountingStore {
 
     async fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunRecord>, StoreError> {
         self.inner.list_runs(filter).await
+    }
+
+    async fn create_leased_run(
+        &self,
+        record: &RunRecord,
+        events: &[RunEvent],
+        snapshot: &RunMachine,
+        lease: LeaseRequest<'_>,
+    ) -> Result<u64, StoreError> {
+        self.inner
+            .create_leased_run(record, events, snapshot, lease)
+            .await
+    }
+
+    async fn acquire_lease(
+        &self,
+        run_id: &RunId,
+        lease: LeaseRequest<'_>,
+        now: Timestamp,
+    ) -> Result<LeaseClaim, StoreError> {
+        self.inner.acquire_lease(run_id, lease, now).await
+    }
+
+    async fn renew_leases(
+        &self,
+        owner: &str,
+        leases: &[HeldLease],
+        expires_at: Timestamp,
+    ) -> Result<Vec<RunId>, StoreError> {
+        self.inner.renew_leases(owner, leases, expires_at).await
+    }
+
+    async fn release_lease(&self, run_id: &RunId, epoch: u64) -> Result<(), StoreError> {
+        self.inner.release_lease(run_id, epoch).await
+    }
+
+    async fn claim_orphans(
+        &self,
+        lease: LeaseRequest<'_>,
+        now: Timestamp,
+        limit: u32,
+    ) -> Result<Vec<HeldLease>, StoreError> {
+        self.inner.claim_orphans(lease, now, limit).await
     }
 }

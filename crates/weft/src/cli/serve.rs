@@ -121,7 +121,9 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
             listener.local_addr()?,
             recovered
         );
-        let state = args.limits.apply(AppState::new(runtime.clone(), store, tenants));
+        let state = args
+            .limits
+            .apply(AppState::new(runtime.clone(), store, tenants));
         let served = weft_server::serve(listener, state).await;
         sweeper.abort();
         runtime.shutdown().await;
