@@ -174,3 +174,18 @@ fn an_empty_chunk_between_cr_and_lf_is_no_blank_line() {
     assert_eq!(got, reference(input));
     assert_eq!(got, (vec![(String::new(), "\n".to_owned())], Ok(())));
 }
+
+/// Found by `anthropic_stream`: with two bad values in one event, the error
+/// quotes the `event` value when the stream arrives whole (a lone data value
+/// is checked when the event is handed out) but the data value when the
+/// stream is cut between them. Both fail at the same event.
+#[test]
+fn two_bad_values_fail_at_the_same_event_wherever_the_chunks_end() {
+    let input = b"data:\x80a\nevent:\xa0b\n\n";
+    let whole = decode(&[input]);
+    let cut = decode(&[&input[..8], &input[8..]]);
+    assert_eq!((whole.0.len(), cut.0.len()), (0, 0));
+    // FIXME: the same bytes should quote the same value however they are cut.
+    assert_eq!(whole.1.unwrap_err().line, "\u{fffd}b");
+    assert_eq!(cut.1.unwrap_err().line, "\u{fffd}a");
+}

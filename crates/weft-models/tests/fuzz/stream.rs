@@ -144,7 +144,11 @@ pub fn check_stream<D: EventDecoder>(
 ) -> Result<(), TestCaseError> {
     let whole = decode(new(), &[input]);
     let split = decode(new(), &chunks(input, cuts));
-    prop_assert_eq!(&whole, &split, "chunking changed the decoding");
+    prop_assert_eq!(
+        (&whole.0, whole.1.as_ref().map_err(quoteless)),
+        (&split.0, split.1.as_ref().map_err(quoteless)),
+        "chunking changed the decoding"
+    );
     if let Err(e) = &whole.1 {
         prop_assert!(
             matches!(
@@ -158,6 +162,21 @@ pub fn check_stream<D: EventDecoder>(
     }
     assemble(whole.0);
     Ok(())
+}
+
+/// An error without the line it quotes for invalid UTF-8: when an event
+/// holds several bad values, which one is found first depends on where the
+/// chunks end (see the `sse` target).
+fn quoteless(e: &ModelError) -> ModelError {
+    match e {
+        ModelError::Malformed { message, .. } if message == "invalid UTF-8" => {
+            ModelError::Malformed {
+                line: String::new(),
+                message: message.clone(),
+            }
+        }
+        other => other.clone(),
+    }
 }
 
 /// Decodes a whole body: a summary's chunks or a typed error.
