@@ -69,9 +69,10 @@ impl SseDecoder {
         E: From<SseError>,
     {
         let mut pos = 0;
-        if self.after_cr {
+        // An empty chunk leaves the question of a LF after the CR open.
+        if self.after_cr && !input.is_empty() {
             self.after_cr = false;
-            if input.first() == Some(&b'\n') {
+            if input[0] == b'\n' {
                 pos = 1;
             }
         }
