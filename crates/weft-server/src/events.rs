@@ -2,10 +2,11 @@
 //! (`Last-Event-ID` or `?after=N`), then live, ending after `run_finished`.
 //!
 //! Each SSE event carries `id: <seq>`, `event: <type>` and the JSON of the
-//! [`RunEvent`] as `data`. The runtime's [`EventStream`] ends early for a run
-//! that no task drives (awaiting, paused, or driven by another process);
-//! [`Follow`] then polls the store and subscribes again after the last
-//! delivered sequence number, so a client sees one stream across pauses.
+//! [`RunEvent`] as `data`. The runtime's [`EventStream`] follows a run
+//! wherever it is driven (from the store for a run driven elsewhere); should
+//! it end before `run_finished`, [`Follow`] polls the store and subscribes
+//! again after the last delivered sequence number, so a client sees one
+//! stream throughout.
 //!
 //! Replay is paged: before each subscription the stream reads the stored
 //! log itself, [`AppState::replay_page`] events at a time, and reads the

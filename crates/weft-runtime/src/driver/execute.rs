@@ -150,27 +150,10 @@ impl RunTask {
     }
 
     /// Commits the events emitted so far, without a snapshot (the machine
-    /// has not moved); a lost lease ends the batch, other failures wait for
-    /// the next commit.
+    /// has not moved); a lost lease ends the batch.
     async fn flush_events(&mut self) -> Result<(), RuntimeError> {
         self.collect();
-        if !self.shared.has_pending() {
-            return Ok(());
-        }
-        let log = LogWriter {
-            store: &*self.store,
-            shared: &self.shared,
-            clock: &*self.clock,
-            epoch: self.epoch,
-        };
-        match log.commit(None, RunStatus::Running).await {
-            Err(e @ RuntimeError::Store(StoreError::LeaseLost { .. })) => Err(e),
-            Err(e) => {
-                tracing::warn!(run_id = %self.shared.run_id, error = %e, "events not stored yet");
-                Ok(())
-            }
-            Ok(()) => Ok(()),
-        }
+        self.log().flush().await
     }
 
     /// The sink through which call `id` publishes live output: each fragment

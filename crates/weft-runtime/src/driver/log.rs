@@ -61,6 +61,23 @@ impl LogWriter<'_> {
         result
     }
 
+    /// Commits the pending events, if any, without a snapshot (the machine
+    /// has not moved). Only a lost lease is an error: after any other
+    /// failure the events wait for the next commit.
+    pub(super) async fn flush(&self) -> Result<(), RuntimeError> {
+        if !self.shared.has_pending() {
+            return Ok(());
+        }
+        match self.commit(None, RunStatus::Running).await {
+            Err(e @ RuntimeError::Store(StoreError::LeaseLost { .. })) => Err(e),
+            Err(e) => {
+                tracing::warn!(run_id = %self.shared.run_id, error = %e, "events not stored yet");
+                Ok(())
+            }
+            Ok(()) => Ok(()),
+        }
+    }
+
     /// Runs `plan`, committing the events it streams every [`FLUSH_EVERY`]
     /// (without a snapshot: the machine has not moved). `None` when the
     /// lease was lost meanwhile; a failed flush otherwise keeps its events
@@ -75,12 +92,8 @@ impl LogWriter<'_> {
                 biased;
                 r = &mut plan => return Some(r),
                 () = &mut timer => {
-                    if self.shared.has_pending() {
-                        match self.commit(None, RunStatus::Running).await {
-                            Err(RuntimeError::Store(StoreError::LeaseLost { .. })) => return None,
-                            Err(e) => tracing::warn!(run_id = %self.shared.run_id, error = %e, "streamed events not stored yet"),
-                            Ok(()) => {}
-                        }
+                    if self.flush().await.is_err() {
+                        return None;
                     }
                     timer.as_mut().reset(tokio::time::Instant::now() + FLUSH_EVERY);
                 }

@@ -209,13 +209,17 @@ impl RunTask {
         self.collect();
         self.machine.set_event_seq(self.shared.seq());
         let status = status_of(&self.machine);
-        let log = LogWriter {
+        self.log().commit(Some(&self.machine), status).await
+    }
+
+    /// The writer of this task's log, fenced by its lease.
+    fn log(&self) -> LogWriter<'_> {
+        LogWriter {
             store: &*self.store,
             shared: &self.shared,
             clock: &*self.clock,
             epoch: self.epoch,
-        };
-        log.commit(Some(&self.machine), status).await
+        }
     }
 }
 

@@ -64,12 +64,7 @@ impl RunTask {
         };
         let deadline = self.machine.poll_timeout().map(|d| (d, self.clock.now()));
         let cancel = self.shared.cancel.clone();
-        let log = LogWriter {
-            store: &*self.store,
-            shared: &self.shared,
-            clock: &*self.clock,
-            epoch: self.epoch,
-        };
+        let log = self.log();
         let result = tokio::select! {
             biased;
             r = log.streaming(fut) => r,

@@ -8,7 +8,7 @@ use weft_core::session::FullStore;
 use weft_core::store::{Commit, RunStatus, StoreError};
 use weft_core::{RunId, Timestamp};
 
-use super::{events, machine, record, seqs, stored_run};
+use super::{commit, events, machine, record, seqs, stored_run};
 
 fn lease(owner: &str, expires: u64) -> LeaseRequest<'_> {
     LeaseRequest {
@@ -24,12 +24,8 @@ fn fenced<'a>(
     fence: u64,
 ) -> Commit<'a> {
     Commit {
-        run_id,
-        events,
-        snapshot: None,
-        status,
-        now: Timestamp::from_millis(50),
         fence: Some(fence),
+        ..commit(run_id, events, status, 50)
     }
 }
 

@@ -128,6 +128,23 @@ pub fn record(run: &str, session: &str, created: u64) -> RunRecord {
     }
 }
 
+/// An unfenced commit of `events` at `now`, without a snapshot.
+pub fn commit<'a>(
+    run_id: &'a RunId,
+    events: &'a [RunEvent],
+    status: RunStatus,
+    now: u64,
+) -> weft_core::store::Commit<'a> {
+    weft_core::store::Commit {
+        run_id,
+        events,
+        snapshot: None,
+        status,
+        now: Timestamp::from_millis(now),
+        fence: None,
+    }
+}
+
 /// Creates the run `rec` with events `1..=last` and a fresh machine.
 pub async fn stored_run(store: &dyn FullStore, rec: RunRecord, last: u64) -> RunRecord {
     store

@@ -5,23 +5,7 @@ use weft_core::session::FullStore;
 use weft_core::store::{Commit, RunFilter, RunStatus, StoreError, StoredRun};
 use weft_core::{RunId, SessionId, Timestamp};
 
-use super::{driven_machine, events, machine, record, seqs, stored_run};
-
-fn commit<'a>(
-    run_id: &'a RunId,
-    events: &'a [weft_core::event::RunEvent],
-    status: RunStatus,
-    now: u64,
-) -> Commit<'a> {
-    Commit {
-        run_id,
-        events,
-        snapshot: None,
-        status,
-        now: Timestamp::from_millis(now),
-        fence: None,
-    }
-}
+use super::{commit, driven_machine, events, machine, record, seqs, stored_run};
 
 /// Checks that the run `run_id` still holds only its first event, its
 /// first snapshot and its first status, and returns it.
