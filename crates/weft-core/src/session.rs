@@ -69,6 +69,12 @@ pub struct SessionFilter {
     /// At most this many, newest first (all when absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<u32>,
+    /// Only sessions carrying every one of these labels with these values.
+    #[serde(default, skip_serializing_if = "crate::tool::Labels::is_empty")]
+    pub labels: crate::tool::Labels,
+    /// Only sessions older than this one (the next page of a listing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<crate::store::ListCursor>,
 }
 
 /// One entry of a session's transcript.

@@ -144,6 +144,45 @@ pub struct RunFilter {
     /// At most this many, newest first (all when absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<u32>,
+    /// Only runs carrying every one of these labels with these values.
+    #[serde(default, skip_serializing_if = "Labels::is_empty")]
+    pub labels: Labels,
+    /// Only runs older than this one (the next page of a listing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<ListCursor>,
+}
+
+/// A position in a newest-first listing: the last entry of a page. The next
+/// page holds the entries strictly older (by creation time, then id).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ListCursor {
+    /// The entry's creation time.
+    pub created_at: Timestamp,
+    /// The entry's id.
+    pub id: String,
+}
+
+impl ListCursor {
+    /// The cursor as one opaque token: `<millis>.<id>`.
+    pub fn encode(&self) -> String {
+        format!("{}.{}", self.created_at.as_millis(), self.id)
+    }
+
+    /// A token made by [`encode`](Self::encode); `None` when malformed.
+    pub fn decode(token: &str) -> Option<Self> {
+        let (millis, id) = token.split_once('.')?;
+        let millis = millis.parse().ok()?;
+        (!id.is_empty()).then(|| Self {
+            created_at: Timestamp::from_millis(millis),
+            id: id.to_owned(),
+        })
+    }
+
+    /// Whether an entry created at `created_at` with `id` comes after the
+    /// cursor in a newest-first listing.
+    pub fn is_before(&self, created_at: Timestamp, id: &str) -> bool {
+        (created_at, id) < (self.created_at, self.id.as_str())
+    }
 }
 
 /// Why a store operation failed.

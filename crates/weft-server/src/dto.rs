@@ -63,6 +63,9 @@ impl From<SessionRecord> for SessionView {
 pub struct SessionList {
     /// The sessions.
     pub sessions: Vec<SessionView>,
+    /// Pass as `cursor` for the next page; absent on the last one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
 }
 
 /// The answer to ending a session.
@@ -243,6 +246,9 @@ impl RunView {
 pub struct RunList {
     /// The runs (records only: no outcome or await items).
     pub runs: Vec<RunView>,
+    /// Pass as `cursor` for the next page; absent on the last one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
 }
 
 /// `POST /v1/runs/{id}/answers`: answers one await item.
@@ -295,8 +301,10 @@ pub struct RunQuery {
     /// Only runs with one of these statuses, comma-separated
     /// (running, awaiting, paused, completed, failed, cancelled).
     pub status: Option<String>,
-    /// At most this many runs.
+    /// At most this many runs (default 50, at most 500).
     pub limit: Option<u32>,
+    /// Continue after the page that gave this `next_cursor`.
+    pub cursor: Option<String>,
 }
 
 /// `GET /v1/sessions` query parameters.
@@ -306,8 +314,10 @@ pub struct SessionQuery {
     /// Include ended sessions.
     #[serde(default)]
     pub include_ended: bool,
-    /// At most this many sessions.
+    /// At most this many sessions (default 50, at most 500).
     pub limit: Option<u32>,
+    /// Continue after the page that gave this `next_cursor`.
+    pub cursor: Option<String>,
 }
 
 /// `GET /v1/runs/{id}/events` query parameters.

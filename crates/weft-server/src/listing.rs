@@ -1,16 +1,12 @@
 //! A tenant's runs and sessions as the store lists them: the list
 //! endpoints and the unfinished-runs quota read through here and nowhere
-//! else.
-//!
-//! The store's filters know no labels yet, so each listing reads every
-//! tenant's matching rows and keeps the caller's, applying the limit after.
-//! FIXME: once `RunFilter` and `SessionFilter` take labels that every
-//! listed record must carry (pushed into the query, indexed), pass
-//! `weft.tenant` and the limit down instead and drop the filtering here;
-//! and count unfinished runs with a count query rather than a listing.
+//! else. The caller's tenant label goes into the store's filter, so the
+//! query itself keeps only the caller's rows (no other tenant's row is
+//! read), and a page holds at most [`MAX_PAGE`] entries ([`DEFAULT_PAGE`]
+//! unless asked), continued with the cursor of its last entry.
 
 use weft_core::session::{SessionFilter, SessionRecord};
-use weft_core::store::{RunFilter, RunRecord, RunStatus};
+use weft_core::store::{ListCursor, RunFilter, RunRecord, RunStatus};
 
 use crate::AppState;
 use crate::auth::Tenant;
@@ -20,27 +16,49 @@ use crate::error::ApiError;
 pub(crate) const UNFINISHED: [RunStatus; 3] =
     [RunStatus::Running, RunStatus::Awaiting, RunStatus::Paused];
 
-/// The caller's runs matching `filter`, newest first (its `limit` applies
-/// to the caller's runs).
+/// Entries of a page when the caller names no limit.
+pub(crate) const DEFAULT_PAGE: u32 = 50;
+
+/// The most entries one page holds, whatever the caller asks.
+pub(crate) const MAX_PAGE: u32 = 500;
+
+/// The page size for a requested `limit`.
+pub(crate) fn page_size(limit: Option<u32>) -> u32 {
+    limit.unwrap_or(DEFAULT_PAGE).clamp(1, MAX_PAGE)
+}
+
+/// A cursor given by a client; a malformed one is a 400.
+pub(crate) fn cursor(token: Option<&str>) -> Result<Option<ListCursor>, ApiError> {
+    token
+        .map(|t| {
+            ListCursor::decode(t)
+                .ok_or_else(|| ApiError::field("cursor", "is not a cursor this server handed out"))
+        })
+        .transpose()
+}
+
+/// The cursor of the next page after `page`, when it was full.
+pub(crate) fn next_cursor<T>(
+    page: &[T],
+    size: u32,
+    key: impl Fn(&T) -> ListCursor,
+) -> Option<String> {
+    (page.len() >= size as usize)
+        .then(|| page.last().map(|last| key(last).encode()))
+        .flatten()
+}
+
+/// The caller's runs matching `filter`, newest first.
 pub(crate) async fn runs(
     state: &AppState,
     tenant: &Tenant,
     filter: RunFilter,
 ) -> Result<Vec<RunRecord>, ApiError> {
-    let limit = filter.limit.map_or(usize::MAX, |l| l as usize);
-    let all = state
-        .runtime
-        .store()
-        .list_runs(&RunFilter {
-            limit: None,
-            ..filter
-        })
-        .await?;
-    Ok(all
-        .into_iter()
-        .filter(|r| tenant.owns(&r.labels))
-        .take(limit)
-        .collect())
+    let filter = RunFilter {
+        labels: tenant.label(filter.labels),
+        ..filter
+    };
+    Ok(state.runtime.store().list_runs(&filter).await?)
 }
 
 /// How many of the caller's runs are unfinished.
@@ -52,24 +70,15 @@ pub(crate) async fn unfinished_runs(state: &AppState, tenant: &Tenant) -> Result
     Ok(runs(state, tenant, filter).await?.len())
 }
 
-/// The caller's sessions matching `filter`, newest first (its `limit`
-/// applies to the caller's sessions).
+/// The caller's sessions matching `filter`, newest first.
 pub(crate) async fn sessions(
     state: &AppState,
     tenant: &Tenant,
     filter: SessionFilter,
 ) -> Result<Vec<SessionRecord>, ApiError> {
-    let limit = filter.limit.map_or(usize::MAX, |l| l as usize);
-    let all = state
-        .sessions
-        .list_sessions(&SessionFilter {
-            limit: None,
-            ..filter
-        })
-        .await?;
-    Ok(all
-        .into_iter()
-        .filter(|s| tenant.owns(&s.labels))
-        .take(limit)
-        .collect())
+    let filter = SessionFilter {
+        labels: tenant.label(filter.labels),
+        ..filter
+    };
+    Ok(state.sessions.list_sessions(&filter).await?)
 }

@@ -144,17 +144,21 @@ pub(crate) async fn list_runs(
             .map_err(|_| ApiError::field("status", format!("unknown run status `{word}`")))?;
         statuses.push(status);
     }
+    let size = listing::page_size(query.limit);
     let filter = RunFilter {
         session_id: query.session_id.map(SessionId::new),
         statuses,
-        limit: query.limit,
+        limit: Some(size),
+        before: listing::cursor(query.cursor.as_deref())?,
+        ..RunFilter::default()
     };
-    let runs = listing::runs(&state, &tenant, filter)
-        .await?
-        .into_iter()
-        .map(|r| RunView::new(r, None))
-        .collect();
-    Ok(Json(RunList { runs }))
+    let page = listing::runs(&state, &tenant, filter).await?;
+    let next_cursor = listing::next_cursor(&page, size, |r| weft_core::store::ListCursor {
+        created_at: r.created_at,
+        id: r.run_id.to_string(),
+    });
+    let runs = page.into_iter().map(|r| RunView::new(r, None)).collect();
+    Ok(Json(RunList { runs, next_cursor }))
 }
 
 /// The open session a new run goes on: the caller's existing session, or a

@@ -66,16 +66,23 @@ pub(crate) async fn list_sessions(
     query: Result<Query<SessionQuery>, QueryRejection>,
 ) -> Result<Json<SessionList>, ApiError> {
     let Query(query) = query?;
+    let size = listing::page_size(query.limit);
     let filter = SessionFilter {
         include_ended: query.include_ended,
-        limit: query.limit,
+        limit: Some(size),
+        before: listing::cursor(query.cursor.as_deref())?,
+        ..SessionFilter::default()
     };
-    let sessions = listing::sessions(&state, &tenant, filter)
-        .await?
-        .into_iter()
-        .map(SessionView::from)
-        .collect();
-    Ok(Json(SessionList { sessions }))
+    let page = listing::sessions(&state, &tenant, filter).await?;
+    let next_cursor = listing::next_cursor(&page, size, |s| weft_core::store::ListCursor {
+        created_at: s.created_at,
+        id: s.session_id.to_string(),
+    });
+    let sessions = page.into_iter().map(SessionView::from).collect();
+    Ok(Json(SessionList {
+        sessions,
+        next_cursor,
+    }))
 }
 
 /// One of the caller's sessions.
@@ -127,7 +134,7 @@ pub(crate) async fn end_session(
         .list_runs(&RunFilter {
             session_id: Some(session.session_id.clone()),
             statuses: listing::UNFINISHED.to_vec(),
-            limit: None,
+            ..RunFilter::default()
         })
         .await?;
     let mut cancelled_runs = Vec::new();

@@ -177,6 +177,50 @@ async fn runs_are_listed_by_session_and_status() {
 }
 
 #[tokio::test]
+async fn lists_are_paged_with_a_cursor_and_scoped_to_the_tenant() {
+    let f = Fixture::new().await;
+    let mut mine = Vec::new();
+    for _ in 0..3 {
+        mine.push(f.start(TOKEN_A, "echo", None).await);
+    }
+    let theirs = f.start(TOKEN_B, "echo", None).await;
+    let ids = |v: &Value| -> Vec<String> {
+        v["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["run_id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let first = f.get("/v1/runs?limit=2", TOKEN_A).await;
+    assert_eq!(ids(&first.body).len(), 2);
+    let cursor = first.body["next_cursor"]
+        .as_str()
+        .expect("a full page has a cursor");
+    let second = f
+        .get(&format!("/v1/runs?limit=2&cursor={cursor}"), TOKEN_A)
+        .await;
+    assert_eq!(ids(&second.body).len(), 1);
+    assert!(second.body.get("next_cursor").is_none(), "{}", second.body);
+    let mut seen: Vec<String> = ids(&first.body);
+    seen.extend(ids(&second.body));
+    seen.sort();
+    mine.sort();
+    assert_eq!(seen, mine, "the pages hold each of the tenant's runs once");
+    // The other tenant's page holds only its own run, whatever the limit.
+    let other = f.get("/v1/runs?limit=100000", TOKEN_B).await;
+    assert_eq!(other.status, StatusCode::OK);
+    assert_eq!(ids(&other.body), vec![theirs]);
+    let bad = f.get("/v1/runs?cursor=nonsense", TOKEN_A).await;
+    assert_eq!(bad.status, StatusCode::BAD_REQUEST);
+    assert_eq!(bad.fields(), ["cursor"]);
+    // Sessions page the same way.
+    let page = f.get("/v1/sessions?limit=1", TOKEN_A).await;
+    assert_eq!(page.body["sessions"].as_array().unwrap().len(), 1);
+    assert!(page.body["next_cursor"].is_string());
+}
+
+#[tokio::test]
 async fn openapi_lists_every_path() {
     let f = Fixture::new().await;
     let r = f.call(Method::GET, "/openapi.json", None, None).await;

@@ -80,6 +80,31 @@ impl ListQuery {
         self
     }
 
+    /// Only rows whose labels hold the next parameter's key with the value
+    /// after it; `extract` is the backend's expression for a label's value
+    /// with `{key}` where the key's parameter goes.
+    pub(crate) fn and_label(mut self, extract: &str) -> Self {
+        let key = format!("${}", self.params + 1);
+        self.params += 2;
+        self.sql.push_str(&format!(
+            " AND {} = ${}",
+            extract.replace("{key}", &key),
+            self.params
+        ));
+        self
+    }
+
+    /// Only rows older than a cursor, newest first: the next two parameters
+    /// are the cursor's creation time and id.
+    pub(crate) fn and_before(mut self, id_column: &str) -> Self {
+        let (at, id) = (self.params + 1, self.params + 2);
+        self.params += 2;
+        self.sql.push_str(&format!(
+            " AND (created_at < ${at} OR (created_at = ${at} AND {id_column} < ${id}))"
+        ));
+        self
+    }
+
     /// The SQL, newest first (ties broken by `id_column`), limited by the
     /// parameter after the others.
     pub(crate) fn newest_first(self, id_column: &str) -> String {
@@ -105,6 +130,16 @@ mod tests {
             sql,
             "SELECT a, b FROM runs WHERE 1 = 1 AND session_id = $1 AND status IN ($2, $3) \
              ORDER BY created_at DESC, run_id DESC LIMIT $4"
+        );
+        let sql = ListQuery::new("a", "runs")
+            .and_label("x({key})")
+            .and_before("run_id")
+            .newest_first("run_id");
+        assert_eq!(
+            sql,
+            "SELECT a FROM runs WHERE 1 = 1 AND x($1) = $2 \
+             AND (created_at < $3 OR (created_at = $3 AND run_id < $4)) \
+             ORDER BY created_at DESC, run_id DESC LIMIT $5"
         );
         let sql = ListQuery::new("a", "sessions")
             .and("ended_at IS NULL")

@@ -214,7 +214,8 @@ impl_run_store!(
     PostgresStore,
     sqlx::Postgres,
     lock = " FOR UPDATE",
-    share = " FOR SHARE"
+    share = " FOR SHARE",
+    label = "(labels::jsonb ->> {key})"
 );
 impl_leases!(
     PostgresStore,
@@ -222,7 +223,11 @@ impl_leases!(
     lock = " FOR UPDATE",
     skip = " FOR UPDATE SKIP LOCKED"
 );
-impl_session_store!(PostgresStore, lock = " FOR UPDATE");
+impl_session_store!(
+    PostgresStore,
+    lock = " FOR UPDATE",
+    label = "(labels::jsonb ->> {key})"
+);
 
 #[cfg(test)]
 mod tests {

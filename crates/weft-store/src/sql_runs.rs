@@ -15,10 +15,11 @@
 
 /// Implements `RunStore` for `$store` over database `$db`; `$lock` and
 /// `$share` are the suffixes that lock a selected row for update or for share
-/// (both `""` on SQLite, whose write transactions are exclusive). A new run
+/// (both `""` on SQLite, whose write transactions are exclusive); `$label`
+/// is the expression for the value of the label whose key is `{key}`. A new run
 /// holds its session row for share, so ending the session waits for it.
 macro_rules! impl_run_store {
-    ($store:ty, $db:ty, lock = $lock:literal, share = $share:literal) => {
+    ($store:ty, $db:ty, lock = $lock:literal, share = $share:literal, label = $label:literal) => {
         impl $store {
             async fn insert_events<'t>(
                 tx: &mut sqlx::Transaction<'t, $db>,
@@ -330,8 +331,18 @@ macro_rules! impl_run_store {
                 if !filter.statuses.is_empty() {
                     query = query.and_in("status", filter.statuses.len());
                 }
+                for _ in &filter.labels {
+                    query = query.and_label($label);
+                }
+                if filter.before.is_some() {
+                    query = query.and_before("run_id");
+                }
                 let sql = query.newest_first("run_id");
                 let limit = $crate::paging::limit(filter.limit);
+                let before = match &filter.before {
+                    Some(c) => Some(($crate::codec::int(c.created_at.as_millis(), "cursor")?, c.id.as_str())),
+                    None => None,
+                };
                 let rows: Vec<$crate::rows::RunRow> = $crate::retry::retrying(self.retry_label(), || async {
                     let mut q = sqlx::query_as(&sql);
                     if let Some(s) = &filter.session_id {
@@ -339,6 +350,12 @@ macro_rules! impl_run_store {
                     }
                     for status in &filter.statuses {
                         q = q.bind(status.as_str());
+                    }
+                    for (key, value) in &filter.labels {
+                        q = q.bind(key.as_str()).bind(value.as_str());
+                    }
+                    if let Some((at, id)) = before {
+                        q = q.bind(at).bind(id);
                     }
                     Ok(q.bind(limit).fetch_all(self.read_pool()).await?)
                 })

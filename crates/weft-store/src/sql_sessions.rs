@@ -9,7 +9,7 @@
 /// Implements the session traits for `$store`; `$lock` is the suffix that
 /// locks a selected row for update (`""` on SQLite).
 macro_rules! impl_session_store {
-    ($store:ty, lock = $lock:literal) => {
+    ($store:ty, lock = $lock:literal, label = $label:literal) => {
         impl $store {
             async fn append_transcript_once(
                 &self,
@@ -111,10 +111,27 @@ macro_rules! impl_session_store {
                 if !filter.include_ended {
                     query = query.and("ended_at IS NULL");
                 }
+                for _ in &filter.labels {
+                    query = query.and_label($label);
+                }
+                if filter.before.is_some() {
+                    query = query.and_before("session_id");
+                }
                 let sql = query.newest_first("session_id");
                 let limit = $crate::paging::limit(filter.limit);
+                let before = match &filter.before {
+                    Some(c) => Some(($crate::codec::int(c.created_at.as_millis(), "cursor")?, c.id.as_str())),
+                    None => None,
+                };
                 let rows: Vec<$crate::rows::SessionRow> = $crate::retry::retrying(self.retry_label(), || async {
-                    Ok(sqlx::query_as(&sql).bind(limit).fetch_all(self.read_pool()).await?)
+                    let mut q = sqlx::query_as(&sql);
+                    for (key, value) in &filter.labels {
+                        q = q.bind(key.as_str()).bind(value.as_str());
+                    }
+                    if let Some((at, id)) = before {
+                        q = q.bind(at).bind(id);
+                    }
+                    Ok(q.bind(limit).fetch_all(self.read_pool()).await?)
                 })
                 .await
                 .map_err($crate::error::Failure::into_session)?;

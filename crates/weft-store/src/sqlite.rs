@@ -244,6 +244,16 @@ impl FromStr for SqliteOptions {
     }
 }
 
-impl_run_store!(SqliteStore, sqlx::Sqlite, lock = "", share = "");
+impl_run_store!(
+    SqliteStore,
+    sqlx::Sqlite,
+    lock = "",
+    share = "",
+    label = r#"json_extract(labels, '$."' || {key} || '"')"#
+);
 impl_leases!(SqliteStore, sqlx::Sqlite, lock = "", skip = "");
-impl_session_store!(SqliteStore, lock = "");
+impl_session_store!(
+    SqliteStore,
+    lock = "",
+    label = r#"json_extract(labels, '$."' || {key} || '"')"#
+);

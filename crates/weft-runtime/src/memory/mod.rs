@@ -280,6 +280,18 @@ impl RunStore for MemoryStore {
                     .is_none_or(|s| &r.session_id == s)
             })
             .filter(|r| filter.statuses.is_empty() || filter.statuses.contains(&r.status))
+            .filter(|r| {
+                filter
+                    .labels
+                    .iter()
+                    .all(|(k, v)| r.labels.get(k) == Some(v))
+            })
+            .filter(|r| {
+                filter
+                    .before
+                    .as_ref()
+                    .is_none_or(|c| c.is_before(r.created_at, r.run_id.as_str()))
+            })
             .cloned()
             .collect();
         out.sort_by(|a, b| {

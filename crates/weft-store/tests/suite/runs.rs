@@ -2,7 +2,7 @@
 
 use futures_util::future::join_all;
 use weft_core::session::FullStore;
-use weft_core::store::{Commit, RunFilter, RunStatus, StoreError, StoredRun};
+use weft_core::store::{Commit, ListCursor, RunFilter, RunStatus, StoreError, StoredRun};
 use weft_core::{RunId, SessionId, Timestamp};
 
 use super::{commit, driven_machine, events, machine, record, seqs, stored_run};
@@ -251,7 +251,7 @@ pub async fn list_runs_filters_newest_first(store: &dyn FullStore) {
     let both = RunFilter {
         session_id: Some(SessionId::new("s2")),
         statuses: vec![RunStatus::Failed],
-        limit: None,
+        ..RunFilter::default()
     };
     assert_eq!(ids(store.list_runs(&both).await.unwrap()), ["d"]);
     let limited = RunFilter {
@@ -259,6 +259,46 @@ pub async fn list_runs_filters_newest_first(store: &dyn FullStore) {
         ..RunFilter::default()
     };
     assert_eq!(ids(store.list_runs(&limited).await.unwrap()), ["d", "b"]);
+    // The next page starts after the last entry (ties broken by id).
+    let next = RunFilter {
+        before: Some(ListCursor {
+            created_at: Timestamp::from_millis(30),
+            id: "b".into(),
+        }),
+        ..limited
+    };
+    assert_eq!(ids(store.list_runs(&next).await.unwrap()), ["c", "a"]);
+    // Labels are matched in the query: every run carries team=a, one more
+    // run carries a dotted key.
+    let mut tagged = record("f", "s3", 1);
+    tagged.labels.insert("weft.tenant".into(), "t1".into());
+    stored_run(store, tagged, 1).await;
+    let team = |team: &str, tenant: Option<&str>| {
+        let mut labels = weft_core::tool::Labels::from([("team".to_owned(), team.to_owned())]);
+        if let Some(t) = tenant {
+            labels.insert("weft.tenant".into(), t.into());
+        }
+        RunFilter {
+            labels,
+            ..RunFilter::default()
+        }
+    };
+    assert_eq!(
+        ids(store.list_runs(&team("a", None)).await.unwrap()),
+        ["d", "b", "c", "a", "e", "f"]
+    );
+    assert!(store.list_runs(&team("b", None)).await.unwrap().is_empty());
+    assert_eq!(
+        ids(store.list_runs(&team("a", Some("t1"))).await.unwrap()),
+        ["f"]
+    );
+    assert!(
+        store
+            .list_runs(&team("a", Some("t2")))
+            .await
+            .unwrap()
+            .is_empty()
+    );
     let record = store.list_runs(&both).await.unwrap().remove(0);
     assert_eq!(record.status, RunStatus::Failed);
     assert_eq!(record.updated_at, Timestamp::from_millis(31));

@@ -83,7 +83,7 @@ pub async fn session_lifecycle(store: &dyn FullStore) {
     );
     let all = SessionFilter {
         include_ended: true,
-        limit: None,
+        ..SessionFilter::default()
     };
     assert_eq!(
         ids(store.list_sessions(&all).await.unwrap()),
@@ -92,8 +92,25 @@ pub async fn session_lifecycle(store: &dyn FullStore) {
     let one = SessionFilter {
         include_ended: true,
         limit: Some(1),
+        ..SessionFilter::default()
     };
     assert_eq!(ids(store.list_sessions(&one).await.unwrap()), ["s3"]);
+    let after = SessionFilter {
+        before: Some(weft_core::store::ListCursor {
+            created_at: store
+                .get_session(&SessionId::new("s3"))
+                .await
+                .unwrap()
+                .unwrap()
+                .created_at,
+            id: "s3".into(),
+        }),
+        ..all.clone()
+    };
+    assert_eq!(
+        ids(store.list_sessions(&after).await.unwrap()),
+        ["s2", "s1"]
+    );
 
     // A run on an unknown session creates it, open and without labels.
     store

@@ -95,7 +95,7 @@ pub fn runs(db: &str, cmd: RunsCommand) -> anyhow::Result<ExitCode> {
                 let filter = RunFilter {
                     session_id: session.map(SessionId::from),
                     statuses: status,
-                    limit: None,
+                    ..RunFilter::default()
                 };
                 for r in store.list_runs(&filter).await? {
                     println!("{}", serde_json::to_string(&r)?);
@@ -198,7 +198,7 @@ pub fn sessions(db: &str, cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
             SessionsCommand::List { all } => {
                 let filter = SessionFilter {
                     include_ended: all,
-                    limit: None,
+                    ..SessionFilter::default()
                 };
                 for s in store.list_sessions(&filter).await? {
                     println!("{}", serde_json::to_string(&s)?);
@@ -216,7 +216,7 @@ pub fn sessions(db: &str, cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
                 let filter = RunFilter {
                     session_id: Some(id),
                     statuses: vec![RunStatus::Awaiting, RunStatus::Paused],
-                    limit: None,
+                    ..RunFilter::default()
                 };
                 let mut cancelled = 0;
                 for r in rs.list_runs(&filter).await? {
