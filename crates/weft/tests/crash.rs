@@ -948,29 +948,34 @@ fn compare_with_sse(
     }
 }
 
-/// `(run_id, status)` of every run the server lists for the tenant.
+/// `(run_id, status)` of every run the server lists for the tenant, page
+/// after page.
 async fn list_runs(
     client: &reqwest::Client,
     base: &str,
 ) -> Result<Vec<(String, String)>, reqwest::Error> {
-    let response = client
-        .get(format!("{base}/v1/runs"))
-        .bearer_auth(TOKEN)
-        .send()
-        .await?
-        .error_for_status()?;
-    let body: Value = response.json().await?;
-    Ok(body["runs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
+    let mut runs = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let mut request = client
+            .get(format!("{base}/v1/runs"))
+            .bearer_auth(TOKEN)
+            .query(&[("limit", "500")]);
+        if let Some(c) = &cursor {
+            request = request.query(&[("cursor", c.as_str())]);
+        }
+        let body: Value = request.send().await?.error_for_status()?.json().await?;
+        runs.extend(body["runs"].as_array().unwrap().iter().map(|r| {
             (
                 r["run_id"].as_str().unwrap().to_owned(),
                 r["status"].as_str().unwrap().to_owned(),
             )
-        })
-        .collect())
+        }));
+        match body["next_cursor"].as_str() {
+            Some(next) => cursor = Some(next.to_owned()),
+            None => return Ok(runs),
+        }
+    }
 }
 
 /// Starts servers over one store.
