@@ -6,10 +6,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::awaiting::{AwaitAnswer, AwaitItem};
-use crate::ids::{AgentId, AwaitItemId, SessionId, ToolCallId};
+use crate::ids::{AgentId, AwaitItemId, RunId, SessionId, ToolCallId};
 use crate::message::{Message, Thinking};
-use crate::model::Usage;
+use crate::model::{ModelSummary, Usage};
 use crate::planner::Termination;
+use crate::prompt::PromptScope;
 use crate::run::RunOutcome;
 use crate::time::Timestamp;
 use crate::tool::{Labels, ToolIdent, ToolOutput};
@@ -125,6 +126,16 @@ pub enum EventKind {
         /// The item.
         item_id: AwaitItemId,
     },
+    /// A model's whole answer for one planning call, as the planner
+    /// assembled it: what replay feeds the planner instead of calling the
+    /// model. Logs written before it was recorded lack it.
+    ModelOutput {
+        /// The model's id.
+        model: String,
+        /// The answer: text, thinking, tool calls (provider names, raw
+        /// arguments), usage and stop reason.
+        output: ModelSummary,
+    },
     /// Tokens used.
     Usage {
         /// The usage.
@@ -134,6 +145,39 @@ pub enum EventKind {
     Termination {
         /// Why.
         termination: Termination,
+    },
+    /// A tool call started (or, after a crash, found again) the child run
+    /// that answers it: an agent called as a tool.
+    ChildRunLinked {
+        /// The parent's call.
+        tool_call_id: ToolCallId,
+        /// The child run.
+        child_run_id: RunId,
+        /// The child's agent.
+        agent_id: AgentId,
+    },
+    /// An event of a child run, shown in its parent's log while the child
+    /// runs (model outputs stay in the child's own log). A call that runs
+    /// again after a crash may show a child's events twice: `(child_run_id,
+    /// child_seq)` tells them apart.
+    ChildEvent {
+        /// The child run.
+        child_run_id: RunId,
+        /// The event's position in the child's log.
+        child_seq: u64,
+        /// The child's event.
+        event: Box<EventKind>,
+    },
+    /// A planner rendered a prompt through the prompt registry.
+    PromptRendered {
+        /// The template's id (the prompt's name).
+        template_id: String,
+        /// The version of the template text used.
+        version: String,
+        /// The scope of the override used; absent when the agent's own
+        /// template (or the planner's default) was used.
+        #[serde(default, rename = "override", skip_serializing_if = "Option::is_none")]
+        override_scope: Option<PromptScope>,
     },
 }
 

@@ -56,3 +56,45 @@ pub struct HeldLease {
     /// Its fencing epoch.
     pub epoch: u64,
 }
+
+/// A pause or cancel asked of a run that another process drives, recorded
+/// on the run in the store. The process holding the run's lease picks it up
+/// (it polls for the requests on its runs) and applies it as if asked
+/// directly; a request on a run nobody drives waits for whoever takes the
+/// run over. A commit that leaves the run not running clears it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "control")]
+pub enum ControlRequest {
+    /// Pause at the next step.
+    Pause,
+    /// Cancel: stop the tools and finish.
+    Cancel {
+        /// Why, as given by whoever cancelled.
+        reason: String,
+    },
+}
+
+impl ControlRequest {
+    /// Whether this request is a cancel (a cancel replaces a pending pause;
+    /// a pause never replaces a pending cancel).
+    pub fn is_cancel(&self) -> bool {
+        matches!(self, Self::Cancel { .. })
+    }
+}
+
+/// An answer to a running tool's question (an elicitation) of a run that
+/// another process drives, recorded beside the run in the store. The lease
+/// holder picks it up with its control requests, hands it to its driver
+/// (which records, commits and passes it to the waiting tool, or refuses it
+/// if the question is gone) and deletes it. A question is withdrawn when its
+/// run is recovered, so an answer its driver never took dies with it; a
+/// commit that leaves the run not running deletes what is left.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RemoteAnswer {
+    /// The run and the epoch of the lease holder it is handed to.
+    pub held: HeldLease,
+    /// The question answered.
+    pub item: crate::ids::AwaitItemId,
+    /// The answer.
+    pub answer: crate::awaiting::AwaitAnswer,
+}

@@ -18,20 +18,26 @@
 //!   confirmations, elicitations).
 //! - [`elicitation`]: a running tool's questions to the human and the [`elicitation::Elicitor`] it asks through.
 //! - [`planner`]: the planner trait, its inputs and its decisions.
+//! - [`reminder`]: reminders (tiers, spacing) planners add to a run.
+//! - [`prompt`]: the prompt registry: templates, versions, overrides, rendering.
 //! - [`model`]: the model client trait, stream chunks and the stream assembler.
 //! - [`event`]: run events.
 //! - [`run`]: the run machine, its policy and its driver protocol.
 //! - [`store`]: the run store trait that durable stores implement.
 //! - [`lease`]: who may drive a run: leases with fencing epochs.
+//! - [`history`]: history policies: what a run in a session starts from.
 
 pub mod awaiting;
 pub mod elicitation;
 pub mod event;
+pub mod history;
 pub mod ids;
 pub mod lease;
 pub mod message;
 pub mod model;
 pub mod planner;
+pub mod prompt;
+pub mod reminder;
 pub mod run;
 pub mod session;
 pub mod store;
@@ -41,3 +47,4 @@ pub mod tool_output;
 
 pub use ids::{AgentId, AwaitItemId, RunId, SessionId, ToolCallId, TurnId};
 pub use time::Timestamp;
+pub use tool::child;

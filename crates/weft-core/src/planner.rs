@@ -14,9 +14,11 @@ use serde_json::Value;
 use crate::awaiting::AwaitItem;
 use crate::ids::{AgentId, RunId, SessionId, ToolCallId, TurnId};
 use crate::message::{Message, Part, Thinking};
-use crate::model::{ModelClient, Usage};
-use crate::run::Transcript;
-use crate::tool::{Labels, RetryHint, ToolOutput, ToolSpec};
+use crate::model::{ModelClient, ModelSummary, Usage};
+use crate::run::{ToolOutputs, Transcript};
+use crate::tool::{Labels, ToolSpec};
+
+pub use crate::reminder::{Reminder, ReminderTier};
 
 /// The decider of a run.
 #[async_trait]
@@ -26,6 +28,12 @@ pub trait Planner: Send + Sync {
 
     /// Decides the next turn after a tool batch or an await.
     async fn plan_resume(&self, input: PlanResumeInput<'_>) -> Result<PlanResult, PlannerError>;
+
+    /// The model this planner asks, as `provider/model`, when it asks one:
+    /// what the tokens of its [`PlanResult::usage`] are counted against.
+    fn model_id(&self) -> Option<&str> {
+        None
+    }
 }
 
 /// What every planning call is given.
@@ -39,7 +47,8 @@ pub struct PlanInput<'a> {
     pub context: &'a dyn PlannerContext,
     /// Where to stream what the planner produces.
     pub events: &'a dyn PlannerEvents,
-    /// Reminders active this turn, to be included in the system prompt.
+    /// Reminders due this turn, safety first: system context for the
+    /// model (the system prompt), never a user message.
     pub reminders: &'a [Reminder],
     /// Tools the planner may request this turn.
     pub tools: &'a [ToolSpec],
@@ -51,7 +60,7 @@ pub struct PlanResumeInput<'a> {
     /// The common input.
     pub base: PlanInput<'a>,
     /// Every tool output of the run so far, in order.
-    pub tool_outputs: &'a [Arc<ToolOutput>],
+    pub tool_outputs: &'a ToolOutputs,
     /// When set, the runtime is forcing finalization: answer without tools.
     pub finalize: Option<&'a Termination>,
 }
@@ -84,10 +93,27 @@ pub trait PlannerContext: Send + Sync {
     fn state_set(&self, key: &str, value: Value);
     /// The session's memory, read-only.
     fn memory(&self) -> &dyn MemoryView;
+    /// Stores a value in the session's memory once the planning call is
+    /// over, for this run's later turns and the session's later runs.
+    /// Contexts without a session store keep nothing.
+    fn remember(&self, _key: &str, _value: Value) {}
     /// A model client by id.
     fn model(&self, id: &str) -> Option<Arc<dyn ModelClient>>;
     /// Renders a named prompt template with `vars`.
     fn render_prompt(&self, name: &str, vars: &Value) -> Result<String, PlannerError>;
+    /// Renders the prompt `name` as the run's prompt registry resolves it
+    /// (an override in the run's scope, else the agent's template), or the
+    /// template `fallback` when neither defines it. The runtime records each
+    /// render as a `prompt_rendered` event; this default renders `fallback`.
+    fn render_prompt_or(
+        &self,
+        name: &str,
+        fallback: &str,
+        vars: &Value,
+    ) -> Result<String, PlannerError> {
+        crate::prompt::render_template(&crate::prompt::PromptTemplate::new(name, fallback), vars)
+            .map_err(PlannerError::from)
+    }
     /// Adds (or replaces, by id) a reminder for later turns.
     fn add_reminder(&self, reminder: Reminder);
     /// Removes a reminder by id.
@@ -127,6 +153,10 @@ pub trait PlannerEvents: Send + Sync {
     fn planner_thought(&self, text: &str, labels: &Labels);
     /// Tokens used by a model call.
     fn usage_delta(&self, usage: &Usage);
+    /// A model call's whole answer, once assembled (recorded for replay).
+    fn model_output(&self, _model: &str, _output: &ModelSummary) {}
+    /// A prompt rendered through the prompt registry.
+    fn prompt_rendered(&self, _rendered: &crate::prompt::PromptRendered) {}
 }
 
 /// A [`PlannerEvents`] sink that drops everything.
@@ -141,32 +171,17 @@ impl PlannerEvents for NoopEvents {
     fn usage_delta(&self, _: &Usage) {}
 }
 
-/// A standing instruction added to the system prompt while it is active.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Reminder {
-    /// Identifies the reminder for replacement and removal.
-    pub id: String,
-    /// The text.
-    pub text: String,
-}
-
 /// What a planner decided for one turn.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PlanResult {
     /// The decision.
     pub decision: Decision,
-    /// Guidance the planner attaches for its next turn.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub retry_hint: Option<RetryHint>,
-    /// Free-form notes for observers.
+    /// Notes for observers: each becomes a `planner_thought` event of the run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
     /// The planner already streamed the assistant text through its event sink.
     #[serde(default)]
     pub streamed: bool,
-    /// How many child runs the decision will start, when known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expected_children: Option<u32>,
     /// Tokens used while planning this turn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
@@ -177,10 +192,8 @@ impl PlanResult {
     pub fn new(decision: Decision) -> Self {
         Self {
             decision,
-            retry_hint: None,
             notes: Vec::new(),
             streamed: false,
-            expected_children: None,
             usage: None,
         }
     }
@@ -315,6 +328,8 @@ pub enum TerminationReason {
     TimeBudget,
     /// The run made as many tool calls as its policy allows.
     ToolCap,
+    /// The run planned as many turns as its policy allows.
+    TurnCap,
     /// Too many tool calls failed in a row.
     FailureCap,
 }
@@ -328,6 +343,12 @@ pub struct PlannerError {
     /// Whether planning again may succeed.
     #[serde(default)]
     pub retryable: bool,
+}
+
+impl From<crate::prompt::PromptError> for PlannerError {
+    fn from(e: crate::prompt::PromptError) -> Self {
+        Self::new(e.to_string())
+    }
 }
 
 impl PlannerError {

@@ -6,6 +6,7 @@
 //! implicitly by its first run. Ending a session marks it ended: the store
 //! rejects new runs on it with [`SessionError::Ended`] (through
 //! [`SessionStore::start_run`]), and the runtime cancels the runs it still has.
+//! Deleting a session ends it and erases its transcript and memory.
 //!
 //! The transcript is a per-session, sequence-numbered log of messages with the
 //! same rules as a run's event log: appending an entry whose sequence number
@@ -23,6 +24,10 @@ use crate::run::RunMachine;
 use crate::store::{RunRecord, RunStore, StoreError};
 use crate::time::Timestamp;
 use crate::tool::Labels;
+
+pub use crate::prompt::{
+    PromptOverride, PromptScope, TENANT_LABEL, select_override, select_overrides,
+};
 
 /// A session's index entry.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -91,55 +96,77 @@ pub struct TranscriptEntry {
     pub message: Message,
 }
 
-/// Where a prompt override applies.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PromptScope {
-    /// Only runs of this session (every session when absent).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<SessionId>,
-    /// Only runs carrying every one of these labels (all runs when empty).
-    #[serde(default)]
-    pub labels: Labels,
-}
+/// The most prompt overrides one listing returns.
+pub const MAX_PROMPT_PAGE: u32 = 500;
 
-impl PromptScope {
-    /// Whether a run of `session_id` with `labels` is in this scope.
-    pub fn matches(&self, session_id: &SessionId, labels: &Labels) -> bool {
-        self.session_id.as_ref().is_none_or(|s| s == session_id)
-            && self.labels.iter().all(|(k, v)| labels.get(k) == Some(v))
-    }
-
-    /// How specific the scope is: a session beats any set of labels, then more labels win.
-    pub fn specificity(&self) -> (bool, usize) {
-        (self.session_id.is_some(), self.labels.len())
-    }
-}
-
-/// A prompt template that replaces the agent's named prompt within a scope.
+/// Where a listing of prompt overrides starts: after the override with
+/// this name and scope, in the listing's order (name, tenant, session, labels).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PromptOverride {
-    /// The prompt's name, as passed to `PlannerContext::render_prompt`.
+pub struct PromptCursor {
+    /// The last listed override's name.
     pub name: String,
-    /// Where it applies.
+    /// Its scope.
     pub scope: PromptScope,
-    /// The template.
-    pub template: String,
-    /// When it was last set.
-    pub updated_at: Timestamp,
 }
 
-/// Picks the override that applies to a run: the most specific matching
-/// scope, the most recently set among equals.
-pub fn select_override<'a>(
-    candidates: impl IntoIterator<Item = &'a PromptOverride>,
-    session_id: &SessionId,
-    labels: &Labels,
-) -> Option<&'a PromptOverride> {
-    candidates
-        .into_iter()
-        .filter(|o| o.scope.matches(session_id, labels))
-        .max_by_key(|o| (o.scope.specificity(), o.updated_at))
+impl PromptCursor {
+    /// The longest token [`decode`](Self::decode) reads.
+    pub const MAX_TOKEN_LEN: usize = 8192;
+
+    /// An opaque token for this cursor (its JSON, in hex).
+    pub fn encode(&self) -> String {
+        let json = serde_json::to_vec(self).unwrap_or_default();
+        json.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// A token made by [`encode`](Self::encode); `None` when malformed.
+    pub fn decode(token: &str) -> Option<Self> {
+        if token.len() > Self::MAX_TOKEN_LEN || !token.len().is_multiple_of(2) {
+            return None;
+        }
+        let bytes = (0..token.len())
+            .step_by(2)
+            .map(|i| {
+                token
+                    .get(i..i + 2)
+                    .and_then(|h| u8::from_str_radix(h, 16).ok())
+            })
+            .collect::<Option<Vec<u8>>>()?;
+        serde_json::from_slice(&bytes).ok()
+    }
 }
+
+/// Which prompt overrides to list.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PromptFilter {
+    /// Only overrides of this name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Only overrides scoped to this tenant.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
+    /// At most this many ([`MAX_PROMPT_PAGE`] when absent or larger).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+    /// Only overrides after this one (the next page of a listing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<PromptCursor>,
+}
+
+impl PromptFilter {
+    /// The page size this filter asks for, within [`MAX_PROMPT_PAGE`].
+    pub fn page_size(&self) -> u32 {
+        self.limit
+            .unwrap_or(MAX_PROMPT_PAGE)
+            .clamp(1, MAX_PROMPT_PAGE)
+    }
+}
+
+/// Most keys one session's memory holds.
+pub const MAX_MEMORY_KEYS: usize = 1_000;
+
+/// Largest memory value kept, in bytes of JSON.
+pub const MAX_MEMORY_VALUE: usize = 64 * 1024;
 
 /// Why a session operation failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -161,6 +188,28 @@ pub enum SessionError {
     Ended {
         /// The session.
         session_id: SessionId,
+    },
+    /// The session's memory holds [`MAX_MEMORY_KEYS`] keys: a new one is refused.
+    #[error("the memory of session `{session_id}` holds its maximum of {limit} keys")]
+    MemoryFull {
+        /// The session.
+        session_id: SessionId,
+        /// The maximum.
+        limit: usize,
+    },
+    /// A memory value is larger than [`MAX_MEMORY_VALUE`] bytes as JSON.
+    #[error(
+        "memory value `{key}` of session `{session_id}` is {bytes} bytes as JSON; at most {limit} are kept"
+    )]
+    MemoryValueTooLarge {
+        /// The session.
+        session_id: SessionId,
+        /// The key.
+        key: String,
+        /// Its size.
+        bytes: usize,
+        /// The maximum.
+        limit: usize,
     },
     /// A transcript entry's sequence number leaves a gap.
     #[error("transcript entry {seq} of session `{session_id}` would leave a gap after {last}")]
@@ -204,6 +253,16 @@ pub trait SessionStore: Send + Sync {
         now: Timestamp,
     ) -> Result<SessionRecord, SessionError>;
 
+    /// Deletes a session: ends it like [`end_session`](Self::end_session)
+    /// and erases its transcript and memory in the same write, and returns
+    /// it. Its runs stay; it accepts no new ones. Deleting again changes
+    /// nothing.
+    async fn delete_session(
+        &self,
+        session_id: &SessionId,
+        now: Timestamp,
+    ) -> Result<SessionRecord, SessionError>;
+
     /// Creates a run like [`RunStore::create_run`], atomically checking that
     /// its session is open ([`SessionError::Ended`] otherwise). A session that
     /// does not exist yet is created with no labels.
@@ -234,7 +293,9 @@ pub trait SessionMemoryStore: Send + Sync {
         limit: Option<u32>,
     ) -> Result<Vec<TranscriptEntry>, SessionError>;
 
-    /// Sets a memory value.
+    /// Sets a memory value: at most [`MAX_MEMORY_KEYS`] keys per session
+    /// ([`SessionError::MemoryFull`] for a new key past them) and
+    /// [`MAX_MEMORY_VALUE`] bytes of JSON per value.
     async fn memory_set(
         &self,
         session_id: &SessionId,
@@ -273,10 +334,11 @@ pub trait PromptStore: Send + Sync {
         scope: &PromptScope,
     ) -> Result<bool, SessionError>;
 
-    /// Every override named `name`, or every override when `name` is absent.
+    /// One page of the overrides matching `filter`, ordered by name,
+    /// tenant, session and labels; at most [`PromptFilter::page_size`].
     async fn list_prompt_overrides(
         &self,
-        name: Option<&str>,
+        filter: &PromptFilter,
     ) -> Result<Vec<PromptOverride>, SessionError>;
 
     /// The override of `name` that applies to a run of `session_id` with
@@ -287,6 +349,14 @@ pub trait PromptStore: Send + Sync {
         session_id: &SessionId,
         labels: &Labels,
     ) -> Result<Option<PromptOverride>, SessionError>;
+
+    /// For every prompt name, the override that applies to a run of
+    /// `session_id` with `labels` (see [`select_overrides`]).
+    async fn resolve_prompts(
+        &self,
+        session_id: &SessionId,
+        labels: &Labels,
+    ) -> Result<Vec<PromptOverride>, SessionError>;
 }
 
 /// A store that keeps runs, sessions, memory and prompts: what the runtime and

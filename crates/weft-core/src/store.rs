@@ -10,9 +10,12 @@
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
+use crate::awaiting::AwaitAnswer;
 use crate::event::RunEvent;
+use crate::ids::AwaitItemId;
 use crate::ids::{AgentId, RunId, SessionId};
-use crate::lease::{HeldLease, LeaseClaim, LeaseRequest};
+use crate::lease::{ControlRequest, HeldLease, LeaseClaim, LeaseRequest, RemoteAnswer};
+use crate::message::Message;
 use crate::run::RunMachine;
 use crate::time::Timestamp;
 use crate::tool::Labels;
@@ -138,6 +141,9 @@ pub struct RunFilter {
     /// Only runs of this session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<SessionId>,
+    /// Only runs of this agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<AgentId>,
     /// Only runs with one of these statuses (all when empty).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub statuses: Vec<RunStatus>,
@@ -247,6 +253,20 @@ pub trait RunStore: Send + Sync {
     /// Atomically appends a step's events and stores its snapshot and status.
     async fn commit(&self, commit: Commit<'_>) -> Result<(), StoreError>;
 
+    /// Like [`commit`](Self::commit), and appends `transcript` to the run's
+    /// session transcript (after its last entry) in the same write, unless
+    /// every event of the commit was already stored (a retried commit) or
+    /// the session has ended (its transcript is closed). For the commit that
+    /// completes a run. A store that keeps no session transcripts only commits.
+    async fn commit_with_transcript(
+        &self,
+        commit: Commit<'_>,
+        transcript: &[Message],
+    ) -> Result<(), StoreError> {
+        let _ = transcript;
+        self.commit(commit).await
+    }
+
     /// A run's record and last snapshot.
     async fn load_run(&self, run_id: &RunId) -> Result<Option<StoredRun>, StoreError>;
 
@@ -294,6 +314,43 @@ pub trait RunStore: Send + Sync {
 
     /// Frees the run's lease if it is still at `epoch`.
     async fn release_lease(&self, run_id: &RunId, epoch: u64) -> Result<(), StoreError>;
+
+    /// Records `request` on a running run for the process that drives it
+    /// (see [`ControlRequest`]); a cancel replaces a pending pause, a pause
+    /// leaves a pending cancel. False when the run is not running.
+    async fn request_control(
+        &self,
+        run_id: &RunId,
+        request: &ControlRequest,
+    ) -> Result<bool, StoreError>;
+
+    /// The control requests pending on runs whose lease `owner` holds, with
+    /// the lease (its epoch tells which driver the request is for).
+    async fn pending_controls(
+        &self,
+        owner: &str,
+    ) -> Result<Vec<(HeldLease, ControlRequest)>, StoreError>;
+
+    /// Records `answer` to question `item` of a running run for the process
+    /// that drives it (see [`RemoteAnswer`]). False when the run is not
+    /// running or the question already has an answer waiting.
+    async fn request_answer(
+        &self,
+        run_id: &RunId,
+        item: &AwaitItemId,
+        answer: &AwaitAnswer,
+    ) -> Result<bool, StoreError>;
+
+    /// The answers waiting on runs whose lease `owner` holds, oldest first,
+    /// at most `limit`.
+    async fn pending_answers(
+        &self,
+        owner: &str,
+        limit: u32,
+    ) -> Result<Vec<RemoteAnswer>, StoreError>;
+
+    /// Deletes a waiting answer once its holder has handed it on.
+    async fn delete_answer(&self, run_id: &RunId, item: &AwaitItemId) -> Result<(), StoreError>;
 
     /// Takes the leases of at most `limit` running runs that nobody holds
     /// (unleased, or expired at `now`), oldest expiry first; concurrent

@@ -12,7 +12,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::Sender;
 
 use llama_cpp_2::model::params::LlamaModelParams;
@@ -26,6 +26,10 @@ use super::prompt::Turn;
 use super::tokens::{self, literal_ranges};
 use super::worker::{self, Job, Msg};
 
+/// Generations one model accepts at once, running or waiting for the
+/// model's thread; more are refused with [`ModelError::Overloaded`].
+pub const DEFAULT_MAX_QUEUED: usize = 16;
+
 /// A loaded GGUF model.
 pub struct Engine {
     path: PathBuf,
@@ -33,6 +37,8 @@ pub struct Engine {
     template: LlamaChatTemplate,
     threads: i32,
     jobs: Sender<Job>,
+    /// Generations submitted and not yet done.
+    queue: QueueBound,
 }
 
 impl std::fmt::Debug for Engine {
@@ -72,7 +78,14 @@ impl Engine {
             template,
             threads,
             jobs,
+            queue: QueueBound::new(DEFAULT_MAX_QUEUED),
         })
+    }
+
+    /// The same engine accepting at most `max` generations at once.
+    pub fn with_max_queued(mut self, max: usize) -> Self {
+        self.queue = QueueBound::new(max);
+        self
     }
 
     /// Renders `turns` with the model's own chat template, ready for the
@@ -139,6 +152,12 @@ impl Engine {
         sink: &mut dyn FnMut(Piece) -> bool,
     ) -> Result<Generated, ModelError> {
         let stopped = || other("the local model's generation thread has stopped".to_owned());
+        let _slot = self.queue.take().map_err(|n| ModelError::Overloaded {
+            message: format!(
+                "the local model {} has {n} generations running or waiting, its maximum",
+                self.path.display()
+            ),
+        })?;
         let (out, results) = std::sync::mpsc::channel();
         let cancel = Arc::new(AtomicBool::new(false));
         let job = Job {
@@ -158,5 +177,56 @@ impl Engine {
             }
         }
         Err(stopped())
+    }
+}
+
+/// A bound on the generations of one model at once.
+struct QueueBound {
+    queued: AtomicUsize,
+    max: usize,
+}
+
+impl QueueBound {
+    fn new(max: usize) -> Self {
+        Self {
+            queued: AtomicUsize::new(0),
+            max: max.max(1),
+        }
+    }
+
+    /// A place in the queue, given back when dropped; when the queue is
+    /// full, how many are in it.
+    fn take(&self) -> Result<Slot<'_>, usize> {
+        self.queued
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < self.max).then_some(n + 1)
+            })
+            .map(|_| Slot(&self.queued))
+    }
+}
+
+/// One generation's place in the queue.
+struct Slot<'a>(&'a AtomicUsize);
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::QueueBound;
+
+    #[test]
+    fn the_queue_refuses_past_its_bound_and_frees_places_on_drop() {
+        let q = QueueBound::new(2);
+        let a = q.take().unwrap();
+        let b = q.take().unwrap();
+        assert_eq!(q.take().err(), Some(2));
+        drop(a);
+        let c = q.take().unwrap();
+        drop((b, c));
+        assert!(q.take().is_ok());
     }
 }

@@ -10,6 +10,7 @@
 //! - [`error`]: [`McpError`], every failure naming its toolset and tool.
 //! - [`oauth`]: OAuth 2.1 for streamable HTTP servers ([`OAuthConfig`]).
 //! - [`serve`]: weft as an MCP server (stdio, streamable HTTP).
+//! - `trace`: the caller's W3C trace context in each call's request `_meta`.
 
 pub mod bound;
 pub mod client;
@@ -18,6 +19,7 @@ pub mod convert;
 pub mod error;
 pub mod oauth;
 mod tls;
+mod trace;
 
 pub use client::McpToolSet;
 pub use config::{Backoff, McpConfig, Transport};

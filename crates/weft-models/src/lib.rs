@@ -13,6 +13,8 @@
 //! - [`names`]: reversible tool-name mapping (`toolset.tool` ⇄ provider names).
 //! - [`bench`]: the SSE decode benchmark behind `weft bench sse-decode`.
 //! - [`scripted`]: the [`ScriptedModel`] for tests, examples and benchmarks.
+//! - `trace`: the `chat {model}` span of each model call (OpenTelemetry GenAI
+//!   conventions) and the W3C trace context on provider requests.
 //!
 //! Local GGUF models (`local/...`) live in the `weft-local` crate, which
 //! builds llama.cpp; [`ModelConfig::local_loader`] plugs them in.
@@ -33,8 +35,10 @@ pub mod names;
 pub mod openai_chat;
 pub mod openai_responses;
 pub mod planner;
+pub mod recorded;
 pub mod scripted;
 pub mod sse;
+mod trace;
 mod util;
 
 pub use client::{HttpModelClient, WireApi};
@@ -43,5 +47,8 @@ pub use config::{
     parse_model_id,
 };
 pub use http::{HttpConfig, RetryPolicy, Timeouts};
-pub use planner::{ModelPlanner, ModelPlannerConfig};
+pub use planner::{
+    ASK_TOOL, DEFAULT_SYSTEM_TEMPLATE, ModelPlanner, ModelPlannerConfig, SYSTEM_PROMPT, Streaming,
+};
+pub use recorded::RecordedModel;
 pub use scripted::{ScriptCall, ScriptError, ScriptTurn, ScriptedModel};

@@ -1,8 +1,13 @@
 //! The model planner: weft's default [`Planner`], deciding each turn by
 //! asking a [`ModelClient`].
 //!
-//! The system prompt is the agent instruction, then the toolset
-//! instructions, then the active reminders. The tools are the ones the run
+//! The system prompt is the prompt [`SYSTEM_PROMPT`] rendered through the
+//! run's prompt registry (`PlannerContext::render_prompt_or`: an override in
+//! the run's scope, else the agent's template, else
+//! [`DEFAULT_SYSTEM_TEMPLATE`], which is the agent instruction), then the
+//! toolset instructions, then the reminders due this turn (safety first):
+//! reminders reach the model as system context, never as a user message,
+//! and no override can leave them out. The tools are the ones the run
 //! allows this turn (`input.tools`), renamed for the provider (see
 //! [`crate::names`]). The answer streams through the input's
 //! [`PlannerEvents`] as it arrives; tool calls become
@@ -10,14 +15,22 @@
 //! unknown tool or malformed arguments goes through its invalid-call
 //! resolution, never a crash here). When the runtime forces finalization the
 //! model is asked for a final answer with tools disabled.
+//!
+//! Answers stream by default ([`Streaming`]); a server that fails a streamed
+//! request with tools before sending anything (some OpenAI-compatible
+//! servers cannot stream tool calls) is asked again for a whole answer, and
+//! from then on this planner asks it for whole answers whenever tools are
+//! offered. A whole answer reaches the event sink as the chunks a stream
+//! would have carried. An answer that reports no usage is counted at about
+//! four bytes per token.
 
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 use async_trait::async_trait;
-use futures_util::StreamExt;
 use weft_core::ToolCallId;
 use weft_core::message::{Message, Part, Role, Thinking};
-use weft_core::model::{ModelClient, ModelError, ModelRequest, StreamAssembler, ToolChoice, Usage};
+use weft_core::model::{ModelClient, ModelError, ModelRequest, ToolChoice, Usage};
 use weft_core::planner::{
     Decision, PlanInput, PlanResult, PlanResumeInput, Planner, PlannerError, PlannerEvents,
     Termination, ToolCallRequest,
@@ -25,6 +38,20 @@ use weft_core::planner::{
 use weft_core::tool::{Labels, ToolSpec};
 
 use crate::names::{ToolNames, encode};
+
+mod answer;
+mod ask_user;
+
+pub use ask_user::{ASK_TOOL, CHOICE, MAX_OPTION, MAX_OPTIONS, MAX_QUESTION};
+use ask_user::{ask_tool_spec, asked};
+
+/// The name of the prompt the model planner renders as its system prompt.
+pub const SYSTEM_PROMPT: &str = "system";
+
+/// The system prompt's template when neither the agent nor an override
+/// gives one. Its variables: `instruction`, `toolset_instructions` (a list),
+/// `agent_id`, `run_id`, `session_id` and `labels` (a map).
+pub const DEFAULT_SYSTEM_TEMPLATE: &str = "{{ instruction }}";
 
 /// How the model planner prompts its model.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -45,6 +72,26 @@ pub struct ModelPlannerConfig {
     /// it applies until the run has tool results and then goes back to
     /// `Auto`, so a forced call cannot loop (as in the OpenAI Agents SDK).
     pub keep_tool_choice: bool,
+    /// Whether answers stream.
+    pub streaming: Streaming,
+    /// Offer the model the [`ASK_TOOL`], through which it asks the user a
+    /// question: the turn becomes a clarification await, and the answer
+    /// reaches the model as the user's next message.
+    pub ask_tool: bool,
+}
+
+/// Whether the model planner asks for streamed answers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Streaming {
+    /// Stream; when a streamed request with tools fails before its first
+    /// chunk, ask for a whole answer instead, and keep doing so for requests
+    /// with tools.
+    #[default]
+    Auto,
+    /// Always stream.
+    Always,
+    /// Never stream: ask for whole answers (`stream = false`).
+    Never,
 }
 
 /// A [`Planner`] over any [`ModelClient`]; see the module docs.
@@ -52,6 +99,8 @@ pub struct ModelPlannerConfig {
 pub struct ModelPlanner {
     model: Arc<dyn ModelClient>,
     config: ModelPlannerConfig,
+    /// Set once the server failed a streamed request with tools (`Auto`).
+    whole_with_tools: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for ModelPlanner {
@@ -66,15 +115,20 @@ impl std::fmt::Debug for ModelPlanner {
 impl ModelPlanner {
     /// A planner asking `model`, prompted by `config`.
     pub fn new(model: Arc<dyn ModelClient>, config: ModelPlannerConfig) -> Self {
-        Self { model, config }
+        Self {
+            model,
+            config,
+            whole_with_tools: Arc::new(AtomicBool::new(false)),
+        }
     }
 
-    /// The request this planner sends for `input`, and the name table to decode the answer.
+    /// The request this planner sends for `input`, and the name table to
+    /// decode the answer; fails when the system prompt does not render.
     pub fn request(
         &self,
         input: &PlanInput<'_>,
         finalize: Option<&Termination>,
-    ) -> (ModelRequest, ToolNames) {
+    ) -> Result<(ModelRequest, ToolNames), PlannerError> {
         let mut names = ToolNames::new(input.tools.iter().map(|t| t.name.as_str()));
         let messages: Vec<Message> = input
             .messages
@@ -101,7 +155,7 @@ impl ModelPlanner {
                 }
             })
             .collect();
-        let tools: Vec<ToolSpec> = input
+        let mut tools: Vec<ToolSpec> = input
             .tools
             .iter()
             .map(|t| ToolSpec {
@@ -109,8 +163,11 @@ impl ModelPlanner {
                 ..t.clone()
             })
             .collect();
+        if self.config.ask_tool && finalize.is_none() {
+            tools.push(ask_tool_spec());
+        }
         let request = ModelRequest {
-            system: self.system_prompt(input, finalize),
+            system: self.system_prompt(input, finalize)?,
             messages,
             tools,
             tool_choice: self.tool_choice(input, finalize),
@@ -119,7 +176,7 @@ impl ModelPlanner {
             thinking_budget: self.config.thinking_budget,
             ..ModelRequest::default()
         };
-        (request, names)
+        Ok((request, names))
     }
 
     fn tool_choice(&self, input: &PlanInput<'_>, finalize: Option<&Termination>) -> ToolChoice {
@@ -140,10 +197,21 @@ impl ModelPlanner {
         &self,
         input: &PlanInput<'_>,
         finalize: Option<&Termination>,
-    ) -> Option<String> {
+    ) -> Result<Option<String>, PlannerError> {
+        let vars = serde_json::json!({
+            "instruction": self.config.instruction,
+            "toolset_instructions": self.config.toolset_instructions,
+            "agent_id": input.run.agent_id,
+            "run_id": input.run.run_id,
+            "session_id": input.run.session_id,
+            "labels": *input.run.labels,
+        });
+        let base = input
+            .context
+            .render_prompt_or(SYSTEM_PROMPT, DEFAULT_SYSTEM_TEMPLATE, &vars)?;
         let mut sections: Vec<String> = Vec::new();
-        if !self.config.instruction.trim().is_empty() {
-            sections.push(self.config.instruction.clone());
+        if !base.trim().is_empty() {
+            sections.push(base);
         }
         sections.extend(
             self.config
@@ -152,14 +220,20 @@ impl ModelPlanner {
                 .filter(|s| !s.trim().is_empty())
                 .cloned(),
         );
-        sections.extend(input.reminders.iter().map(|r| r.text.clone()));
+        sections.extend(
+            input
+                .reminders
+                .iter()
+                .filter(|r| !r.text.trim().is_empty())
+                .map(|r| r.text.clone()),
+        );
         if let Some(t) = finalize {
             sections.push(format!(
                 "Tools are no longer available ({}). Answer the user now with what you have.",
                 t.message
             ));
         }
-        (!sections.is_empty()).then(|| sections.join("\n\n"))
+        Ok((!sections.is_empty()).then(|| sections.join("\n\n")))
     }
 
     async fn plan(
@@ -167,29 +241,42 @@ impl ModelPlanner {
         input: PlanInput<'_>,
         finalize: Option<&Termination>,
     ) -> Result<PlanResult, PlannerError> {
-        let (request, names) = self.request(&input, finalize);
+        use tracing::Instrument as _;
+        let (request, names) = self.request(&input, finalize)?;
         let events = DecodingEvents {
             inner: input.events,
             names: &names,
         };
-        let mut stream = self
-            .model
-            .stream(&request)
-            .await
-            .map_err(|e| self.error(&e))?;
-        let mut asm = StreamAssembler::new();
-        while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(|e| self.error(&e))?;
-            asm.push(chunk, &events).map_err(|e| PlannerError {
-                message: format!("model {} sent an inconsistent stream: {e}", self.model.id()),
-                retryable: true,
-            })?;
-        }
-        let summary = asm.finish(&events);
+        let span = crate::trace::chat_span(self.model.id(), &request);
+        let summary = match self.ask(&request, &events).instrument(span.clone()).await {
+            Ok(summary) => summary,
+            Err((kind, e)) => {
+                crate::trace::chat_failed(&span, kind);
+                return Err(e);
+            }
+        };
+        crate::trace::chat_ended(&span, &summary);
+        input.events.model_output(self.model.id(), &summary);
         let mut preamble: Vec<Part> = summary.thinking.into_iter().map(Part::Thinking).collect();
         let mut result = if summary.tool_calls.is_empty() || finalize.is_some() {
             PlanResult::new(Decision::FinalResponse {
                 message: Message::assistant(summary.text),
+            })
+        } else if let Some(item) = self
+            .config
+            .ask_tool
+            .then(|| summary.tool_calls.iter().find_map(asked))
+            .flatten()
+        {
+            // The model asks the user: the turn is a clarification or a
+            // multiple-choice question (the turn's other calls wait for the
+            // model to ask for them again).
+            if !summary.text.is_empty() {
+                preamble.push(Part::Text { text: summary.text });
+            }
+            PlanResult::new(Decision::Await {
+                preamble,
+                items: vec![item],
             })
         } else {
             if !summary.text.is_empty() {
@@ -223,6 +310,25 @@ impl Planner for ModelPlanner {
 
     async fn plan_resume(&self, input: PlanResumeInput<'_>) -> Result<PlanResult, PlannerError> {
         self.plan(input.base, input.finalize).await
+    }
+
+    fn model_id(&self) -> Option<&str> {
+        Some(self.model.id())
+    }
+}
+
+/// A model error's kind, as the `error.type` of the call's span.
+fn error_kind(e: &ModelError) -> &'static str {
+    match e {
+        ModelError::Config { .. } => "config",
+        ModelError::Http { .. } => "http",
+        ModelError::Timeout { .. } => "timeout",
+        ModelError::Connection { .. } => "connection",
+        ModelError::Truncated { .. } => "truncated",
+        ModelError::Malformed { .. } => "malformed",
+        ModelError::Stream { .. } => "stream",
+        ModelError::Overloaded { .. } => "overloaded",
+        ModelError::Other { .. } => "other",
     }
 }
 

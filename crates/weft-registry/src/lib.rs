@@ -11,6 +11,7 @@
 //! - [`provider`]: serves a weft toolset from its request stream.
 //! - [`client`], [`dto`]: the gateway's HTTP client and bodies.
 //! - [`schema`]: payload validation with loom-mcp's field issues.
+//! - `trace`: W3C trace context from the executor's span to the provider's.
 
 pub mod admission;
 pub mod catalog;
@@ -24,6 +25,7 @@ mod go_json;
 pub mod provider;
 pub mod pulse;
 pub mod schema;
+mod trace;
 pub mod wire;
 
 pub use catalog::{Catalog, Namespace, ToolSchema, ToolsetRecord};

@@ -1,5 +1,6 @@
 //! Agents as the runtime knows them: a planner, toolsets, a policy and the
-//! driver-side choices (invalid-call policy, tool timeout, models, prompts).
+//! driver-side choices (invalid-call policy, tool timeout, models, prompts,
+//! history policy).
 
 use std::collections::HashMap;
 use std::fmt;
@@ -7,11 +8,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use weft_core::AgentId;
+use weft_core::history::HistoryPolicy;
 use weft_core::model::ModelClient;
 use weft_core::planner::Planner;
 use weft_core::run::{InvalidToolCallContext, Policy, Resolution};
 use weft_tools::ToolSet;
 
+use crate::advisor::{AdvisorConfig, AdvisorToolSet};
 use crate::error::RuntimeError;
 use crate::tools::AgentTools;
 use crate::toolsets::AgentToolsets;
@@ -52,6 +55,10 @@ pub struct Agent {
     pub(crate) describe_calls: bool,
     pub(crate) models: HashMap<String, Arc<dyn ModelClient>>,
     pub(crate) prompts: HashMap<String, String>,
+    /// Which of its session's earlier messages a run starts from.
+    pub(crate) history: HistoryPolicy,
+    /// The advisor, when the agent has one.
+    pub(crate) advisor: Option<AdvisorConfig>,
     /// Built from `toolsets` by [`AgentBuilder::build`].
     pub(crate) started: AgentToolsets,
 }
@@ -77,12 +84,14 @@ impl Agent {
                 id: id.into(),
                 planner,
                 toolsets: Vec::new(),
-                policy: Policy::default(),
+                policy: Policy::bounded(),
                 invalid_calls: Arc::new(RetryThenFail),
                 tool_timeout: Duration::from_secs(60),
                 describe_calls: false,
                 models: HashMap::new(),
                 prompts: HashMap::new(),
+                history: HistoryPolicy::default(),
+                advisor: None,
                 started: AgentToolsets::new(&[]),
             },
         }
@@ -96,6 +105,11 @@ impl Agent {
     /// The agent's policy.
     pub fn policy(&self) -> &Policy {
         &self.policy
+    }
+
+    /// The agent's history policy.
+    pub fn history(&self) -> &HistoryPolicy {
+        &self.history
     }
 
     /// The agent's tools, listed again when stale (`starting`: a run is
@@ -126,7 +140,9 @@ impl AgentBuilder {
         self
     }
 
-    /// Sets the policy (caps, budgets, allowed and confirmed tools).
+    /// Sets the policy (caps, budgets, allowed and confirmed tools). The
+    /// default is [`Policy::bounded`]; a policy given here is used as is, so
+    /// `Policy::default()` means no caps at all.
     pub fn policy(mut self, policy: Policy) -> Self {
         self.agent.policy = policy;
         self
@@ -157,14 +173,31 @@ impl AgentBuilder {
         self
     }
 
-    /// Registers a prompt template (`{{name}}` placeholders) by name.
+    /// Registers a prompt template (MiniJinja, strict: a variable it names
+    /// must be given) by name; overrides in a run's scope replace it.
     pub fn prompt(mut self, name: impl Into<String>, template: impl Into<String>) -> Self {
         self.agent.prompts.insert(name.into(), template.into());
         self
     }
 
+    /// Sets which of its session's earlier messages a run starts from
+    /// (default: the last 20 turns).
+    pub fn history(mut self, policy: HistoryPolicy) -> Self {
+        self.agent.history = policy;
+        self
+    }
+
+    /// Gives the agent the built-in `advisor` tool (see [`crate::advisor`]).
+    pub fn advisor(mut self, config: AdvisorConfig) -> Self {
+        self.agent.advisor = Some(config);
+        self
+    }
+
     /// The agent.
     pub fn build(mut self) -> Agent {
+        if self.agent.advisor.is_some() {
+            self.agent.toolsets.push(Arc::new(AdvisorToolSet));
+        }
         self.agent.started = AgentToolsets::new(&self.agent.toolsets);
         self.agent
     }

@@ -1,17 +1,24 @@
 //! The [`PlannerContext`] the runtime hands a planner for one planning call:
 //! per-run state and reminders are read from the machine and written back
-//! after the call, so the planner itself keeps no per-run state.
+//! after the call, so the planner itself keeps no per-run state. Prompts
+//! render through the run's prompt registry (the agent's templates and the
+//! overrides in the run's scope), each render told to the event sink.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 use weft_core::model::ModelClient;
-use weft_core::planner::{EmptyMemory, MemoryView, PlannerContext, PlannerError, Reminder};
-use weft_core::run::RunMachine;
+use weft_core::planner::{
+    EmptyMemory, MemoryView, PlannerContext, PlannerError, PlannerEvents, Reminder,
+};
+use weft_core::prompt::PromptRegistry;
+use weft_core::run::{ReminderAdded, RunMachine};
+use weft_core::session::PromptOverride;
 use weft_core::{AgentId, RunId};
 
 use crate::agent::Agent;
+use crate::session::SessionMemory;
 
 /// Changes a planner made during one call, applied to the machine afterwards.
 #[derive(Default)]
@@ -31,6 +38,10 @@ pub(crate) struct Ctx<'a> {
     pub(crate) run_id: &'a RunId,
     pub(crate) state: &'a BTreeMap<String, Value>,
     changes: Mutex<Option<Changes>>,
+    prompts: PromptRegistry,
+    prompt_events: Option<&'a dyn PlannerEvents>,
+    /// The session's memory, when the driver loaded it.
+    memory: Option<&'a SessionMemory>,
 }
 
 impl<'a> Ctx<'a> {
@@ -44,7 +55,42 @@ impl<'a> Ctx<'a> {
             run_id,
             state,
             changes: Mutex::new(None),
+            prompts: PromptRegistry::new(&agent.prompts),
+            prompt_events: None,
+            memory: None,
         }
+    }
+
+    /// The same context over the session's `memory`.
+    pub(crate) fn with_memory(mut self, memory: &'a SessionMemory) -> Self {
+        self.memory = Some(memory);
+        self
+    }
+
+    /// The same context with `overrides` (the ones in the run's scope) in
+    /// its prompt registry, telling `events` about every render.
+    pub(crate) fn with_prompts(
+        mut self,
+        overrides: Vec<PromptOverride>,
+        events: &'a dyn PlannerEvents,
+    ) -> Self {
+        self.prompts = std::mem::take(&mut self.prompts).with_overrides(overrides);
+        self.prompt_events = Some(events);
+        self
+    }
+
+    /// Renders `name` (or `fallback`) through the registry and tells the sink.
+    fn render_registered(
+        &self,
+        name: &str,
+        fallback: Option<&str>,
+        vars: &Value,
+    ) -> Result<String, PlannerError> {
+        let (text, rendered) = self.prompts.render(name, fallback, vars)?;
+        if let Some(events) = self.prompt_events {
+            events.prompt_rendered(&rendered);
+        }
+        Ok(text)
     }
 
     fn with_changes<R>(&self, f: impl FnOnce(&mut Changes) -> R) -> R {
@@ -67,8 +113,24 @@ impl Changes {
         }
         for r in changes.reminders {
             match r {
-                ReminderChange::Add(r) => machine.add_reminder(r),
-                ReminderChange::Remove(id) => machine.remove_reminder(&id),
+                ReminderChange::Add(r) => {
+                    let id = r.id.clone();
+                    match machine.add_reminder(r) {
+                        ReminderAdded::Refused => tracing::warn!(
+                            reminder = %id,
+                            "guidance reminder refused: the run's reminders are all safety and at their cap"
+                        ),
+                        ReminderAdded::Evicted { id: gone } => tracing::debug!(
+                            reminder = %id,
+                            evicted = %gone,
+                            "reminder cap reached; the oldest lower-tier reminder was dropped"
+                        ),
+                        ReminderAdded::Added | ReminderAdded::Replaced => {}
+                    }
+                }
+                ReminderChange::Remove(id) => {
+                    machine.remove_reminder(&id);
+                }
             }
         }
     }
@@ -93,7 +155,16 @@ impl PlannerContext for Ctx<'_> {
     }
 
     fn memory(&self) -> &dyn MemoryView {
-        &EmptyMemory
+        match self.memory {
+            Some(memory) => memory,
+            None => &EmptyMemory,
+        }
+    }
+
+    fn remember(&self, key: &str, value: Value) {
+        if let Some(memory) = self.memory {
+            memory.remember(key, value);
+        }
     }
 
     fn model(&self, id: &str) -> Option<Arc<dyn ModelClient>> {
@@ -101,12 +172,16 @@ impl PlannerContext for Ctx<'_> {
     }
 
     fn render_prompt(&self, name: &str, vars: &Value) -> Result<String, PlannerError> {
-        let template = self
-            .agent
-            .prompts
-            .get(name)
-            .ok_or_else(|| PlannerError::new(format!("no prompt named `{name}`")))?;
-        render(template, vars)
+        self.render_registered(name, None, vars)
+    }
+
+    fn render_prompt_or(
+        &self,
+        name: &str,
+        fallback: &str,
+        vars: &Value,
+    ) -> Result<String, PlannerError> {
+        self.render_registered(name, Some(fallback), vars)
     }
 
     fn add_reminder(&self, reminder: Reminder) {
@@ -118,51 +193,5 @@ impl PlannerContext for Ctx<'_> {
     }
 }
 
-/// Replaces `{{key}}` with `vars[key]` (strings verbatim, other values as JSON).
-fn render(template: &str, vars: &Value) -> Result<String, PlannerError> {
-    let mut out = String::with_capacity(template.len());
-    let mut rest = template;
-    while let Some(start) = rest.find("{{") {
-        out.push_str(&rest[..start]);
-        let after = &rest[start + 2..];
-        let end = after
-            .find("}}")
-            .ok_or_else(|| PlannerError::new("unclosed `{{` in prompt template"))?;
-        let key = after[..end].trim();
-        match vars.get(key) {
-            Some(Value::String(s)) => out.push_str(s),
-            Some(v) => out.push_str(&v.to_string()),
-            None => {
-                return Err(PlannerError::new(format!(
-                    "prompt variable `{key}` is missing"
-                )));
-            }
-        }
-        rest = &after[end + 2..];
-    }
-    out.push_str(rest);
-    Ok(out)
-}
-
 #[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::render;
-
-    #[test]
-    fn renders_placeholders_and_rejects_missing_ones() {
-        let vars = json!({"name": "Ada", "n": 3});
-        assert_eq!(
-            render("Hi {{ name }}, {{n}}!", &vars).unwrap(),
-            "Hi Ada, 3!"
-        );
-        assert!(
-            render("{{missing}}", &vars)
-                .unwrap_err()
-                .message
-                .contains("missing")
-        );
-        assert!(render("{{name", &vars).is_err());
-    }
-}
+mod tests;

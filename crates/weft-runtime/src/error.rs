@@ -3,7 +3,7 @@
 use weft_core::run::RunError;
 use weft_core::store::StoreError;
 use weft_core::tool::ToolError;
-use weft_core::{AgentId, RunId};
+use weft_core::{AgentId, RunId, SessionId};
 
 use crate::tools::CatalogError;
 
@@ -24,9 +24,9 @@ pub enum RuntimeError {
         /// Its status.
         status: &'static str,
     },
-    /// The run is driven by another process (or waits to be recovered after
-    /// a crash): only its driver can hand an answer to a running tool.
-    #[error("run `{0}` is driven by another process: answer its running tools' questions there")]
+    /// The run is driven by another process, or waits to be recovered after
+    /// a crash (which withdraws its running tools' questions).
+    #[error("run `{0}` is driven by another process, or waits to be recovered")]
     DrivenElsewhere(RunId),
     /// The run is not paused.
     #[error("run `{0}` is not paused")]
@@ -55,4 +55,16 @@ pub enum RuntimeError {
     /// The runtime is shutting down or the run's task ended unexpectedly.
     #[error("run `{0}` ended without an outcome")]
     Interrupted(RunId),
+    /// The session has ended and accepts no new runs.
+    #[error("session `{0}` has ended and accepts no new runs")]
+    SessionEnded(SessionId),
+    /// The history a run in this session starts from could not be made
+    /// (its summary failed).
+    #[error("the history of session `{session_id}` could not be made: {message}")]
+    History {
+        /// The session.
+        session_id: SessionId,
+        /// What went wrong.
+        message: String,
+    },
 }

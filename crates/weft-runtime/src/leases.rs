@@ -93,6 +93,16 @@ impl Leases {
         }
     }
 
+    /// Whether a lease of `run_id` is held.
+    pub(crate) fn holds(&self, run_id: &RunId) -> bool {
+        self.lock().contains_key(run_id)
+    }
+
+    /// Whether no lease is held.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.lock().is_empty()
+    }
+
     /// Whether the lease of `run_id` at `epoch` is surely still ours.
     pub(crate) fn is_trusted(&self, run_id: &RunId, epoch: u64) -> bool {
         self.lock()

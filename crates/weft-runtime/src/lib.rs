@@ -10,11 +10,18 @@
 //! recovers each unfinished run with [`Runtime::recover_unfinished`] without
 //! re-executing completed tool calls.
 //!
+//! Observability: the driver opens GenAI spans (tracing target `gen_ai`:
+//! `invoke_agent`, `execute_tool`, await events) that a trace exporter may
+//! pick up, and tells the runtime's [`Observer`] what it counted
+//! ([`observe`]).
+//!
 //! Architecture invariant: this crate knows no concrete adapter. Models,
 //! durable stores and toolsets come in through `weft-core`'s and
 //! `weft-tools`' traits; the in-memory store here is the only store it ships.
 
+pub mod advisor;
 mod agent;
+mod children;
 mod clock;
 mod context;
 mod driver;
@@ -23,16 +30,22 @@ mod events;
 mod inbox;
 mod leases;
 mod memory;
+pub mod observe;
+pub mod replay;
 mod runtime;
 mod scripted;
+mod session;
 mod tools;
 mod toolsets;
 
 pub use agent::{Agent, AgentBuilder, InvalidCallPolicy, RetryThenFail};
+pub use children::AgentToolSet;
 pub use clock::{Clock, SystemClock, TokioClock};
+pub use driver::spans::{CAPTURE_CONTENT_VAR, TARGET as GENAI_TARGET, capture_content};
 pub use error::RuntimeError;
 pub use events::EventStream;
 pub use memory::MemoryStore;
+pub use observe::{NoObserver, Observation, Observer};
 pub use runtime::{DEFAULT_PAYLOAD_BUDGET, RunHandle, Runtime, RuntimeBuilder, StartRequest};
 pub use scripted::ScriptedPlanner;
 pub use tools::CatalogError;

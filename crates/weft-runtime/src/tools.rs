@@ -92,8 +92,14 @@ impl AgentTools {
                 );
                 return ToolOutput::error(id, name, payload, err);
             };
+            // Agents called as tools run until the run's time budget ends them.
+            let timeout = if toolset.bounded_by_run_budget() {
+                Duration::MAX
+            } else {
+                limits.timeout
+            };
             let fut = AssertUnwindSafe(toolset.call_tool(request)).catch_unwind();
-            let mut out = match tokio::time::timeout(limits.timeout, fut).await {
+            let mut out = match tokio::time::timeout(timeout, fut).await {
                 Err(_) => {
                     let err = ToolError::new(
                         ToolError::TIMEOUT,
@@ -125,6 +131,7 @@ impl AgentTools {
                     out
                 }
             };
+            bound_error(&mut out, limits.payload_budget);
             out.telemetry = Some(Telemetry {
                 duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
                 tokens: None,
@@ -153,8 +160,52 @@ pub enum CatalogError {
     Tools(#[from] weft_tools::CatalogError),
 }
 
-/// Replaces a result larger than `budget` bytes by an omission marker.
+/// Most bytes of one error message, cause or field issue a tool's error
+/// keeps (within the payload budget when that is smaller).
+pub(crate) const MAX_ERROR_TEXT: usize = 8 * 1024;
+
+/// Most causes and field issues an error keeps.
+const MAX_ERROR_ITEMS: usize = 64;
+
+/// Cuts an error's texts and lists to their bounds.
+fn bound_error(out: &mut ToolOutput, budget: u64) {
+    let ToolResultBody::Error(e) = &mut out.result else {
+        return;
+    };
+    let max = MAX_ERROR_TEXT.min(usize::try_from(budget).unwrap_or(usize::MAX));
+    cut_text(&mut e.message, max);
+    e.causes.truncate(MAX_ERROR_ITEMS);
+    for cause in &mut e.causes {
+        cut_text(cause, max);
+    }
+    e.field_issues.truncate(MAX_ERROR_ITEMS);
+}
+
+/// Cuts `text` to at most `max` bytes (on a character boundary), saying so.
+fn cut_text(text: &mut String, max: usize) {
+    if text.len() <= max {
+        return;
+    }
+    let total = text.len();
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.truncate(end);
+    text.push_str(&format!(" … ({} of {total} bytes cut)", total - end));
+}
+
+/// Replaces a result larger than `budget` bytes by an omission marker, and
+/// drops server data larger than the budget (it is never shown to models).
 fn bound_result(out: &mut ToolOutput, budget: u64) {
+    if out
+        .server_data
+        .as_ref()
+        .is_some_and(|d| json_size(d) > budget)
+    {
+        tracing::warn!(tool = %out.name, limit = budget, "server data over the payload budget dropped");
+        out.server_data = None;
+    }
     let bytes = match &out.result {
         ToolResultBody::Json(v) => json_size(v),
         ToolResultBody::Content(c) => {
@@ -166,16 +217,12 @@ fn bound_result(out: &mut ToolOutput, budget: u64) {
     };
     out.result_bytes = bytes;
     if bytes > budget {
+        // The marker says what happened; the bounds stay the tool's own
+        // (invented ones would tell the model "returned 0").
         out.result = ToolResultBody::Omitted(Omission::TooLarge {
             bytes,
             limit: budget,
         });
-        let bounds = out.bounds.get_or_insert_with(Default::default);
-        bounds.truncated = true;
-        if bounds.refinement_hint.is_none() {
-            bounds.refinement_hint =
-                Some("ask for less data (filter, page or summarize)".to_owned());
-        }
     }
 }
 

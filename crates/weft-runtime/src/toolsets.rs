@@ -129,18 +129,13 @@ pub(crate) fn remind_availability(machine: &mut RunMachine, tools: &AgentTools) 
              You will be told when they are back.",
             error.message
         );
-        if !machine
-            .reminders()
-            .iter()
-            .any(|r| r.id == id && r.text == text)
-        {
-            machine.add_reminder(Reminder { id, text });
+        if !machine.reminders().any(|r| r.id == id && r.text == text) {
+            machine.add_reminder(Reminder::new(id, text));
             changed = true;
         }
     }
     let recovered: Vec<String> = machine
         .reminders()
-        .iter()
         .filter_map(|r| {
             let name = r.id.strip_prefix(REMINDER_PREFIX)?;
             let down = tools.unavailable.iter().any(|(n, _)| n == name);
@@ -148,10 +143,10 @@ pub(crate) fn remind_availability(machine: &mut RunMachine, tools: &AgentTools) 
         })
         .collect();
     for name in recovered {
-        machine.add_reminder(Reminder {
-            id: format!("{REMINDER_PREFIX}{name}"),
-            text: format!("{RECOVERED} `{name}` is available again; its tools can be called."),
-        });
+        machine.add_reminder(Reminder::new(
+            format!("{REMINDER_PREFIX}{name}"),
+            format!("{RECOVERED} `{name}` is available again; its tools can be called."),
+        ));
         changed = true;
     }
     changed

@@ -1,6 +1,7 @@
 //! Elicitations through the runtime: a tool asks mid-call, the run shows the
-//! question, a process that does not drive the run cannot answer it, and
-//! recovery withdraws it before the (idempotent) call runs and asks again.
+//! question, a process that does not drive the run answers it through the
+//! store (checked there against the stored question), and recovery
+//! withdraws it before the (idempotent) call runs and asks again.
 
 use std::sync::Arc;
 
@@ -92,7 +93,7 @@ fn answer(action: ElicitationAction, content: Option<Value>) -> AwaitAnswer {
 }
 
 #[tokio::test]
-async fn a_question_is_answered_only_where_the_run_is_driven_and_recovery_asks_again() {
+async fn recovery_withdraws_a_question_and_the_idempotent_call_asks_again() {
     let store = Arc::new(MemoryStore::new());
     let first = runtime(store.clone());
     let handle = first.start("a", StartRequest::user("go")).await.unwrap();
@@ -101,21 +102,8 @@ async fn a_question_is_answered_only_where_the_run_is_driven_and_recovery_asks_a
     let stored = store.load_run(handle.run_id()).await.unwrap().unwrap();
     assert_eq!(stored.snapshot.elicitations()[0].id, asked);
 
-    // A second process cannot answer it: the first one holds the run.
+    // A second process cannot take the run over while the first holds it.
     let second = runtime(store.clone());
-    let elsewhere = second
-        .answer(
-            handle.run_id(),
-            &asked,
-            answer(ElicitationAction::Cancel, None),
-        )
-        .await;
-    assert!(
-        matches!(elsewhere, Err(RuntimeError::DrivenElsewhere(_))),
-        "{elsewhere:?}"
-    );
-
-    // Nor take the run over while the first one holds its lease.
     let held = second.recover(handle.run_id()).await;
     assert!(
         matches!(held, Err(RuntimeError::DrivenElsewhere(_))),
@@ -165,5 +153,76 @@ async fn a_question_is_answered_only_where_the_run_is_driven_and_recovery_asks_a
     assert_eq!(
         stored.snapshot.tool_outputs()[0].result,
         ToolResultBody::Json(json!({"action": "accept", "content": {"name": "Ada"}}))
+    );
+}
+
+#[tokio::test]
+async fn a_question_is_answered_from_a_process_that_does_not_drive_the_run() {
+    let store = Arc::new(MemoryStore::new());
+    let first = runtime(store.clone());
+    let second = runtime(store.clone());
+    let handle = first.start("a", StartRequest::user("go")).await.unwrap();
+    let mut events = handle.events().await.unwrap();
+    let asked = next_question(&mut events).await;
+
+    // Checked against the stored question before it travels.
+    let bad = second
+        .answer(
+            handle.run_id(),
+            &asked,
+            answer(ElicitationAction::Accept, Some(json!({}))),
+        )
+        .await;
+    assert!(matches!(bad, Err(RuntimeError::Protocol(_))), "{bad:?}");
+    let unknown = second
+        .answer(
+            handle.run_id(),
+            &AwaitItemId::new("nope"),
+            answer(ElicitationAction::Cancel, None),
+        )
+        .await;
+    assert!(unknown.is_err(), "{unknown:?}");
+
+    let progress = second
+        .answer(
+            handle.run_id(),
+            &asked,
+            answer(ElicitationAction::Accept, Some(json!({"name": "Ada"}))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(progress, weft_core::run::AwaitProgress::Satisfied);
+    // A second answer to the same question is refused while the first waits
+    // or once it is taken.
+    let again = second
+        .answer(
+            handle.run_id(),
+            &asked,
+            answer(ElicitationAction::Cancel, None),
+        )
+        .await;
+    assert!(again.is_err(), "{again:?}");
+
+    // The first process hands it to its tool; the run finishes there.
+    let outcome = tokio::time::timeout(std::time::Duration::from_secs(5), handle.outcome())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        matches!(outcome, RunOutcome::Response { .. }),
+        "{outcome:?}"
+    );
+    let stored = store.load_run(handle.run_id()).await.unwrap().unwrap();
+    assert_eq!(
+        stored.snapshot.tool_outputs()[0].result,
+        ToolResultBody::Json(json!({"action": "accept", "content": {"name": "Ada"}}))
+    );
+    // The answer is in the run's log as if given to the driver.
+    let log = store.read_events(handle.run_id(), 0, None).await.unwrap();
+    assert!(
+        log.iter().any(
+            |e| matches!(&e.kind, EventKind::AwaitSatisfied { item_id, .. } if item_id == &asked)
+        ),
+        "no answer event"
     );
 }

@@ -57,6 +57,9 @@ fn tools(executions: Arc<AtomicUsize>) -> Arc<dyn ToolSet> {
             })
             .tool("big", "Returns a big string", |args: SizeArgs| async move {
                 Ok::<_, ToolError>("x".repeat(args.bytes))
+            })
+            .tool("fail", "Fails at length", |args: SizeArgs| async move {
+                Err::<i64, _>(ToolError::new(ToolError::INTERNAL, "é".repeat(args.bytes)))
             }),
     )
 }
@@ -354,11 +357,14 @@ async fn an_oversized_result_is_omitted_with_its_reason() {
         })
     );
     assert_eq!(out.result_bytes, 5002);
-    assert!(out.bounds.as_ref().unwrap().truncated);
+    // Bounds are the tool's to report; this tool reported none.
+    assert_eq!(out.bounds, None);
     // The model transcript carries the marker, not the data.
-    let tool_msg = &stored.snapshot.transcript().as_slice()[2];
+    let tool_msg = stored.snapshot.transcript().get(2).unwrap();
     let text = format!("{tool_msg:?}");
     assert!(text.contains("result omitted"));
+    assert!(text.contains("narrow the request"));
+    assert!(!text.contains("returned 0"), "{text}");
     assert!(!text.contains("xxxx"));
 }
 
@@ -397,19 +403,13 @@ async fn time_budget_forces_finalization() {
     );
 }
 
-#[tokio::test]
-async fn tool_cap_forces_finalization() {
+/// A run of ten tool turns under `policy` is made to finalize by the cap
+/// `reason`, after `executed` tool calls.
+async fn a_cap_forces_finalization(policy: Policy, reason: TerminationReason, executed: usize) {
     let turns = (0..10)
         .map(|i| call("t.add", json!({"a": i, "b": 1})))
         .collect();
-    let (rt, executions) = runtime(
-        turns,
-        Policy {
-            max_tool_calls: NonZeroU32::new(3),
-            ..Policy::default()
-        },
-        Duration::from_secs(5),
-    );
+    let (rt, executions) = runtime(turns, policy, Duration::from_secs(5));
     let handle = rt.start("a", StartRequest::user("loop")).await.unwrap();
     let outcome = handle.outcome().await.unwrap();
     let RunOutcome::Response {
@@ -419,8 +419,73 @@ async fn tool_cap_forces_finalization() {
     else {
         panic!("{outcome:?}")
     };
-    assert_eq!(t.reason, TerminationReason::ToolCap);
-    assert_eq!(executions.load(Ordering::SeqCst), 3);
+    assert_eq!(t.reason, reason);
+    assert_eq!(executions.load(Ordering::SeqCst), executed);
+}
+
+#[tokio::test]
+async fn tool_cap_forces_finalization() {
+    let policy = Policy {
+        max_tool_calls: NonZeroU32::new(3),
+        ..Policy::default()
+    };
+    a_cap_forces_finalization(policy, TerminationReason::ToolCap, 3).await;
+}
+
+#[tokio::test]
+async fn an_oversized_error_message_is_cut_within_the_budget() {
+    let (rt, _) = runtime(
+        vec![
+            call("t.fail", json!({"bytes": 100_000})),
+            PlanResult::final_text("ok"),
+        ],
+        Policy::default(),
+        Duration::from_secs(5),
+    );
+    let handle = rt.start("a", StartRequest::user("fail")).await.unwrap();
+    handle.outcome().await.unwrap();
+    let stored = rt.store().load_run(handle.run_id()).await.unwrap().unwrap();
+    let ToolResultBody::Error(e) = &stored.snapshot.tool_outputs()[0].result else {
+        panic!("{:?}", stored.snapshot.tool_outputs()[0].result);
+    };
+    // The runtime's budget here is 1 KiB: the message keeps at most that.
+    assert!(e.message.len() < 1024 + 64, "{}", e.message.len());
+    assert!(
+        e.message.ends_with("of 200000 bytes cut)"),
+        "{}",
+        &e.message[1000..]
+    );
+}
+
+#[tokio::test]
+async fn turn_cap_forces_finalization() {
+    let policy = Policy {
+        max_turns: NonZeroU32::new(4),
+        ..Policy::default()
+    };
+    a_cap_forces_finalization(policy, TerminationReason::TurnCap, 4).await;
+}
+
+#[test]
+fn an_agent_has_every_cap_unless_given_a_policy() {
+    let planner = Arc::new(ScriptedPlanner::new(vec![]));
+    let agent = Agent::builder("a", planner.clone()).build();
+    let p = agent.policy();
+    assert!(p.max_turns.is_some() && p.max_tool_calls.is_some());
+    assert!(p.max_consecutive_failures.is_some() && p.time_budget.is_some());
+    // A cap left unset is filled in; one that is set is kept.
+    let raised = Policy {
+        max_turns: NonZeroU32::new(1_000),
+        ..Policy::default()
+    }
+    .with_default_caps();
+    assert_eq!(raised.max_turns, NonZeroU32::new(1_000));
+    assert_eq!(raised.max_tool_calls, Policy::bounded().max_tool_calls);
+    // Given explicitly, a policy is used as is.
+    let open = Agent::builder("a", planner)
+        .policy(Policy::default())
+        .build();
+    assert_eq!(open.policy().max_turns, None);
 }
 
 #[tokio::test]
@@ -688,4 +753,22 @@ async fn recovery_reruns_only_idempotent_calls_that_were_in_flight() {
         !second.recover(handle.run_id()).await.unwrap(),
         "a finished run is not recovered"
     );
+}
+
+#[tokio::test]
+async fn a_planner_s_notes_become_planner_thought_events() {
+    let mut answer = PlanResult::final_text("done");
+    answer.notes = vec!["checked the cache".into(), "nothing to call".into()];
+    let agent = Agent::builder("noted", Arc::new(ScriptedPlanner::new(vec![answer]))).build();
+    let rt = Runtime::builder().agent(agent).build();
+    let handle = rt.start("noted", StartRequest::user("hi")).await.unwrap();
+    handle.outcome().await.unwrap();
+    let mut events = handle.events().await.unwrap();
+    let mut thoughts = Vec::new();
+    while let Some(e) = events.next().await {
+        if let EventKind::PlannerThought { text, .. } = e.unwrap().kind {
+            thoughts.push(text);
+        }
+    }
+    assert_eq!(thoughts, ["checked the cache", "nothing to call"]);
 }

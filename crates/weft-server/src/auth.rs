@@ -19,7 +19,7 @@ use crate::AppState;
 use crate::error::ApiError;
 
 /// The label that records which tenant owns a session or a run.
-pub const TENANT_LABEL: &str = "weft.tenant";
+pub const TENANT_LABEL: &str = weft_core::session::TENANT_LABEL;
 
 /// Which tenant each bearer token belongs to.
 #[derive(Clone, Default)]

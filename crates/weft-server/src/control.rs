@@ -34,7 +34,7 @@ use crate::json::{JsonBody, OptionalJsonBody};
         (status = 400, description = "Unknown item, or an answer that does not fit it; the run stays paused", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such run for this tenant", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "The item is already answered, the run awaits nothing, or a running tool's question of a run driven by another process", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The item is already answered, the run awaits nothing, or a running tool's question whose driver died (recovery withdraws it)", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]
@@ -116,7 +116,7 @@ pub(crate) async fn continue_run(
         (status = 200, description = "Cancelled, or cancelling", body = RunView),
         (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such run for this tenant", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "Finished, or driven by another process", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "Finished", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]

@@ -298,6 +298,11 @@ pub struct CancelRun {
 pub struct RunQuery {
     /// Only runs of this session.
     pub session_id: Option<String>,
+    /// Only runs of this agent.
+    pub agent: Option<String>,
+    /// Only runs carrying every one of these labels: `key=value` pairs,
+    /// comma-separated.
+    pub label: Option<String>,
     /// Only runs with one of these statuses, comma-separated
     /// (running, awaiting, paused, completed, failed, cancelled).
     pub status: Option<String>,

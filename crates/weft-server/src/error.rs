@@ -202,13 +202,16 @@ impl From<RuntimeError> for ApiError {
             RuntimeError::NotAwaiting { .. }
             | RuntimeError::DrivenElsewhere(_)
             | RuntimeError::NotPaused(_)
-            | RuntimeError::Finished(_) => ApiError::Conflict(e.to_string()),
+            | RuntimeError::Finished(_)
+            | RuntimeError::SessionEnded(_) => ApiError::Conflict(e.to_string()),
             RuntimeError::Protocol(p) => p.into(),
             RuntimeError::Store(s) => s.into(),
             RuntimeError::Tools(_) | RuntimeError::Catalog { .. } => {
                 ApiError::Unavailable(Box::new(e))
             }
-            RuntimeError::Interrupted(_) => ApiError::Unavailable(Box::new(e)),
+            RuntimeError::Interrupted(_) | RuntimeError::History { .. } => {
+                ApiError::Unavailable(Box::new(e))
+            }
         }
     }
 }
@@ -262,6 +265,9 @@ impl From<SessionError> for ApiError {
         match e {
             SessionError::NotFound { .. } => ApiError::NotFound(e.to_string()),
             SessionError::Exists { .. } | SessionError::Ended { .. } => {
+                ApiError::Conflict(e.to_string())
+            }
+            SessionError::MemoryFull { .. } | SessionError::MemoryValueTooLarge { .. } => {
                 ApiError::Conflict(e.to_string())
             }
             SessionError::TranscriptGap { .. } => ApiError::Internal(Box::new(e)),

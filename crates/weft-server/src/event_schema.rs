@@ -166,6 +166,20 @@ pub(crate) enum RunEventSchema {
         /// The item.
         item_id: String,
     },
+    /// A model's whole answer for one planning call (`text`, `thinking`,
+    /// `tool_calls` with provider names and raw arguments, `usage`,
+    /// `stop_reason`), recorded for replay.
+    ModelOutput {
+        /// Position in the run's log.
+        seq: u64,
+        /// When it happened, in milliseconds since the Unix epoch.
+        at: u64,
+        /// The model's id.
+        model: String,
+        /// The answer.
+        #[schema(value_type = Object)]
+        output: Value,
+    },
     /// Tokens used.
     Usage {
         /// Position in the run's log.
@@ -183,6 +197,22 @@ pub(crate) enum RunEventSchema {
         at: u64,
         /// Why.
         termination: TerminationSchema,
+    },
+    /// A planner rendered a prompt through the prompt registry.
+    PromptRendered {
+        /// Position in the run's log.
+        seq: u64,
+        /// When it happened, in milliseconds since the Unix epoch.
+        at: u64,
+        /// The template's id (the prompt's name).
+        template_id: String,
+        /// The version of the template text used (a hash of it).
+        version: String,
+        /// The scope of the override used; absent when the agent's own
+        /// template (or the planner's default) was used.
+        #[serde(rename = "override")]
+        #[schema(nullable = false)]
+        override_scope: Option<PromptScopeSchema>,
     },
 }
 
@@ -284,4 +314,16 @@ pub(crate) struct UsageSchema {
     cache_read_tokens: u64,
     /// Prompt tokens written to the provider's cache.
     cache_creation_tokens: u64,
+}
+
+/// Where a prompt override applies: each part that is set must match the run.
+#[derive(Serialize, ToSchema)]
+#[schema(as = PromptScope)]
+pub(crate) struct PromptScopeSchema {
+    /// Only runs of this tenant.
+    tenant: Option<String>,
+    /// Only runs of this session.
+    session_id: Option<String>,
+    /// Only runs carrying every one of these labels.
+    labels: BTreeMap<String, String>,
 }

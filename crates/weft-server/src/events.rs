@@ -90,6 +90,7 @@ pub(crate) async fn run_events(
         },
         shutdown: Box::pin(state.shutting_down()),
         _permit: permit,
+        _open: state.metrics.stream_opened(),
     };
     let stream =
         futures_util::stream::unfold(
@@ -105,6 +106,8 @@ struct Follow {
     shutdown: Pin<Box<dyn Future<Output = ()> + Send>>,
     /// Counts this stream against the tenant's cap while it lives.
     _permit: StreamPermit,
+    /// Counts this stream in the open-streams gauge while it lives.
+    _open: crate::metrics::OpenStream,
 }
 
 impl Follow {

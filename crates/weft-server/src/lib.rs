@@ -21,7 +21,8 @@
 //! - [`dto`]: request and response bodies.
 //! - `sessions`, `runs`, `events` (SSE), `control` (answers, pause, continue,
 //!   cancel): the handlers; `access`: the tenant and input checks they share;
-//!   `listing`: a tenant's runs and sessions as the store lists them.
+//!   `listing`: a tenant's runs and sessions as the store lists them;
+//!   `prompts`: a tenant's prompt overrides (list, set, clear).
 //! - `quota`: per-tenant quotas ([`TenantQuotas`]) on unfinished runs, starts
 //!   per minute and open event streams.
 //! - `listen` and `activity`: the accept loop and each connection's
@@ -29,6 +30,8 @@
 //! - `openapi`: the document served at `/openapi.json`, with the schemas of
 //!   weft-core's shapes in `message_schema`, `await_schema`, `event_schema`
 //!   and `elicit_schema`.
+//! - `ui`: the run viewer, static files from `ui/` embedded in the binary
+//!   and served at `/ui/`; a browser client of the API, not part of it.
 //!
 //! Every limit is on by default and set on [`AppState`]: the body limit,
 //! [`ConnLimits`], [`TenantQuotas`] and the replay page.
@@ -36,10 +39,15 @@
 //! Runs created outside the server (without a `weft.tenant` label) are
 //! visible to no tenant.
 //!
-//! Endpoints: `GET /healthz`, `GET /openapi.json`, and under `/v1`:
-//! `POST|GET /sessions`, `GET /sessions/{id}`, `POST /sessions/{id}/end`,
+//! - [`metrics`]: [`Metrics`] (the runtime's observer) and `GET /metrics`,
+//!   behind its own token ([`MetricsAccess`]).
+//!
+//! Endpoints: `GET /healthz`, `GET /openapi.json`, `GET /metrics`, the viewer at
+//! `GET /ui/`, and under `/v1`:
+//! `POST|GET /sessions`, `GET|DELETE /sessions/{id}`, `POST /sessions/{id}/end`,
 //! `POST|GET /runs`, `GET /runs/{id}`, `GET /runs/{id}/events` (SSE),
-//! `POST /runs/{id}/answers`, `POST /runs/{id}/pause|continue|cancel`.
+//! `POST /runs/{id}/answers`, `POST /runs/{id}/pause|continue|cancel`,
+//! `POST|GET /prompts`, `POST /prompts/clear`.
 //!
 //! With `WEFT_TOKENS="acme=tok1"`, a client starts a run, follows its events
 //! and answers an await like this:
@@ -80,10 +88,13 @@ pub mod json;
 mod listen;
 mod listing;
 mod message_schema;
+pub mod metrics;
 mod openapi;
+mod prompts;
 mod quota;
 mod runs;
 mod sessions;
+mod ui;
 
 use std::future::Future;
 use std::num::NonZeroU32;
@@ -100,8 +111,10 @@ pub use auth::{TENANT_LABEL, Tenant, Tenants, TokensError};
 pub use error::{ApiError, BoxError, FieldError, Problem};
 pub use json::JsonBody;
 pub use listen::ConnLimits;
+pub use metrics::{Metrics, MetricsAccess};
 pub use openapi::openapi;
 pub use quota::TenantQuotas;
+pub use ui::{CONTENT_SECURITY_POLICY, UI_PATH};
 
 /// The default request body limit: 1 MiB.
 pub const DEFAULT_BODY_LIMIT: usize = 1024 * 1024;
@@ -126,6 +139,11 @@ pub struct AppState {
     /// How many stored events an event stream reads at a time, so a replay
     /// from far back holds one page in memory, not the whole log.
     pub replay_page: NonZeroU32,
+    /// The metrics `GET /metrics` shows; the runtime's observer should be
+    /// the same object, so runs and tool calls are counted.
+    pub metrics: Arc<Metrics>,
+    /// Who may read `GET /metrics` (nobody by default).
+    pub metrics_access: MetricsAccess,
     quotas: Arc<quota::Quotas>,
     shutdown: watch::Sender<bool>,
 }
@@ -140,6 +158,8 @@ impl AppState {
             body_limit: DEFAULT_BODY_LIMIT,
             conn_limits: ConnLimits::default(),
             replay_page: DEFAULT_REPLAY_PAGE,
+            metrics: Arc::new(Metrics::new()),
+            metrics_access: MetricsAccess::Off,
             quotas: quota::Quotas::new(TenantQuotas::default()),
             shutdown: watch::channel(false).0,
         }
@@ -174,6 +194,13 @@ impl AppState {
         self
     }
 
+    /// Serves `metrics` at `GET /metrics` to whoever `access` lets in.
+    pub fn with_metrics(mut self, metrics: Arc<Metrics>, access: MetricsAccess) -> Self {
+        self.metrics = metrics;
+        self.metrics_access = access;
+        self
+    }
+
     /// A fresh id with `prefix`, unique across processes with high probability.
     pub(crate) fn new_id(&self, prefix: &str) -> String {
         // A random v4 UUID: no client can guess, probe or take another
@@ -205,11 +232,15 @@ pub fn app(state: AppState) -> Router {
     Router::new()
         .route("/healthz", get(runs::health))
         .route("/openapi.json", get(openapi::serve_document))
+        .route("/metrics", get(metrics::serve_metrics))
         .route(
             "/v1/sessions",
             post(sessions::create_session).get(sessions::list_sessions),
         )
-        .route("/v1/sessions/{session_id}", get(sessions::get_session))
+        .route(
+            "/v1/sessions/{session_id}",
+            get(sessions::get_session).delete(sessions::delete_session),
+        )
         .route("/v1/sessions/{session_id}/end", post(sessions::end_session))
         .route("/v1/runs", post(runs::start_run).get(runs::list_runs))
         .route("/v1/runs/{run_id}", get(runs::get_run))
@@ -218,6 +249,12 @@ pub fn app(state: AppState) -> Router {
         .route("/v1/runs/{run_id}/pause", post(control::pause_run))
         .route("/v1/runs/{run_id}/continue", post(control::continue_run))
         .route("/v1/runs/{run_id}/cancel", post(control::cancel_run))
+        .route(
+            "/v1/prompts",
+            post(prompts::set_prompt).get(prompts::list_prompts),
+        )
+        .route("/v1/prompts/clear", post(prompts::clear_prompt))
+        .merge(ui::routes())
         .fallback(|| async { ApiError::NotFound("no such route".to_owned()) })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .layer(DefaultBodyLimit::max(limit))

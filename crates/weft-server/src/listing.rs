@@ -7,6 +7,7 @@
 
 use weft_core::session::{SessionFilter, SessionRecord};
 use weft_core::store::{ListCursor, RunFilter, RunRecord, RunStatus};
+use weft_core::tool::Labels;
 
 use crate::AppState;
 use crate::auth::Tenant;
@@ -35,6 +36,29 @@ pub(crate) fn cursor(token: Option<&str>) -> Result<Option<ListCursor>, ApiError
                 .ok_or_else(|| ApiError::field("cursor", "is not a cursor this server handed out"))
         })
         .transpose()
+}
+
+/// The labels of a `label` query parameter: `key=value` pairs,
+/// comma-separated; a pair without `=` or with an empty key is a 400.
+pub(crate) fn labels(spec: Option<&str>) -> Result<Labels, ApiError> {
+    let mut labels = Labels::new();
+    for pair in spec.unwrap_or_default().split(',').map(str::trim) {
+        if pair.is_empty() {
+            continue;
+        }
+        match pair.split_once('=') {
+            Some((key, value)) if !key.trim().is_empty() => {
+                labels.insert(key.trim().to_owned(), value.trim().to_owned());
+            }
+            _ => {
+                return Err(ApiError::field(
+                    "label",
+                    format!("`{pair}` is not a `key=value` pair"),
+                ));
+            }
+        }
+    }
+    Ok(labels)
 }
 
 /// The cursor of the next page after `page`, when it was full.

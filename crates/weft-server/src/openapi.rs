@@ -28,24 +28,27 @@ use crate::elicit_schema::{
 };
 use crate::error::{FieldError, PROBLEM_JSON, Problem};
 use crate::event_schema::{
-    RunEventSchema, RunFailureSchema, RunOutcomeSchema, TerminationReasonSchema, TerminationSchema,
-    UsageSchema,
+    PromptScopeSchema, RunEventSchema, RunFailureSchema, RunOutcomeSchema, TerminationReasonSchema,
+    TerminationSchema, UsageSchema,
 };
 use crate::message_schema::{
     MediaKindSchema, MediaSourceSchema, MessageSchema, PartSchema, RoleSchema, RunInputSchema,
 };
-use crate::{control, events, runs, sessions};
+use crate::prompts::{ClearPrompt, PromptCleared, PromptList, PromptView, SetPrompt};
+use crate::{control, events, metrics, prompts, runs, sessions};
 
 #[derive(OpenApi)]
 #[openapi(
-    info(title = "weft", description = "Durable LLM-agent runs over HTTP: sessions, runs, events (SSE) and human-in-the-loop answers."),
+    info(title = "weft", description = "Durable LLM-agent runs over HTTP: sessions, runs, events (SSE) and human-in-the-loop answers. The run viewer served at `/ui/` (HTML, scripts and styles) is a browser client of this API, not part of it, and is not described here."),
     paths(
         runs::health,
         serve_document,
+        metrics::serve_metrics,
         sessions::create_session,
         sessions::list_sessions,
         sessions::get_session,
         sessions::end_session,
+        sessions::delete_session,
         runs::start_run,
         runs::list_runs,
         runs::get_run,
@@ -54,6 +57,9 @@ use crate::{control, events, runs, sessions};
         control::pause_run,
         control::continue_run,
         control::cancel_run,
+        prompts::list_prompts,
+        prompts::set_prompt,
+        prompts::clear_prompt,
     ),
     components(schemas(
         AnswerAccepted, AwaitView, CancelRun, CreateSession, EndedSession, FieldError, Health,
@@ -64,13 +70,16 @@ use crate::{control, events, runs, sessions};
         QuestionSchema, QuestionOptionSchema, ExternalToolCallSchema, AwaitAnswerSchema,
         ToolOutputSchema, ToolResultBodySchema, ToolResultKindSchema, RunEventSchema,
         RunOutcomeSchema, RunFailureSchema, TerminationSchema, TerminationReasonSchema,
-        UsageSchema,
+        UsageSchema, SetPrompt, ClearPrompt, PromptCleared, PromptView, PromptList,
+        PromptScopeSchema,
     )),
     modifiers(&BearerAuth, &ProblemResponses),
     tags(
         (name = "sessions", description = "Conversations holding runs"),
         (name = "runs", description = "Runs, their events and their awaits"),
+        (name = "prompts", description = "The caller's prompt overrides"),
         (name = "health", description = "Liveness and this document"),
+        (name = "operations", description = "Metrics for the operator's scraper"),
     )
 )]
 struct ApiDoc;
@@ -83,6 +92,17 @@ impl Modify for BearerAuth {
         components.add_security_scheme(
             "bearer",
             SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
+        components.add_security_scheme(
+            "metrics_bearer",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some(
+                        "The operator's metrics token (`WEFT_METRICS_TOKEN`), not a tenant token",
+                    ))
+                    .build(),
+            ),
         );
     }
 }
@@ -99,6 +119,9 @@ impl Modify for ProblemResponses {
             }
             let names_resource = path.contains('{');
             if let Some(op) = item.get.as_mut() {
+                add_common(op, names_resource);
+            }
+            if let Some(op) = item.delete.as_mut() {
                 add_common(op, names_resource);
             }
             if let Some(op) = item.post.as_mut() {

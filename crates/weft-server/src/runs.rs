@@ -14,7 +14,7 @@ use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use weft_core::session::{SessionError, SessionRecord};
 use weft_core::store::{RunFilter, RunStatus};
-use weft_core::{RunId, SessionId};
+use weft_core::{AgentId, RunId, SessionId};
 use weft_runtime::{RuntimeError, StartRequest};
 
 use crate::access::{check_id, check_labels, owned_run};
@@ -72,6 +72,7 @@ pub(crate) async fn start_run(
     };
     let handle = match state.runtime.start(&body.agent, request).await {
         Ok(handle) => handle,
+        Err(RuntimeError::SessionEnded(id)) => return Err(ended(&id)),
         Err(RuntimeError::Store(e)) => {
             // The store refuses runs on an ended session with a backend
             // error; tell that case apart by reading the session again.
@@ -123,7 +124,7 @@ pub(crate) async fn get_run(
     get, path = "/v1/runs", tag = "runs", params(RunQuery),
     responses(
         (status = 200, description = "The runs", body = RunList),
-        (status = 400, description = "Unknown status", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "Unknown status, or a label filter that is not `key=value` pairs", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
@@ -147,10 +148,11 @@ pub(crate) async fn list_runs(
     let size = listing::page_size(query.limit);
     let filter = RunFilter {
         session_id: query.session_id.map(SessionId::new),
+        agent_id: query.agent.filter(|a| !a.is_empty()).map(AgentId::new),
+        labels: listing::labels(query.label.as_deref())?,
         statuses,
         limit: Some(size),
         before: listing::cursor(query.cursor.as_deref())?,
-        ..RunFilter::default()
     };
     let page = listing::runs(&state, &tenant, filter).await?;
     let next_cursor = listing::next_cursor(&page, size, |r| weft_core::store::ListCursor {

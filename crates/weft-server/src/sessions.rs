@@ -1,7 +1,9 @@
-//! Session handlers: create, list, get and end a tenant's sessions.
+//! Session handlers: create, list, get, end and delete a tenant's sessions.
 //!
 //! Ending a session marks it ended in the store first (so no new run can
 //! start on it), then cancels its unfinished runs through the runtime.
+//! Deleting one does the same and erases its transcript and memory in the
+//! store's write that ends it.
 
 use axum::Json;
 use axum::extract::rejection::QueryRejection;
@@ -123,11 +125,48 @@ pub(crate) async fn end_session(
     Path(session_id): Path<String>,
     OptionalJsonBody(NoOptions {}): OptionalJsonBody<NoOptions>,
 ) -> Result<Json<EndedSession>, ApiError> {
-    let session = owned_session(&state, &tenant, &session_id).await?;
-    let ended = state
-        .sessions
-        .end_session(&session.session_id, now())
-        .await?;
+    close(&state, &tenant, &session_id, false).await
+}
+
+/// Deletes one of the caller's sessions: ends it, cancels its unfinished
+/// runs, and erases its transcript and memory (its runs stay).
+#[utoipa::path(
+    delete, path = "/v1/sessions/{session_id}", tag = "sessions",
+    params(("session_id" = String, Path, description = "The session")),
+    responses(
+        (status = 200, description = "The session ended and its history and memory were erased; its runs were cancelled", body = EndedSession),
+        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such session for this tenant", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = []))
+)]
+pub(crate) async fn delete_session(
+    State(state): State<AppState>,
+    tenant: Tenant,
+    Path(session_id): Path<String>,
+) -> Result<Json<EndedSession>, ApiError> {
+    close(&state, &tenant, &session_id, true).await
+}
+
+/// Ends (or deletes) a session, then cancels its unfinished runs.
+async fn close(
+    state: &AppState,
+    tenant: &Tenant,
+    session_id: &str,
+    delete: bool,
+) -> Result<Json<EndedSession>, ApiError> {
+    let session = owned_session(state, tenant, session_id).await?;
+    let ended = if delete {
+        state
+            .sessions
+            .delete_session(&session.session_id, now())
+            .await?
+    } else {
+        state
+            .sessions
+            .end_session(&session.session_id, now())
+            .await?
+    };
     let unfinished = state
         .runtime
         .store()
@@ -140,10 +179,10 @@ pub(crate) async fn end_session(
     let mut cancelled_runs = Vec::new();
     let mut uncancelled_runs = Vec::new();
     for run in unfinished {
-        match control::cancel(&state, &run.run_id, "the session was ended").await {
+        match control::cancel(state, &run.run_id, "the session was ended").await {
             Ok(_) => cancelled_runs.push(run.run_id.to_string()),
             // It finished on its own between the listing and the cancel.
-            Err(ApiError::Conflict(_)) if finished(&state, &run.run_id).await => {}
+            Err(ApiError::Conflict(_)) if finished(state, &run.run_id).await => {}
             Err(e) => {
                 tracing::warn!(run_id = %run.run_id, error = %e, "cannot cancel a run of an ended session");
                 uncancelled_runs.push(run.run_id.to_string());

@@ -177,6 +177,73 @@ async fn runs_are_listed_by_session_and_status() {
 }
 
 #[tokio::test]
+async fn runs_are_listed_by_agent_and_label() {
+    let f = Fixture::new().await;
+    let start = |agent: &'static str, labels: Value| {
+        let f = &f;
+        async move {
+            let r = f
+                .post(
+                    "/v1/runs",
+                    TOKEN_A,
+                    json!({"agent": agent, "input": "hi", "labels": labels}),
+                )
+                .await;
+            assert_eq!(r.status, 201, "{}", r.body);
+            r.body["run_id"].as_str().unwrap().to_owned()
+        }
+    };
+    let plain = start("echo", json!({})).await;
+    let blue = start("echo", json!({"team": "blue", "env": "dev"})).await;
+    let asking = start("ask", json!({"team": "blue"})).await;
+    let ids = |path: String| {
+        let f = &f;
+        async move {
+            let r = f.get(&path, TOKEN_A).await;
+            assert_eq!(r.status, 200, "{path}: {}", r.body);
+            let mut ids: Vec<String> = r.body["runs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r["run_id"].as_str().unwrap().to_owned())
+                .collect();
+            ids.sort();
+            ids
+        }
+    };
+    let sorted = |mut v: Vec<String>| {
+        v.sort();
+        v
+    };
+    assert_eq!(
+        ids("/v1/runs?agent=echo".into()).await,
+        sorted(vec![plain.clone(), blue.clone()])
+    );
+    assert_eq!(ids("/v1/runs?agent=ask".into()).await, vec![asking.clone()]);
+    assert!(ids("/v1/runs?agent=nobody".into()).await.is_empty());
+    assert_eq!(
+        ids("/v1/runs?label=team%3Dblue".into()).await,
+        sorted(vec![blue.clone(), asking.clone()])
+    );
+    assert_eq!(
+        ids("/v1/runs?label=team%3Dblue,env%3Ddev&agent=echo".into()).await,
+        vec![blue.clone()]
+    );
+    // A filter naming another tenant's label cannot reach that tenant:
+    // the caller's own tenant label replaces it.
+    assert_eq!(
+        ids("/v1/runs?label=weft.tenant%3Dtenant-b".into()).await,
+        sorted(vec![plain.clone(), blue.clone(), asking.clone()])
+    );
+    let r = f.get("/v1/runs?label=team", TOKEN_A).await;
+    assert_eq!(r.status, 400);
+    assert_eq!(r.fields(), ["label"]);
+    // Tenant B sees none of them, whatever it filters on.
+    let r = f.get("/v1/runs?agent=echo", TOKEN_B).await;
+    assert_eq!(r.body["runs"], json!([]));
+}
+
+#[tokio::test]
 async fn lists_are_paged_with_a_cursor_and_scoped_to_the_tenant() {
     let f = Fixture::new().await;
     let mut mine = Vec::new();

@@ -9,12 +9,14 @@ use common::served::Served;
 use serde_json::Value;
 
 /// Every route the router serves.
-const ROUTES: [(&str, &str); 14] = [
+const ROUTES: [(&str, &str); 19] = [
     ("get", "/healthz"),
     ("get", "/openapi.json"),
+    ("get", "/metrics"),
     ("post", "/v1/sessions"),
     ("get", "/v1/sessions"),
     ("get", "/v1/sessions/{session_id}"),
+    ("delete", "/v1/sessions/{session_id}"),
     ("post", "/v1/sessions/{session_id}/end"),
     ("post", "/v1/runs"),
     ("get", "/v1/runs"),
@@ -24,10 +26,16 @@ const ROUTES: [(&str, &str); 14] = [
     ("post", "/v1/runs/{run_id}/pause"),
     ("post", "/v1/runs/{run_id}/continue"),
     ("post", "/v1/runs/{run_id}/cancel"),
+    ("get", "/v1/prompts"),
+    ("post", "/v1/prompts"),
+    ("post", "/v1/prompts/clear"),
 ];
 
 /// The error statuses a route can give.
 fn errors_of(method: &str, path: &str) -> Vec<&'static str> {
+    if path == "/metrics" {
+        return vec!["401", "404"];
+    }
     if !path.starts_with("/v1/") {
         return Vec::new();
     }
@@ -43,6 +51,10 @@ fn errors_of(method: &str, path: &str) -> Vec<&'static str> {
     }
     if (method, path) == ("post", "/v1/runs") || path.ends_with("/events") {
         statuses.push("429");
+    }
+    // A prompt override's scope may name a session the caller does not have.
+    if method == "post" && path.starts_with("/v1/prompts") {
+        statuses.push("404");
     }
     statuses
 }
@@ -172,7 +184,9 @@ async fn inputs_answers_outcomes_and_events_have_typed_schemas() {
         "await_satisfied",
         "await_withdrawn",
         "usage",
+        "model_output",
         "termination",
+        "prompt_rendered",
     ];
     expected.sort();
     assert_eq!(events, expected);

@@ -9,7 +9,7 @@ use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use common::{Fixture, scenarios};
+use common::{Fixture, prompted, scenarios};
 use sqlx::{Connection, PgConnection};
 
 const DEFAULT_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
@@ -59,4 +59,9 @@ async fn tenant_isolation_on_postgres() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_answers_on_postgres() {
     in_fresh_schema(|f| async move { scenarios::bad_answers(&f).await }).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prompt_overrides_on_postgres() {
+    in_fresh_schema(|f| async move { prompted::override_reaches_the_planner(&f).await }).await;
 }

@@ -70,16 +70,20 @@ async fn concurrent_starts_do_not_overshoot_the_cap() {
         .iter()
         .map(|r| r.status().as_u16())
         .collect();
-    assert_eq!(
-        statuses.iter().filter(|s| **s == 201).count(),
-        3,
-        "{statuses:?}"
-    );
+    // Admission is conservative: a burst never overshoots the cap, though
+    // starts racing each other may leave it short.
+    let accepted = statuses.iter().filter(|s| **s == 201).count();
+    assert!((1..=3).contains(&accepted), "{statuses:?}");
     assert_eq!(
         statuses.iter().filter(|s| **s == 429).count(),
-        9,
+        12 - accepted,
         "{statuses:?}"
     );
+    // Once the burst is over, starts fill the cap exactly.
+    for _ in accepted..3 {
+        server.started(TOKEN_A, "slow").await;
+    }
+    too_many(server.start_run(TOKEN_A, "slow").await).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,5 +1,6 @@
 //! How values are written to and read from columns: integers, labels, JSON
-//! bodies and machine snapshots. Both backends store JSON as text.
+//! bodies and machine snapshots (see [`crate::parts`] for snapshots stored
+//! in parts). Both backends store JSON as text.
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -50,9 +51,23 @@ pub(crate) fn status(text: &str) -> Result<RunStatus, StoreError> {
     text.parse()
 }
 
-/// A stored snapshot as a machine. A snapshot written in another format
-/// version gets an error that says so, rather than serde's field complaint.
+/// A stored snapshot as a machine, checked (`RunMachine::validate`) before
+/// anyone drives it. A snapshot written in another format version gets an
+/// error that says so, rather than serde's field complaint.
 pub(crate) fn snapshot(run_id: &RunId, text: &str) -> Result<RunMachine, StoreError> {
+    let machine: RunMachine = parse_snapshot(run_id, text)?;
+    machine
+        .validate()
+        .map_err(|e| corrupt(format!("snapshot of run `{run_id}`: {e}")))?;
+    Ok(machine)
+}
+
+/// A stored snapshot (a whole machine or its head) as a value, unchecked;
+/// one in another format version gets an error naming both versions.
+pub(crate) fn parse_snapshot<T: DeserializeOwned>(
+    run_id: &RunId,
+    text: &str,
+) -> Result<T, StoreError> {
     serde_json::from_str(text).map_err(|e| {
         let version = serde_json::from_str::<serde_json::Value>(text)
             .ok()

@@ -1,12 +1,16 @@
 //! A commit as the SQL backends apply it: encoded and owned before any
 //! transaction opens ([`CommitJob`]), checked against the log's last
 //! sequence number, and inserted in chunks of [`EVENTS_PER_INSERT`] events.
+//! A commit that completes a run may carry messages for its session's
+//! transcript, appended in the same transaction. Its snapshot is a head and
+//! the parts the store does not hold yet ([`crate::parts`]).
 
 use weft_core::RunId;
 use weft_core::event::RunEvent;
 use weft_core::store::StoreError;
 
 use crate::codec;
+use crate::parts::{self, Counts, EncodedSnapshot};
 use crate::rows::Gap;
 
 /// An event ready to insert: its sequence number and its JSON body.
@@ -19,8 +23,8 @@ pub(crate) struct CommitJob {
     pub(crate) run_id: RunId,
     /// Its new events.
     pub(crate) events: Vec<EncodedEvent>,
-    /// The machine's JSON, when it changed.
-    pub(crate) snapshot: Option<String>,
+    /// The machine's head (JSON) and its new parts, when it changed.
+    pub(crate) snapshot: Option<EncodedSnapshot>,
     /// The run's status after the commit.
     pub(crate) status: weft_core::store::RunStatus,
     /// When the commit happens, in milliseconds.
@@ -29,6 +33,38 @@ pub(crate) struct CommitJob {
     pub(crate) fence: Option<i64>,
     /// Whether the commit frees the lease (fenced, and the run stops running).
     pub(crate) release: bool,
+    /// Messages (JSON) to append to the run's session transcript when the
+    /// commit stores new events.
+    pub(crate) transcript: Vec<String>,
+}
+
+/// `commit` and the `transcript` it carries, encoded; of the machine's
+/// parts, those past `known` (what the store holds).
+pub(crate) fn encode_commit(
+    commit: &weft_core::store::Commit<'_>,
+    transcript: &[weft_core::message::Message],
+    known: Counts,
+) -> Result<CommitJob, StoreError> {
+    let fence = commit
+        .fence
+        .map(|e| codec::int(e, "lease epoch"))
+        .transpose()?;
+    Ok(CommitJob {
+        run_id: commit.run_id.clone(),
+        events: encode_events(commit.events)?,
+        snapshot: commit
+            .snapshot
+            .map(|s| parts::encode(s, known))
+            .transpose()?,
+        status: commit.status,
+        now: codec::int(commit.now.as_millis(), "commit time")?,
+        fence,
+        release: fence.is_some() && commit.status != weft_core::store::RunStatus::Running,
+        transcript: transcript
+            .iter()
+            .map(|m| codec::to_json(m, "message"))
+            .collect::<Result<_, _>>()?,
+    })
 }
 
 /// Most events one `INSERT` carries.

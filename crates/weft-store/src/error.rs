@@ -100,11 +100,11 @@ impl From<StoreError> for Failure {
 }
 
 impl Failure {
-    /// Whether the failure is a lost or refused connection, after which the
-    /// operation may be retried on a fresh one.
-    pub(crate) fn is_connection(&self) -> bool {
+    /// Whether the operation may simply be run again: its connection was
+    /// lost or refused, or its transaction lost a race and was rolled back.
+    pub(crate) fn is_retryable(&self) -> bool {
         match self {
-            Failure::Db(e) => is_connection_error(e),
+            Failure::Db(e) => is_connection_error(e) || is_transient_conflict(e),
             Failure::Session(_) => false,
         }
     }
@@ -161,6 +161,23 @@ pub(crate) fn is_connection_error(e: &sqlx::Error) -> bool {
         }),
         _ => false,
     }
+}
+
+/// Whether the database rolled the transaction back because it lost a race:
+/// SQLite busy or locked (codes 5 and 6 and their extended forms), or a
+/// PostgreSQL serialization failure (40001) or deadlock (40P01).
+pub(crate) fn is_transient_conflict(e: &sqlx::Error) -> bool {
+    let sqlx::Error::Database(db) = e else {
+        return false;
+    };
+    let Some(code) = db.code() else {
+        return false;
+    };
+    if db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some() {
+        // SQLite's extended codes keep the primary code in the low byte.
+        return code.parse::<u32>().is_ok_and(|n| matches!(n & 0xff, 5 | 6));
+    }
+    matches!(&*code, "40001" | "40P01")
 }
 
 /// `url` with any password replaced by `***`, for error messages.

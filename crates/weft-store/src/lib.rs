@@ -15,6 +15,8 @@
 //! - `schema`: the embedded migrations and the "newer schema" check.
 //! - `codec`, `rows`: how values map to columns; the log's no-gap rule.
 //! - `commit`, `sql_commit`: a commit encoded for the SQL backends, and applied.
+//! - `parts`, `sql_snapshots`: snapshots stored as a head and append-only
+//!   parts (transcript messages, tool outputs), written and loaded.
 //! - `group`: SQLite's group commit.
 //! - `retry`: retrying safe operations after a lost connection.
 //!
@@ -29,7 +31,8 @@
 //! connection; see `retry`.
 //!
 //! Stored data: events, snapshots and messages are serde JSON stored as text;
-//! a snapshot in a format version this build does not read is reported as
+//! a snapshot is stored as its head and its parts (see `parts`), so what a
+//! commit writes does not grow with the run's length. A snapshot in a format version this build does not read is reported as
 //! [`StoreError::Corrupt`](weft_core::store::StoreError::Corrupt) naming both
 //! versions. Opening a database migrates it; a database migrated by a newer
 //! weft is refused with [`OpenError::SchemaTooNew`].
@@ -40,14 +43,19 @@ mod commit;
 mod error;
 mod group;
 mod paging;
+mod parts;
 pub mod postgres;
 mod retry;
 mod rows;
 mod schema;
 mod sql_commit;
 mod sql_leases;
+mod sql_pages;
+mod sql_prompts;
 mod sql_runs;
+mod sql_session_log;
 mod sql_sessions;
+mod sql_snapshots;
 pub mod sqlite;
 
 use std::sync::Arc;

@@ -19,8 +19,10 @@ use sqlx::Connection;
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
 
 use crate::error::{MigrationFailure, OpenError, redact};
+use crate::parts::PartCache;
 use crate::schema;
 use crate::sql_leases::impl_leases;
+use crate::sql_prompts::impl_prompt_store;
 use crate::sql_runs::impl_run_store;
 use crate::sql_sessions::impl_session_store;
 
@@ -99,6 +101,7 @@ impl PostgresOptions {
 pub struct PostgresStore {
     pool: PgPool,
     label: String,
+    parts: PartCache,
 }
 
 impl PostgresStore {
@@ -148,7 +151,11 @@ impl PostgresStore {
             Some(s) => format!("{target} (schema {s})"),
             None => target.clone(),
         };
-        Ok(Self { pool, label })
+        Ok(Self {
+            pool,
+            label,
+            parts: PartCache::default(),
+        })
     }
 
     /// Closes every connection, waiting for running operations.
@@ -158,6 +165,14 @@ impl PostgresStore {
 
     async fn write_tx(&self) -> Result<sqlx::Transaction<'static, sqlx::Postgres>, sqlx::Error> {
         self.pool.begin().await
+    }
+
+    /// A read-only transaction whose reads all see one snapshot of the
+    /// database (`REPEATABLE READ`).
+    async fn read_tx(&self) -> Result<sqlx::Transaction<'static, sqlx::Postgres>, sqlx::Error> {
+        self.pool
+            .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            .await
     }
 
     async fn commit_job(
@@ -180,6 +195,10 @@ impl PostgresStore {
 
     fn retry_label(&self) -> &str {
         &self.label
+    }
+
+    fn part_cache(&self) -> &PartCache {
+        &self.parts
     }
 }
 
@@ -221,13 +240,15 @@ impl_leases!(
     PostgresStore,
     sqlx::Postgres,
     lock = " FOR UPDATE",
-    skip = " FOR UPDATE SKIP LOCKED"
+    skip = " FOR UPDATE SKIP LOCKED",
+    held = "SELECT e ->> 0 AS run_id, (e ->> 1)::bigint AS epoch FROM jsonb_array_elements($2::jsonb) AS e"
 );
 impl_session_store!(
     PostgresStore,
     lock = " FOR UPDATE",
     label = "(labels::jsonb ->> {key})"
 );
+impl_prompt_store!(PostgresStore);
 
 #[cfg(test)]
 mod tests {

@@ -10,8 +10,11 @@
 //! One retry is not enough in practice: a restarting server refuses
 //! connections for a while, and an administrator terminating backends may do
 //! it again while the retry runs. So a failed attempt is retried with
-//! exponential backoff, [`RETRIES`] times (about 1.5 s in all), and only
-//! connection errors are retried; anything else is returned at once.
+//! exponential backoff, [`RETRIES`] times (about 1.5 s in all). Retried are
+//! connection errors and the errors a database answers when a transaction
+//! lost a race and was rolled back whole (SQLite busy or locked past the busy
+//! timeout, PostgreSQL serialization failures and deadlocks); anything else
+//! is returned at once.
 
 use std::future::Future;
 use std::time::Duration;
@@ -35,9 +38,9 @@ where
     let mut retries = 0;
     loop {
         match op().await {
-            Err(e) if e.is_connection() && retries < RETRIES => {
+            Err(e) if e.is_retryable() && retries < RETRIES => {
                 retries += 1;
-                tracing::warn!(store = label, error = ?e, retry = retries, "store connection lost; retrying");
+                tracing::warn!(store = label, error = ?e, retry = retries, "store operation failed transiently; retrying");
                 tokio::time::sleep(delay).await;
                 delay *= 2;
             }

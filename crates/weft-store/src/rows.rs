@@ -23,8 +23,12 @@ pub(crate) const SESSION_COLUMNS: &str = "session_id, labels, created_at, ended_
 /// `transcript` columns: seq, run_id, at, message.
 pub(crate) type TranscriptRow = (i64, Option<String>, i64, String);
 
-/// `prompt_overrides` columns: name, scope_session, scope_labels, template, updated_at.
-pub(crate) type PromptRow = (String, String, String, String, i64);
+/// `prompt_overrides` columns: name, scope_tenant, scope_session, scope_labels, template, updated_at.
+pub(crate) type PromptRow = (String, String, String, String, String, i64);
+
+/// The columns selected for a [`PromptRow`].
+pub(crate) const PROMPT_COLUMNS: &str =
+    "name, scope_tenant, scope_session, scope_labels, template, updated_at";
 
 /// A `runs` row as a record.
 pub(crate) fn run_record(row: RunRow) -> Result<RunRecord, StoreError> {
@@ -65,10 +69,11 @@ pub(crate) fn transcript_entry(row: TranscriptRow) -> Result<TranscriptEntry, St
 
 /// A `prompt_overrides` row as an override.
 pub(crate) fn prompt_override(row: PromptRow) -> Result<PromptOverride, StoreError> {
-    let (name, scope_session, scope_labels, template, updated_at) = row;
+    let (name, scope_tenant, scope_session, scope_labels, template, updated_at) = row;
     Ok(PromptOverride {
         name,
         scope: PromptScope {
+            tenant: (!scope_tenant.is_empty()).then_some(scope_tenant),
             session_id: (!scope_session.is_empty()).then(|| SessionId::from(scope_session)),
             labels: codec::from_json(&scope_labels, "prompt scope labels")?,
         },
@@ -77,14 +82,16 @@ pub(crate) fn prompt_override(row: PromptRow) -> Result<PromptOverride, StoreErr
     })
 }
 
-/// The scope columns of an override: '' stands for every session.
-pub(crate) fn scope_columns(scope: &PromptScope) -> Result<(String, String), StoreError> {
+/// The scope columns of an override (tenant, session, labels): ''
+/// stands for every tenant and every session.
+pub(crate) fn scope_columns(scope: &PromptScope) -> Result<(String, String, String), StoreError> {
+    let tenant = scope.tenant.clone().unwrap_or_default();
     let session = scope
         .session_id
         .as_ref()
         .map_or("", SessionId::as_str)
         .to_owned();
-    Ok((session, codec::labels_json(&scope.labels)?))
+    Ok((tenant, session, codec::labels_json(&scope.labels)?))
 }
 
 /// Where appending to a log broke the no-gap rule.

@@ -4,8 +4,10 @@
 //! only the row-locking suffix differs.
 //!
 //! A backend type provides `write_tx()` (a transaction that may write; SQLite
-//! takes the write lock up front), `write_pool()`, `read_pool()`,
-//! `retry_label()`, and `commit_job()`, which applies a
+//! takes the write lock up front), `read_tx()` (a read-only transaction
+//! whose reads see one state of the database), `write_pool()`, `read_pool()`,
+//! `retry_label()`, `part_cache()` (see [`crate::parts`]), and
+//! `commit_job()`, which applies a
 //! [`CommitJob`](crate::commit::CommitJob) with the macro's `commit_in` in a
 //! transaction of its choosing.
 //!
@@ -21,53 +23,6 @@
 macro_rules! impl_run_store {
     ($store:ty, $db:ty, lock = $lock:literal, share = $share:literal, label = $label:literal) => {
         impl $store {
-            async fn insert_events<'t>(
-                tx: &mut sqlx::Transaction<'t, $db>,
-                run_id: &weft_core::RunId,
-                events: &[&(i64, String)],
-            ) -> Result<(), sqlx::Error> {
-                for chunk in events.chunks($crate::commit::EVENTS_PER_INSERT) {
-                    let sql = $crate::commit::insert_events_sql(chunk.len());
-                    let mut q = sqlx::query(&sql).bind(run_id.as_str());
-                    for (seq, body) in chunk {
-                        q = q.bind(*seq).bind(body.as_str());
-                    }
-                    q.execute(&mut **tx).await?;
-                }
-                Ok(())
-            }
-
-            /// One page of `log` for `owner` after `after`, or `None` when
-            /// `owner` does not exist.
-            pub(crate) async fn log_page<R>(
-                &self,
-                log: $crate::paging::Log,
-                owner: &str,
-                after: u64,
-                limit: Option<u32>,
-            ) -> Result<Option<Vec<R>>, $crate::error::Failure>
-            where
-                R: for<'r> sqlx::FromRow<'r, <$db as sqlx::Database>::Row> + Send + Unpin,
-            {
-                let (after, limit) = ($crate::paging::after(after), $crate::paging::limit(limit));
-                $crate::retry::retrying(self.retry_label(), || async {
-                    let rows: Vec<R> = sqlx::query_as(log.page)
-                        .bind(owner)
-                        .bind(after)
-                        .bind(limit)
-                        .fetch_all(self.read_pool())
-                        .await?;
-                    let exists = !rows.is_empty()
-                        || sqlx::query(log.owner)
-                            .bind(owner)
-                            .fetch_optional(self.read_pool())
-                            .await?
-                            .is_some();
-                    Ok(exists.then_some(rows))
-                })
-                .await
-            }
-
             /// Creates a run (and its session, when new) unless the session has ended.
             pub(crate) async fn start_run_inner(
                 &self,
@@ -81,7 +36,7 @@ macro_rules! impl_run_store {
                     None => None,
                 };
                 let events = $crate::commit::encode_events(events)?;
-                let snapshot = $crate::codec::to_json(snapshot, "snapshot")?;
+                let snapshot = $crate::parts::encode(snapshot, $crate::parts::Counts::default())?;
                 let labels = $crate::codec::labels_json(&record.labels)?;
                 let mut attempts = 0u32;
                 $crate::retry::retrying(self.retry_label(), || {
@@ -99,7 +54,9 @@ macro_rules! impl_run_store {
                         }
                     }
                 })
-                .await
+                .await?;
+                self.part_cache().stored(&record.run_id, snapshot.counts, record.status);
+                Ok(())
             }
 
             /// Whether the stored run `record.run_id` is the one `record` describes.
@@ -119,7 +76,7 @@ macro_rules! impl_run_store {
                 &self,
                 record: &weft_core::store::RunRecord,
                 events: &[(i64, String)],
-                snapshot: &str,
+                snapshot: &$crate::parts::EncodedSnapshot,
                 labels: &str,
                 lease: Option<(&str, i64)>,
             ) -> Result<(), $crate::error::Failure> {
@@ -165,7 +122,7 @@ macro_rules! impl_run_store {
                 .bind(created)
                 .bind(updated)
                 .bind(last)
-                .bind(snapshot)
+                .bind(snapshot.head.as_str())
                 .bind(lease.map(|l| l.0))
                 .bind(i64::from(lease.is_some()))
                 .bind(lease.map_or(0, |l| l.1))
@@ -178,12 +135,15 @@ macro_rules! impl_run_store {
                     .into());
                 }
                 Self::insert_events(&mut tx, &record.run_id, &fresh).await?;
+                Self::insert_parts(&mut tx, &record.run_id, Some(snapshot)).await?;
                 tx.commit().await?;
                 Ok(())
             }
         }
 
         $crate::sql_commit::impl_commit!($store, $db, lock = $lock);
+        $crate::sql_snapshots::impl_load_run!($store, $db);
+        $crate::sql_pages::impl_log_page!($store, $db);
 
         #[async_trait::async_trait]
         impl weft_core::store::RunStore for $store {
@@ -243,6 +203,56 @@ macro_rules! impl_run_store {
                     .map_err($crate::error::Failure::into_store)
             }
 
+            async fn request_control(
+                &self,
+                run_id: &weft_core::RunId,
+                request: &weft_core::lease::ControlRequest,
+            ) -> Result<bool, weft_core::store::StoreError> {
+                $crate::retry::retrying(self.retry_label(), || self.request_control_inner(run_id, request))
+                    .await
+                    .map_err($crate::error::Failure::into_store)
+            }
+
+            async fn request_answer(
+                &self,
+                run_id: &weft_core::RunId,
+                item: &weft_core::AwaitItemId,
+                answer: &weft_core::awaiting::AwaitAnswer,
+            ) -> Result<bool, weft_core::store::StoreError> {
+                $crate::retry::retrying(self.retry_label(), || self.request_answer_inner(run_id, item, answer))
+                    .await
+                    .map_err($crate::error::Failure::into_store)
+            }
+
+            async fn pending_answers(
+                &self,
+                owner: &str,
+                limit: u32,
+            ) -> Result<Vec<weft_core::lease::RemoteAnswer>, weft_core::store::StoreError> {
+                $crate::retry::retrying(self.retry_label(), || self.pending_answers_inner(owner, limit))
+                    .await
+                    .map_err($crate::error::Failure::into_store)
+            }
+
+            async fn delete_answer(
+                &self,
+                run_id: &weft_core::RunId,
+                item: &weft_core::AwaitItemId,
+            ) -> Result<(), weft_core::store::StoreError> {
+                $crate::retry::retrying(self.retry_label(), || self.delete_answer_inner(run_id, item))
+                    .await
+                    .map_err($crate::error::Failure::into_store)
+            }
+
+            async fn pending_controls(
+                &self,
+                owner: &str,
+            ) -> Result<Vec<(weft_core::lease::HeldLease, weft_core::lease::ControlRequest)>, weft_core::store::StoreError> {
+                $crate::retry::retrying(self.retry_label(), || self.pending_controls_inner(owner))
+                    .await
+                    .map_err($crate::error::Failure::into_store)
+            }
+
             async fn claim_orphans(
                 &self,
                 lease: weft_core::lease::LeaseRequest<'_>,
@@ -257,51 +267,36 @@ macro_rules! impl_run_store {
             }
 
             async fn commit(&self, commit: weft_core::store::Commit<'_>) -> Result<(), weft_core::store::StoreError> {
-                let events = $crate::commit::encode_events(commit.events)?;
-                let snapshot = commit
-                    .snapshot
-                    .map(|s| $crate::codec::to_json(s, "snapshot"))
-                    .transpose()?;
-                let fence = commit.fence.map(|e| $crate::codec::int(e, "lease epoch")).transpose()?;
-                let job = std::sync::Arc::new($crate::commit::CommitJob {
-                    run_id: commit.run_id.clone(),
-                    events,
-                    snapshot,
-                    status: commit.status,
-                    now: $crate::codec::int(commit.now.as_millis(), "commit time")?,
-                    fence,
-                    release: fence.is_some() && commit.status != weft_core::store::RunStatus::Running,
-                });
+                self.commit_with_transcript(commit, &[]).await
+            }
+
+            async fn commit_with_transcript(
+                &self,
+                commit: weft_core::store::Commit<'_>,
+                transcript: &[weft_core::message::Message],
+            ) -> Result<(), weft_core::store::StoreError> {
+                let known = match commit.snapshot {
+                    Some(_) => self.part_cache().known(commit.run_id),
+                    None => $crate::parts::Counts::default(),
+                };
+                let job = std::sync::Arc::new($crate::commit::encode_commit(&commit, transcript, known)?);
                 // Safe to retry after a lost connection: events already
-                // stored are skipped and the snapshot write is the same.
+                // stored are skipped and the snapshot write is the same (a
+                // transcript is appended only with new events).
                 $crate::retry::retrying(self.retry_label(), || self.commit_job(job.clone()))
-                .await
-                .map_err($crate::error::Failure::into_store)
+                    .await
+                    .map_err($crate::error::Failure::into_store)?;
+                if let Some(snapshot) = &job.snapshot {
+                    self.part_cache().stored(&job.run_id, snapshot.counts, job.status);
+                }
+                Ok(())
             }
 
             async fn load_run(
                 &self,
                 run_id: &weft_core::RunId,
             ) -> Result<Option<weft_core::store::StoredRun>, weft_core::store::StoreError> {
-                let sql = format!(
-                    "SELECT {}, snapshot, last_seq, lease_owner FROM runs WHERE run_id = $1",
-                    $crate::rows::RUN_COLUMNS
-                );
-                type Row = (String, String, String, String, String, i64, i64, String, i64, Option<String>);
-                let row: Option<Row> = $crate::retry::retrying(self.retry_label(), || async {
-                    Ok(sqlx::query_as(&sql).bind(run_id.as_str()).fetch_optional(self.read_pool()).await?)
-                })
-                .await
-                .map_err($crate::error::Failure::into_store)?;
-                let Some((a, b, c, d, e, f, g, snapshot, last_seq, lease_owner)) = row else {
-                    return Ok(None);
-                };
-                Ok(Some(weft_core::store::StoredRun {
-                    record: $crate::rows::run_record((a, b, c, d, e, f, g))?,
-                    snapshot: $crate::codec::snapshot(run_id, &snapshot)?,
-                    last_seq: $crate::codec::uint(last_seq, "last_seq")?,
-                    lease_owner,
-                }))
+                self.load_run_inner(run_id).await
             }
 
             async fn read_events(
@@ -328,6 +323,9 @@ macro_rules! impl_run_store {
                 if filter.session_id.is_some() {
                     query = query.and_eq("session_id");
                 }
+                if filter.agent_id.is_some() {
+                    query = query.and_eq("agent_id");
+                }
                 if !filter.statuses.is_empty() {
                     query = query.and_in("status", filter.statuses.len());
                 }
@@ -347,6 +345,9 @@ macro_rules! impl_run_store {
                     let mut q = sqlx::query_as(&sql);
                     if let Some(s) = &filter.session_id {
                         q = q.bind(s.as_str());
+                    }
+                    if let Some(a) = &filter.agent_id {
+                        q = q.bind(a.as_str());
                     }
                     for status in &filter.statuses {
                         q = q.bind(status.as_str());

@@ -1,5 +1,6 @@
 //! The SQL implementation of the session traits (`SessionStore`,
-//! `SessionMemoryStore`, `PromptStore` from `weft_core::session`), shared by both
+//! `SessionMemoryStore` from `weft_core::session`; prompts are in
+//! [`crate::sql_prompts`]), shared by both
 //! backends through [`impl_session_store!`]; see [`crate::sql_runs`] for what
 //! a backend type provides.
 //!
@@ -10,53 +11,7 @@
 /// locks a selected row for update (`""` on SQLite).
 macro_rules! impl_session_store {
     ($store:ty, lock = $lock:literal, label = $label:literal) => {
-        impl $store {
-            async fn append_transcript_once(
-                &self,
-                session_id: &weft_core::SessionId,
-                entries: &[(i64, Option<&str>, i64, String)],
-            ) -> Result<(), $crate::error::Failure> {
-                use weft_core::session::SessionError;
-                let mut tx = self.write_tx().await?;
-                let row: Option<(i64,)> = sqlx::query_as(concat!(
-                    "SELECT transcript_seq FROM sessions WHERE session_id = $1",
-                    $lock
-                ))
-                .bind(session_id.as_str())
-                .fetch_optional(&mut *tx)
-                .await?;
-                let Some((last,)) = row else {
-                    return Err(SessionError::NotFound { session_id: session_id.clone() }.into());
-                };
-                let last = $crate::codec::uint(last, "transcript_seq")?;
-                let (fresh, new_last) = $crate::rows::fresh(entries, |e| e.0.unsigned_abs(), last).map_err(
-                    |$crate::rows::Gap { last, seq }| SessionError::TranscriptGap {
-                        session_id: session_id.clone(),
-                        last,
-                        seq,
-                    },
-                )?;
-                for (seq, run_id, at, message) in fresh {
-                    sqlx::query(
-                        "INSERT INTO transcript (session_id, seq, run_id, at, message) VALUES ($1, $2, $3, $4, $5)",
-                    )
-                    .bind(session_id.as_str())
-                    .bind(*seq)
-                    .bind(*run_id)
-                    .bind(*at)
-                    .bind(message.as_str())
-                    .execute(&mut *tx)
-                    .await?;
-                }
-                sqlx::query("UPDATE sessions SET transcript_seq = $2 WHERE session_id = $1")
-                    .bind(session_id.as_str())
-                    .bind($crate::codec::int(new_last, "transcript seq")?)
-                    .execute(&mut *tx)
-                    .await?;
-                tx.commit().await?;
-                Ok(())
-            }
-        }
+        $crate::sql_session_log::impl_session_log!($store, lock = $lock);
 
         #[async_trait::async_trait]
         impl weft_core::session::SessionStore for $store {
@@ -166,6 +121,14 @@ macro_rules! impl_session_store {
                 }
             }
 
+            async fn delete_session(
+                &self,
+                session_id: &weft_core::SessionId,
+                now: weft_core::Timestamp,
+            ) -> Result<weft_core::session::SessionRecord, weft_core::session::SessionError> {
+                self.delete_session_inner(session_id, now).await
+            }
+
             async fn start_run(
                 &self,
                 record: &weft_core::store::RunRecord,
@@ -225,13 +188,26 @@ macro_rules! impl_session_store {
                 value: &serde_json::Value,
                 now: weft_core::Timestamp,
             ) -> Result<(), weft_core::session::SessionError> {
+                use weft_core::session::{MAX_MEMORY_KEYS, MAX_MEMORY_VALUE, SessionError};
                 let value = $crate::codec::to_json(value, "memory value")?;
+                if value.len() > MAX_MEMORY_VALUE {
+                    return Err(SessionError::MemoryValueTooLarge {
+                        session_id: session_id.clone(),
+                        key: key.to_owned(),
+                        bytes: value.len(),
+                        limit: MAX_MEMORY_VALUE,
+                    });
+                }
                 let now = $crate::codec::int(now.as_millis(), "updated_at")?;
-                // Safe to retry: the upsert writes the same value.
+                let limit = i64::try_from(MAX_MEMORY_KEYS).unwrap_or(i64::MAX);
+                // Safe to retry: the upsert writes the same value. A new key
+                // is refused once the session holds the maximum.
                 let result = $crate::retry::retrying(self.retry_label(), || async {
                     Ok(sqlx::query(
                         "INSERT INTO memory (session_id, key, value, updated_at) \
                          SELECT $1, $2, $3, $4 WHERE EXISTS (SELECT 1 FROM sessions WHERE session_id = $1) \
+                         AND (EXISTS (SELECT 1 FROM memory WHERE session_id = $1 AND key = $2) \
+                              OR (SELECT COUNT(*) FROM memory WHERE session_id = $1) < $5) \
                          ON CONFLICT (session_id, key) DO UPDATE SET value = excluded.value, \
                          updated_at = excluded.updated_at",
                     )
@@ -239,14 +215,27 @@ macro_rules! impl_session_store {
                     .bind(key)
                     .bind(value.as_str())
                     .bind(now)
+                    .bind(limit)
                     .execute(self.write_pool())
                     .await?)
                 })
                 .await
                 .map_err($crate::error::Failure::into_session)?;
                 if result.rows_affected() == 0 {
-                    return Err(weft_core::session::SessionError::NotFound {
-                        session_id: session_id.clone(),
+                    let exists: Option<(String,)> =
+                        sqlx::query_as("SELECT session_id FROM sessions WHERE session_id = $1")
+                            .bind(session_id.as_str())
+                            .fetch_optional(self.read_pool())
+                            .await
+                            .map_err(|e| $crate::error::Failure::from(e).into_session())?;
+                    return Err(match exists {
+                        Some(_) => SessionError::MemoryFull {
+                            session_id: session_id.clone(),
+                            limit: MAX_MEMORY_KEYS,
+                        },
+                        None => SessionError::NotFound {
+                            session_id: session_id.clone(),
+                        },
                     });
                 }
                 Ok(())
@@ -274,8 +263,9 @@ macro_rules! impl_session_store {
                 session_id: &weft_core::SessionId,
             ) -> Result<Vec<(String, serde_json::Value)>, weft_core::session::SessionError> {
                 let rows: Vec<(String, String)> = $crate::retry::retrying(self.retry_label(), || async {
-                    Ok(sqlx::query_as("SELECT key, value FROM memory WHERE session_id = $1 ORDER BY key")
+                    Ok(sqlx::query_as("SELECT key, value FROM memory WHERE session_id = $1 ORDER BY key LIMIT $2")
                         .bind(session_id.as_str())
+                        .bind(i64::try_from(weft_core::session::MAX_MEMORY_KEYS).unwrap_or(i64::MAX))
                         .fetch_all(self.read_pool())
                         .await?)
                 })
@@ -299,96 +289,6 @@ macro_rules! impl_session_store {
                     .await
                     .map_err(|e| $crate::error::Failure::from(e).into_session())?;
                 Ok(result.rows_affected() > 0)
-            }
-        }
-
-        #[async_trait::async_trait]
-        impl weft_core::session::PromptStore for $store {
-            async fn set_prompt_override(
-                &self,
-                prompt: &weft_core::session::PromptOverride,
-            ) -> Result<(), weft_core::session::SessionError> {
-                let (session, labels) = $crate::rows::scope_columns(&prompt.scope)?;
-                let now = $crate::codec::int(prompt.updated_at.as_millis(), "updated_at")?;
-                // Safe to retry: the upsert writes the same row.
-                $crate::retry::retrying(self.retry_label(), || async {
-                    sqlx::query(
-                        "INSERT INTO prompt_overrides (name, scope_session, scope_labels, template, updated_at) \
-                         VALUES ($1, $2, $3, $4, $5) ON CONFLICT (name, scope_session, scope_labels) \
-                         DO UPDATE SET template = excluded.template, updated_at = excluded.updated_at",
-                    )
-                    .bind(prompt.name.as_str())
-                    .bind(session.as_str())
-                    .bind(labels.as_str())
-                    .bind(prompt.template.as_str())
-                    .bind(now)
-                    .execute(self.write_pool())
-                    .await?;
-                    Ok(())
-                })
-                .await
-                .map_err($crate::error::Failure::into_session)
-            }
-
-            async fn delete_prompt_override(
-                &self,
-                name: &str,
-                scope: &weft_core::session::PromptScope,
-            ) -> Result<bool, weft_core::session::SessionError> {
-                let (session, labels) = $crate::rows::scope_columns(scope)?;
-                let result = sqlx::query(
-                    "DELETE FROM prompt_overrides WHERE name = $1 AND scope_session = $2 AND scope_labels = $3",
-                )
-                .bind(name)
-                .bind(session)
-                .bind(labels)
-                .execute(self.write_pool())
-                .await
-                .map_err(|e| $crate::error::Failure::from(e).into_session())?;
-                Ok(result.rows_affected() > 0)
-            }
-
-            async fn list_prompt_overrides(
-                &self,
-                name: Option<&str>,
-            ) -> Result<Vec<weft_core::session::PromptOverride>, weft_core::session::SessionError> {
-                let rows: Vec<$crate::rows::PromptRow> = $crate::retry::retrying(self.retry_label(), || async {
-                    Ok(sqlx::query_as(
-                        "SELECT name, scope_session, scope_labels, template, updated_at FROM prompt_overrides \
-                         WHERE $1 IS NULL OR name = $1 ORDER BY name, scope_session, scope_labels",
-                    )
-                    .bind(name)
-                    .fetch_all(self.read_pool())
-                    .await?)
-                })
-                .await
-                .map_err($crate::error::Failure::into_session)?;
-                Ok(rows.into_iter().map($crate::rows::prompt_override).collect::<Result<_, _>>()?)
-            }
-
-            async fn resolve_prompt(
-                &self,
-                name: &str,
-                session_id: &weft_core::SessionId,
-                labels: &weft_core::tool::Labels,
-            ) -> Result<Option<weft_core::session::PromptOverride>, weft_core::session::SessionError> {
-                let rows: Vec<$crate::rows::PromptRow> = $crate::retry::retrying(self.retry_label(), || async {
-                    Ok(sqlx::query_as(
-                        "SELECT name, scope_session, scope_labels, template, updated_at FROM prompt_overrides \
-                         WHERE name = $1 AND (scope_session = '' OR scope_session = $2)",
-                    )
-                    .bind(name)
-                    .bind(session_id.as_str())
-                    .fetch_all(self.read_pool())
-                    .await?)
-                })
-                .await
-                .map_err($crate::error::Failure::into_session)?;
-                let candidates = rows
-                    .into_iter()
-                    .map($crate::rows::prompt_override)
-                    .collect::<Result<Vec<_>, _>>()?;
-                Ok(weft_core::session::select_override(&candidates, session_id, labels).cloned())
             }
         }
     };

@@ -30,8 +30,10 @@ use sqlx::sqlite::{
 use crate::commit::CommitJob;
 use crate::error::{Failure, MigrationFailure, OpenError, redact};
 use crate::group::GroupCommitter;
+use crate::parts::PartCache;
 use crate::schema;
 use crate::sql_leases::impl_leases;
+use crate::sql_prompts::impl_prompt_store;
 use crate::sql_runs::impl_run_store;
 use crate::sql_sessions::impl_session_store;
 
@@ -119,6 +121,7 @@ pub struct SqliteStore {
     reader: SqlitePool,
     path: PathBuf,
     label: String,
+    parts: PartCache,
 }
 
 impl SqliteStore {
@@ -164,6 +167,7 @@ impl SqliteStore {
             reader,
             path: options.path,
             label: format!("sqlite:{target}"),
+            parts: PartCache::default(),
         })
     }
 
@@ -180,6 +184,12 @@ impl SqliteStore {
 
     async fn write_tx(&self) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, sqlx::Error> {
         self.writer.begin_with("BEGIN IMMEDIATE").await
+    }
+
+    /// A read-only transaction: WAL mode keeps its reads on one state of
+    /// the database, from its first read on.
+    async fn read_tx(&self) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, sqlx::Error> {
+        self.reader.begin().await
     }
 
     async fn commit_job(&self, job: Arc<CommitJob>) -> Result<(), Failure> {
@@ -206,6 +216,10 @@ impl SqliteStore {
 
     fn retry_label(&self) -> &str {
         &self.label
+    }
+
+    fn part_cache(&self) -> &PartCache {
+        &self.parts
     }
 }
 
@@ -251,9 +265,16 @@ impl_run_store!(
     share = "",
     label = r#"json_extract(labels, '$."' || {key} || '"')"#
 );
-impl_leases!(SqliteStore, sqlx::Sqlite, lock = "", skip = "");
+impl_leases!(
+    SqliteStore,
+    sqlx::Sqlite,
+    lock = "",
+    skip = "",
+    held = "SELECT json_extract(value, '$[0]') AS run_id, json_extract(value, '$[1]') AS epoch FROM json_each($2)"
+);
 impl_session_store!(
     SqliteStore,
     lock = "",
     label = r#"json_extract(labels, '$."' || {key} || '"')"#
 );
+impl_prompt_store!(SqliteStore);

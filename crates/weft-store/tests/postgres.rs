@@ -108,6 +108,97 @@ where
     }
 }
 
+/// Runs `test` with a fresh schema, and drops the schema even when the
+/// test fails.
+async fn with_db<F, Fut>(test: F)
+where
+    F: FnOnce(TestDb) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let db = TestDb::new().await;
+    let schema = db.schema.clone();
+    let outcome = tokio::spawn(test(db)).await;
+    TestDb { schema }.drop_schema().await;
+    if let Err(e) = outcome {
+        std::panic::resume_unwind(e.into_panic());
+    }
+}
+
+/// A raw connection for the snapshot tests.
+struct Raw(tokio::sync::Mutex<PgConnection>);
+
+#[async_trait::async_trait]
+impl suite::snapshots::RawSql for Raw {
+    async fn execute(&self, sql: &str) -> u64 {
+        let mut conn = self.0.lock().await;
+        sqlx::query(sql)
+            .execute(&mut *conn)
+            .await
+            .unwrap()
+            .rows_affected()
+    }
+
+    async fn int(&self, sql: &str) -> i64 {
+        let mut conn = self.0.lock().await;
+        sqlx::query_as::<_, (i64,)>(sql)
+            .fetch_one(&mut *conn)
+            .await
+            .unwrap()
+            .0
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_store_on_the_database_continues_a_run_and_a_reopened_one_too() {
+    with_db(|db| async move {
+        let (first, second) = (db.open().await, db.open().await);
+        let mut run = suite::snapshots::another_store_continues_the_run(&first, &second).await;
+        first.close().await;
+        second.close().await;
+        let reopened = db.open().await;
+        run.assert_loads(&reopened).await;
+        run.commit_turns(&reopened, 3).await;
+        run.assert_loads(&reopened).await;
+        reopened.close().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_stored_head_does_not_grow_with_the_run() {
+    with_db(|db| async move {
+        let store = db.open().await;
+        let raw = Raw(tokio::sync::Mutex::new(db.raw().await));
+        suite::snapshots::the_stored_head_does_not_grow_with_the_run(&store, &raw).await;
+        store.close().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_or_extra_snapshot_part_is_corrupt() {
+    with_db(|db| async move {
+        let store = db.open().await;
+        let raw = Raw(tokio::sync::Mutex::new(db.raw().await));
+        suite::snapshots::a_lost_or_extra_part_is_corrupt(&store, &raw).await;
+        store.close().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_whole_snapshot_from_before_parts_still_loads() {
+    with_db(|db| async move {
+        let (first, second) = (db.open().await, db.open().await);
+        let raw = Raw(tokio::sync::Mutex::new(db.raw().await));
+        suite::snapshots::a_whole_snapshot_from_before_parts_still_loads(&first, &second, &raw)
+            .await;
+        first.close().await;
+        second.close().await;
+    })
+    .await;
+}
+
 macro_rules! postgres_tests {
     ($($module:ident :: $name:ident),* $(,)?) => {
         $(

@@ -136,6 +136,79 @@ async fn a_snapshot_in_an_unknown_format_is_corrupt() {
 }
 
 #[tokio::test]
+async fn a_snapshot_whose_parts_disagree_is_corrupt_not_a_panic() {
+    use serde_json::json;
+    use weft_core::planner::{PlanResult, ToolCallRequest};
+    use weft_core::run::{RunConfig, RunMachine, Step};
+    let now = weft_core::Timestamp::from_millis(0);
+    let mut m = RunMachine::new(RunConfig::new("agent", "session", Vec::new()), now);
+    m.next_step(now);
+    let call = ToolCallRequest::new("demo.echo", json!({})).with_id("c1");
+    m.plan_result(
+        PlanResult::tool_calls(vec![call]),
+        now,
+        &suite::Catalog::new(),
+    )
+    .unwrap();
+    assert!(matches!(m.next_step(now), Step::ExecuteTools { .. }));
+    let db = TestDb::new();
+    let store = db.open().await;
+    store
+        .create_run(&suite::record("r1", "s1", 1), &[], &m)
+        .await
+        .unwrap();
+    assert!(store.load_run(&RunId::new("r1")).await.is_ok());
+    // One call but no result slot: driving it would index out of bounds.
+    let raw = db.raw().await;
+    let changed = sqlx::query(
+        "UPDATE runs SET snapshot = replace(snapshot, '\"results\":[null]', '\"results\":[]')",
+    )
+    .execute(&raw)
+    .await
+    .unwrap();
+    assert_eq!(changed.rows_affected(), 1);
+    let err = store.load_run(&RunId::new("r1")).await.unwrap_err();
+    let StoreError::Corrupt { message } = &err else {
+        panic!("expected Corrupt, got {err:?}");
+    };
+    assert!(message.contains("0 results for 1 calls"), "{message}");
+    assert!(message.contains("r1"), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_lock_held_past_the_busy_timeout_is_waited_out() {
+    use weft_core::lease::ControlRequest;
+    let db = TestDb::new();
+    let mut options = weft_store::SqliteOptions::new(db.dir.path().join("weft.db"));
+    options.busy_timeout = std::time::Duration::from_millis(20);
+    let store = SqliteStore::open_with(options).await.unwrap();
+    store
+        .create_run(&suite::record("r1", "s1", 1), &[], &suite::machine())
+        .await
+        .unwrap();
+    // Another process holds the write lock for 300 ms, far past the
+    // store's 20 ms busy timeout: the store's write is retried, not failed.
+    let raw = db.raw().await;
+    let mut other = raw.acquire().await.unwrap();
+    sqlx::query("BEGIN IMMEDIATE")
+        .execute(&mut *other)
+        .await
+        .unwrap();
+    let release = tokio::spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        sqlx::query("COMMIT").execute(&mut *other).await.unwrap();
+    });
+    let cancel = ControlRequest::Cancel { reason: "x".into() };
+    assert!(
+        store
+            .request_control(&RunId::new("r1"), &cancel)
+            .await
+            .unwrap()
+    );
+    release.await.unwrap();
+}
+
+#[tokio::test]
 async fn connect_opens_sqlite_from_a_url_or_a_path() {
     let db = TestDb::new();
     let store: Arc<dyn FullStore> = weft_store::connect(&db.url()).await.unwrap();
@@ -169,4 +242,64 @@ async fn a_commit_refused_by_the_database_is_rolled_back() {
     .await
     .unwrap();
     suite::runs::a_commit_refused_by_the_database_is_rolled_back(&store).await;
+}
+
+#[async_trait::async_trait]
+impl suite::snapshots::RawSql for sqlx::SqlitePool {
+    async fn execute(&self, sql: &str) -> u64 {
+        sqlx::query(sql)
+            .execute(self)
+            .await
+            .unwrap()
+            .rows_affected()
+    }
+
+    async fn int(&self, sql: &str) -> i64 {
+        sqlx::query_as::<_, (i64,)>(sql)
+            .fetch_one(self)
+            .await
+            .unwrap()
+            .0
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_store_on_the_file_continues_a_run_and_a_reopened_one_too() {
+    let db = TestDb::new();
+    let (first, second) = (db.open().await, db.open().await);
+    let mut run = suite::snapshots::another_store_continues_the_run(&first, &second).await;
+    first.close().await;
+    second.close().await;
+    let reopened = db.open().await;
+    run.assert_loads(&reopened).await;
+    run.commit_turns(&reopened, 3).await;
+    run.assert_loads(&reopened).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_stored_head_does_not_grow_with_the_run() {
+    let db = TestDb::new();
+    let mut options = weft_store::SqliteOptions::new(db.dir.path().join("weft.db"));
+    options.synchronous = weft_store::Synchronous::Normal;
+    let store = SqliteStore::open_with(options).await.unwrap();
+    suite::snapshots::the_stored_head_does_not_grow_with_the_run(&store, &db.raw().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_or_extra_snapshot_part_is_corrupt() {
+    let db = TestDb::new();
+    let store = db.open().await;
+    suite::snapshots::a_lost_or_extra_part_is_corrupt(&store, &db.raw().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_whole_snapshot_from_before_parts_still_loads() {
+    let db = TestDb::new();
+    let (first, second) = (db.open().await, db.open().await);
+    suite::snapshots::a_whole_snapshot_from_before_parts_still_loads(
+        &first,
+        &second,
+        &db.raw().await,
+    )
+    .await;
 }

@@ -7,7 +7,7 @@ use serde_json::Value;
 use weft_core::run::ToolCatalog;
 use weft_core::tool::{FieldIssue, FieldIssueKind, RetryHint, ToolIdent, ToolSpec};
 
-use crate::schema::{self, ArgsValidator};
+use crate::schema::ArgsValidator;
 
 /// Why a catalog could not be built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -76,20 +76,6 @@ impl SchemaCatalog {
     pub fn validator(&self, name: &str) -> Option<&ArgsValidator> {
         self.entries.get(name).map(|e| &e.validator)
     }
-
-    /// The retry hint for `issues` found in `arguments` for the tool called
-    /// `name` (with an example input when fields are missing).
-    pub fn retry_hint(
-        &self,
-        name: &ToolIdent,
-        arguments: &Value,
-        issues: &[FieldIssue],
-    ) -> RetryHint {
-        let example = self
-            .validator(name.as_str())
-            .map(ArgsValidator::example_input);
-        schema::retry_hint(name, arguments, issues, example)
-    }
 }
 
 impl ToolCatalog for SchemaCatalog {
@@ -120,6 +106,15 @@ impl ToolCatalog for SchemaCatalog {
                 message: format!("the tool's input schema is invalid: {}", e.message),
             }]),
         }
+    }
+
+    /// The default hint, with an example input made from the tool's schema
+    /// when fields are missing.
+    fn retry_hint(&self, spec: &ToolSpec, arguments: &Value, issues: &[FieldIssue]) -> RetryHint {
+        let example = self
+            .validator(spec.name.as_str())
+            .map(ArgsValidator::example_input);
+        RetryHint::for_issues(&spec.name, arguments, issues, example)
     }
 }
 
@@ -169,7 +164,7 @@ mod tests {
         let issues = c.validate(add, &json!({})).unwrap_err();
         assert_eq!(issues[0].field, "/a");
         assert_eq!(issues[0].kind, FieldIssueKind::Missing);
-        let hint = c.retry_hint(&add.name, &json!({}), &issues);
+        let hint = c.retry_hint(add, &json!({}), &issues);
         assert_eq!(hint.reason, RetryReason::MissingFields);
         assert_eq!(hint.example_input, Some(json!({"a": 0})));
     }

@@ -189,6 +189,7 @@ mod tests {
             labels: Default::default(),
             output: Default::default(),
             elicit: Default::default(),
+            children: Default::default(),
         }
     }
 

@@ -75,6 +75,7 @@ fn request() -> ToolRequest {
         labels: Default::default(),
         output: Default::default(),
         elicit: Default::default(),
+        children: Default::default(),
     }
 }
 

@@ -54,6 +54,14 @@ pub trait ToolSet: Send + Sync + 'static {
         None
     }
 
+    /// Whether this toolset's calls may run as long as the run's time
+    /// budget allows, instead of the agent's per-call tool timeout (agents
+    /// called as tools, whose child runs have caps of their own and may wait
+    /// on humans).
+    fn bounded_by_run_budget(&self) -> bool {
+        false
+    }
+
     /// This layer's OAuth token source, if its backend needs one.
     fn oauth(&self) -> Option<&dyn OAuthTokenSource> {
         None

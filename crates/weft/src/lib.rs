@@ -32,3 +32,4 @@ pub mod builtin;
 pub mod cli;
 pub mod render;
 pub mod toolset_spec;
+pub mod transcript;

@@ -11,8 +11,10 @@ use weft::cli::logs::LogFormat;
 use weft::cli::mcp::{self, McpServeArgs};
 #[cfg(feature = "local")]
 use weft::cli::models;
+use weft::cli::prompts;
 use weft::cli::provider::{self, ProviderArgs};
 use weft::cli::registry::{self, RegistryArgs};
+use weft::cli::replay::{self, ReplayArgs};
 use weft::cli::run::{self, RunArgs};
 use weft::cli::serve::{self, ServeArgs};
 use weft::render::OutputFormat;
@@ -40,9 +42,16 @@ enum Command {
         /// A durable store: a SQLite file path or a `postgres://` URL.
         #[arg(long)]
         db: Option<String>,
+        /// The session to run in (with --db): the run starts from the
+        /// session's earlier runs and memory. A new session when absent.
+        #[arg(long, requires = "db")]
+        session: Option<String>,
         /// How to show the run.
         #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
         output: OutputFormat,
+        /// Every run event as one JSON line, then the outcome (`--output jsonl`).
+        #[arg(long, conflicts_with = "output")]
+        json: bool,
     },
     /// Serves the HTTP API (sessions, runs, events over SSE, await answers).
     Serve {
@@ -86,6 +95,14 @@ enum Command {
         #[command(subcommand)]
         command: SessionsCmd,
     },
+    /// Prompt overrides in a store: list, set, clear.
+    Prompts {
+        /// The store: a SQLite file path or a `postgres://` URL.
+        #[arg(long, default_value = "weft.db", global = true)]
+        db: String,
+        #[command(subcommand)]
+        command: prompts::PromptsCmd,
+    },
     /// Local GGUF models: list them, fetch their weights.
     #[cfg(feature = "local")]
     Models {
@@ -107,6 +124,9 @@ enum Command {
         #[command(subcommand)]
         command: ProviderCmd,
     },
+    /// Replays stored runs with an agent: `weft replay <run-id> --agent FILE`
+    /// or `weft replay --all --since 24h --agent FILE`; exit 1 when a decision differs.
+    Replay(ReplayArgs),
     /// Benchmarks; each prints JSON lines.
     Bench {
         #[command(subcommand)]
@@ -147,10 +167,13 @@ enum RunsCmd {
         #[arg(long)]
         status: Vec<RunStatus>,
     },
-    /// Shows one run.
+    /// Shows one run's transcript: messages, tool calls, awaits, outcome, usage.
     Show {
         /// The run id.
         run: String,
+        /// The run's record, phase and outcome as one JSON object instead.
+        #[arg(long)]
+        json: bool,
     },
     /// Prints a run's stored events as JSON lines.
     Events {
@@ -194,7 +217,7 @@ enum SessionsCmd {
         #[arg(long)]
         all: bool,
     },
-    /// Ends a session and cancels its paused and awaiting runs.
+    /// Ends a session (it refuses new runs) and cancels its unfinished runs.
     End {
         /// The session id.
         session: String,
@@ -229,25 +252,7 @@ enum RegistryCmd {
 #[derive(Subcommand)]
 enum ProviderCmd {
     /// Serves built-in toolsets (one by name, or an agent file's) to the registry.
-    Serve {
-        /// An agent file, or a built-in toolset's name (`calc`, `text`, `journal`).
-        source: String,
-        /// The registry gateway's URL.
-        #[arg(long, default_value = "http://127.0.0.1:8790")]
-        gateway: String,
-        /// The Redis URL.
-        #[arg(long, default_value = "redis://127.0.0.1:6379")]
-        redis: String,
-        /// Most calls at once per toolset.
-        #[arg(long, default_value_t = 32)]
-        max_concurrent: usize,
-        /// Milliseconds before another provider may claim an unfinished call.
-        #[arg(long, default_value_t = 30_000)]
-        claim_grace_ms: u64,
-        /// The registry name to serve a single toolset under (default: its own name).
-        #[arg(long)]
-        name: Option<String>,
-    },
+    Serve(ProviderArgs),
 }
 
 #[cfg(feature = "local")]
@@ -271,7 +276,9 @@ fn main() -> ExitCode {
             args,
             model,
             db,
+            session,
             output,
+            json,
         } => {
             let (agent, prompt) = match <[String; 2]>::try_from(args) {
                 Ok([agent, prompt]) => (Some(PathBuf::from(agent)), prompt),
@@ -282,7 +289,8 @@ fn main() -> ExitCode {
                 prompt,
                 model,
                 db,
-                output,
+                session,
+                output: if json { OutputFormat::Jsonl } else { output },
             })
         }
         Command::Serve {
@@ -306,7 +314,7 @@ fn main() -> ExitCode {
             &db,
             match command {
                 RunsCmd::List { session, status } => RunsCommand::List { session, status },
-                RunsCmd::Show { run } => RunsCommand::Show { run },
+                RunsCmd::Show { run, json } => RunsCommand::Show { run, json },
                 RunsCmd::Events { run, after } => RunsCommand::Events { run, after },
                 RunsCmd::Continue { run, agents } => RunsCommand::Continue { run, agents },
                 RunsCmd::Recover { run, agents } => RunsCommand::Recover { run, agents },
@@ -320,6 +328,7 @@ fn main() -> ExitCode {
                 SessionsCmd::End { session } => SessionsCommand::End { session },
             },
         ),
+        Command::Prompts { db, command } => prompts::run(&db, command),
         #[cfg(feature = "local")]
         Command::Models { command } => match command {
             ModelsCmd::List => models::list(),
@@ -360,23 +369,9 @@ fn main() -> ExitCode {
             namespace,
         }),
         Command::Provider {
-            command:
-                ProviderCmd::Serve {
-                    source,
-                    gateway,
-                    redis,
-                    max_concurrent,
-                    claim_grace_ms,
-                    name,
-                },
-        } => provider::serve(ProviderArgs {
-            source,
-            gateway,
-            redis,
-            max_concurrent,
-            claim_grace_ms,
-            name,
-        }),
+            command: ProviderCmd::Serve(args),
+        } => provider::serve(args),
+        Command::Replay(args) => replay::replay(args),
         Command::Bench { bench } => bench.run(),
     };
     match result {

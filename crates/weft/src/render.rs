@@ -1,5 +1,8 @@
-//! How `weft run` shows a run: readable text as it happens, or one JSON line
-//! per event for scripts.
+//! How `weft run` shows a run: readable text as it happens (with a live
+//! status line on a terminal, see [`live`]), or one JSON line per event for
+//! scripts.
+
+mod live;
 
 use std::io::Write;
 use std::time::Instant;
@@ -28,6 +31,7 @@ pub struct Renderer<W: Write> {
     tool_calls: u32,
     usage: Usage,
     mid_line: bool,
+    live: Option<live::Status>,
 }
 
 impl<W: Write> Renderer<W> {
@@ -41,12 +45,33 @@ impl<W: Write> Renderer<W> {
             tool_calls: 0,
             usage: Usage::default(),
             mid_line: false,
+            live: None,
+        }
+    }
+
+    /// With `on` (and text output), keeps a live status line under the
+    /// output: a spinner while the model thinks or tools run. For terminals
+    /// only: it writes control codes.
+    pub fn live(mut self, on: bool) -> Self {
+        self.live = (on && self.format == OutputFormat::Text).then(live::Status::default);
+        self
+    }
+
+    /// Redraws the live status line (call it a few times a second).
+    pub fn tick(&mut self) -> std::io::Result<()> {
+        match &mut self.live {
+            Some(status) if !self.mid_line => status.draw(&mut self.out),
+            _ => Ok(()),
         }
     }
 
     /// Shows one event.
     pub fn event(&mut self, e: &RunEvent) -> std::io::Result<()> {
         self.count(&e.kind);
+        if let Some(status) = &mut self.live {
+            status.clear(&mut self.out)?;
+            status.observe(&e.kind);
+        }
         match self.format {
             OutputFormat::Jsonl => {
                 serde_json::to_writer(&mut self.out, e)?;
@@ -54,6 +79,7 @@ impl<W: Write> Renderer<W> {
             }
             OutputFormat::Text => self.text(&e.kind)?,
         }
+        self.tick()?;
         self.out.flush()
     }
 
@@ -65,6 +91,9 @@ impl<W: Write> Renderer<W> {
                 writeln!(self.out)?;
             }
             OutputFormat::Text => {
+                if let Some(status) = &mut self.live {
+                    status.clear(&mut self.out)?;
+                }
                 self.end_line()?;
                 let status = match outcome {
                     RunOutcome::Response {
@@ -165,6 +194,26 @@ impl<W: Write> Renderer<W> {
                 self.end_line()?;
                 writeln!(self.out, "· {text}")?;
             }
+            EventKind::ChildRunLinked {
+                child_run_id,
+                agent_id,
+                ..
+            } => {
+                self.end_line()?;
+                writeln!(self.out, "↳ {agent_id} runs as {child_run_id}")?;
+            }
+            // A child's tool calls, indented under the call that runs it.
+            EventKind::ChildEvent { event, .. } => match &**event {
+                EventKind::ToolStarted { tool, payload, .. } => {
+                    self.end_line()?;
+                    writeln!(self.out, "  → {tool} {}", compact(payload, 160))?;
+                }
+                EventKind::ToolFinished { output } => {
+                    self.end_line()?;
+                    writeln!(self.out, "  {}", tool_line(output))?;
+                }
+                _ => {}
+            },
             EventKind::RunStarted { .. }
             | EventKind::RunPaused { .. }
             | EventKind::RunContinued
@@ -173,13 +222,16 @@ impl<W: Write> Renderer<W> {
             | EventKind::ToolOutputDelta { .. }
             | EventKind::AwaitSatisfied { .. }
             | EventKind::AwaitWithdrawn { .. }
+            | EventKind::ModelOutput { .. }
+            | EventKind::PromptRendered { .. }
             | EventKind::Usage { .. } => {}
         }
         Ok(())
     }
 }
 
-fn tool_line(o: &ToolOutput) -> String {
+/// One line for a finished tool call: its result (or error) and duration.
+pub(crate) fn tool_line(o: &ToolOutput) -> String {
     let ms = o.telemetry.as_ref().map_or(0, |t| t.duration_ms);
     match &o.result {
         ToolResultBody::Json(v) => format!("← {} {} ({ms} ms)", o.name, compact(v, 160)),
@@ -189,7 +241,8 @@ fn tool_line(o: &ToolOutput) -> String {
     }
 }
 
-fn compact(v: &Value, max: usize) -> String {
+/// `v` as compact JSON, cut to `max` characters.
+pub(crate) fn compact(v: &Value, max: usize) -> String {
     let s = v.to_string();
     if s.chars().count() <= max {
         return s;
@@ -198,7 +251,8 @@ fn compact(v: &Value, max: usize) -> String {
     format!("{cut}…")
 }
 
-fn describe_failure(f: &RunFailure) -> String {
+/// Why a run failed, in words.
+pub(crate) fn describe_failure(f: &RunFailure) -> String {
     match f {
         RunFailure::InvalidToolCall {
             tool_name, reason, ..

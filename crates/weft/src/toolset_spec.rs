@@ -2,7 +2,8 @@
 //! `[[toolsets]]` table whose `type` says what it is (`type = "mcp"`: an MCP
 //! server over stdio or streamable HTTP; `type = "registry"`: a toolset
 //! served by providers through the Redis Streams registry; `type =
-//! "builtin"`: a built-in one).
+//! "agent"`: other agents, each from its own agent file, called as tools;
+//! `type = "builtin"`: a built-in one).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -14,6 +15,10 @@ use weft_mcp::{McpConfig, McpToolSet, OAuthConfig, Transport};
 use weft_tools::{StartableToolSet, ToolSet};
 
 use crate::builtin;
+
+mod agent;
+
+pub use agent::{AgentToolSpec, AgentToolsetSpec, MAX_AGENT_TOOLS};
 
 /// One entry of an agent file's `toolsets`.
 #[derive(Debug, Clone)]
@@ -55,6 +60,8 @@ pub enum ToolsetTable {
     Mcp(Box<McpSpec>),
     /// A toolset served by providers through the Redis Streams registry.
     Registry(RegistrySpec),
+    /// Other agents called as tools (each call runs a child run).
+    Agent(AgentToolsetSpec),
 }
 
 /// `type = "registry"`: a registry toolset.
@@ -175,6 +182,7 @@ impl ToolsetSpec {
             ToolsetSpec::Builtin(name) | ToolsetSpec::Table(ToolsetTable::Builtin { name }) => name,
             ToolsetSpec::Table(ToolsetTable::Mcp(m)) => &m.name,
             ToolsetSpec::Table(ToolsetTable::Registry(r)) => r.alias.as_deref().unwrap_or(&r.name),
+            ToolsetSpec::Table(ToolsetTable::Agent(a)) => &a.name,
         }
     }
 
@@ -191,6 +199,7 @@ impl ToolsetSpec {
             ToolsetSpec::Table(ToolsetTable::Registry(r)) => {
                 format!("registry toolset `{}` at {}", r.name, r.gateway)
             }
+            ToolsetSpec::Table(ToolsetTable::Agent(a)) => format!("agent toolset `{}`", a.name),
         }
     }
 
@@ -230,6 +239,7 @@ impl ToolsetSpec {
                 }
                 Ok(())
             }
+            ToolsetSpec::Table(ToolsetTable::Agent(a)) => a.check(),
         }
     }
 
@@ -244,6 +254,7 @@ impl ToolsetSpec {
                 Some(Arc::new(StartableToolSet::new(McpToolSet::new(config))))
             }
             ToolsetSpec::Table(ToolsetTable::Registry(r)) => Some(r.toolset()),
+            ToolsetSpec::Table(ToolsetTable::Agent(a)) => Some(Arc::new(a.toolset())),
         }
     }
 }

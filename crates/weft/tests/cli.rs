@@ -127,6 +127,31 @@ fn bench_agent_loop_prints_json_lines() {
 }
 
 #[test]
+fn bench_serve_drives_a_real_server_and_prints_a_json_line() {
+    let out = weft()
+        .args(["bench", "serve", "--clients", "8", "--seconds", "0.5"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(line["bench"], "serve");
+    assert_eq!(line["store"], "sqlite");
+    assert_eq!(line["clients"], 8);
+    assert_eq!(line["errors"], 0);
+    assert!(line["runs"].as_u64().unwrap() > 0, "{line}");
+    let (p50, p99) = (
+        line["first_event_p50_ms"].as_f64().unwrap(),
+        line["first_event_p99_ms"].as_f64().unwrap(),
+    );
+    assert!(0.0 < p50 && p50 <= p99, "{line}");
+    assert!(p99 <= line["run_p99_ms"].as_f64().unwrap(), "{line}");
+}
+
+#[test]
 fn runs_are_stored_with_db_and_inspected_with_runs_commands() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("weft.db").display().to_string();
@@ -156,7 +181,7 @@ fn runs_are_stored_with_db_and_inspected_with_runs_commands() {
     assert_eq!(records[0]["status"], "completed");
     let run = records[0]["run_id"].as_str().unwrap().to_owned();
     let show = weft()
-        .args(["runs", "show", &run, "--db", &db])
+        .args(["runs", "show", &run, "--json", "--db", &db])
         .output()
         .unwrap();
     let view: Value = serde_json::from_slice(&show.stdout).unwrap();
@@ -198,5 +223,106 @@ fn runs_are_stored_with_db_and_inspected_with_runs_commands() {
     assert_eq!(
         String::from_utf8(sessions.stdout).unwrap().lines().count(),
         1
+    );
+}
+
+#[test]
+fn a_session_example_runs_twice_and_the_second_run_uses_the_first_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("weft.db").display().to_string();
+    let run = |prompt: &str| {
+        let out = weft()
+            .args(["run", "--db", &db, "--session", "demo"])
+            .arg(example("session.toml"))
+            .arg(prompt)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let first = run("Remember: the launch code is 7-4-1.");
+    assert!(
+        first.contains("Noted: Remember: the launch code is 7-4-1."),
+        "{first}"
+    );
+    assert!(!first.contains("Earlier I answered"), "{first}");
+    let second = run("What did you note?");
+    assert!(
+        second.contains("Earlier I answered: \"Noted: Remember: the launch code is 7-4-1.\""),
+        "{second}"
+    );
+    // Another session starts the script afresh.
+    let out = weft()
+        .args(["run", "--db", &db, "--session", "other"])
+        .arg(example("session.toml"))
+        .arg("hello")
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .contains("Noted: hello")
+    );
+    // A session needs a durable store.
+    let refused = weft()
+        .args(["run", "--session", "demo"])
+        .arg(example("session.toml"))
+        .arg("hi")
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+}
+
+#[test]
+fn ending_a_session_cancels_its_running_runs_and_refuses_new_ones() {
+    use weft_core::run::{RunConfig, RunMachine};
+    use weft_core::store::{RunRecord, RunStatus};
+    use weft_core::{RunId, SessionId, Timestamp};
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("weft.db").display().to_string();
+    // A running run whose driver is gone, in session `s`.
+    let tokio = tokio::runtime::Runtime::new().unwrap();
+    tokio.block_on(async {
+        let store = weft_store::connect(&db).await.unwrap();
+        let now = Timestamp::from_millis(1);
+        let record = RunRecord {
+            run_id: RunId::new("r1"),
+            agent_id: "session".into(),
+            session_id: SessionId::new("s"),
+            status: RunStatus::Running,
+            labels: Default::default(),
+            created_at: now,
+            updated_at: now,
+        };
+        let machine = RunMachine::new(RunConfig::new("session", "s", Vec::new()), now);
+        store.create_run(&record, &[], &machine).await.unwrap();
+    });
+    let out = weft()
+        .args(["sessions", "end", "s", "--db", &db])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("cancelled 1 run(s)"), "{said}");
+    let status = tokio.block_on(async {
+        let store = weft_store::connect(&db).await.unwrap();
+        store.load_run(&RunId::new("r1")).await.unwrap().unwrap()
+    });
+    assert_eq!(status.record.status, RunStatus::Cancelled);
+    let refused = weft()
+        .args(["run", "--db", &db, "--session", "s"])
+        .arg(example("session.toml"))
+        .arg("hi")
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("has ended"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
     );
 }

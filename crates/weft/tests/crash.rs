@@ -26,6 +26,8 @@
 //! `WEFT_CRASH_SEED` to replay the same delays, and `WEFT_CRASH_KEEP=1` to
 //! keep the SQLite test's directory (database, journal, server logs).
 
+mod common;
+
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
@@ -55,7 +57,6 @@ const HEALTH_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long the runs may take to finish after the last restart.
 const FINISH_TIMEOUT: Duration = Duration::from_secs(120);
 /// The PostgreSQL server used unless `WEFT_TEST_POSTGRES_URL` says otherwise.
-const DEFAULT_PG_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_servers_on_sqlite() {
@@ -72,58 +73,11 @@ async fn two_servers_on_sqlite() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_servers_on_postgres() {
-    let base =
-        std::env::var("WEFT_TEST_POSTGRES_URL").unwrap_or_else(|_| DEFAULT_PG_URL.to_owned());
-    if let Err(e) = PgConnection::connect(&base).await {
-        panic!(
-            "PostgreSQL is not reachable at {base}: {e}\n\
-             Start the local cluster with\n    \
-             pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start\n\
-             or point WEFT_TEST_POSTGRES_URL at another server."
-        );
-    }
-    let mut rng = Rng::new(seed_from_clock());
-    let schema = format!("crash_{}_{:016x}", std::process::id(), rng.next());
     // Dropped last (locals drop in reverse order), after the server is gone.
-    let _schema = DropSchema {
-        base: base.clone(),
-        schema: schema.clone(),
-    };
-    let separator = if base.contains('?') { '&' } else { '?' };
-    let db = format!("{base}{separator}schema={schema}");
+    let (db, _schema) = common::postgres_schema("crash").await;
+    let base = _schema.base.clone();
     let dir = tempfile::tempdir().unwrap();
     crash_test("postgres", &db, Some(&base), dir.path(), 3, 600).await;
-}
-
-/// Drops a PostgreSQL schema when dropped, even when the test panicked.
-struct DropSchema {
-    base: String,
-    schema: String,
-}
-
-impl Drop for DropSchema {
-    fn drop(&mut self) {
-        let base = self.base.clone();
-        let sql = format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", self.schema);
-        // Drop runs inside the test's runtime: use a thread with its own.
-        let outcome = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async {
-                let mut conn = PgConnection::connect(&base).await?;
-                sqlx::query(&sql).execute(&mut conn).await?;
-                Ok::<_, sqlx::Error>(())
-            })
-        })
-        .join();
-        match outcome {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => eprintln!("could not drop schema {}: {e}", self.schema),
-            Err(_) => eprintln!("could not drop schema {}: the thread panicked", self.schema),
-        }
-    }
 }
 
 /// The whole scenario against the store at `db`, with scratch files in `dir`;

@@ -1,6 +1,7 @@
 //! The README's registry example, end to end with real processes: `weft
 //! registry serve`, `weft provider serve`, and `weft run` of an agent whose
-//! tools live in the provider, against the local Redis.
+//! tools live in the provider, against the local Redis; the stored run then
+//! replays with the provider gone.
 
 mod common;
 
@@ -89,7 +90,7 @@ fn an_agent_calls_tools_served_by_a_provider_process() {
         "--name",
         &name,
     ]);
-    let _provider = start(provider, "serving toolset");
+    let provider = start(provider, "serving toolset");
 
     // The README's agent file, pointed at this test's gateway and namespace.
     let text = std::fs::read_to_string(common::example("registry.toml")).unwrap();
@@ -104,6 +105,8 @@ fn an_agent_calls_tools_served_by_a_provider_process() {
     let agent = dir.path().join("registry.toml");
     std::fs::write(&agent, text).unwrap();
 
+    let db = dir.path().join("w.db");
+    let db = db.to_str().unwrap();
     let out = weft()
         .args([
             "run",
@@ -111,6 +114,8 @@ fn an_agent_calls_tools_served_by_a_provider_process() {
             "What is (2 + 3) * 7?",
             "--output",
             "jsonl",
+            "--db",
+            db,
         ])
         .output()
         .unwrap();
@@ -130,4 +135,31 @@ fn an_agent_calls_tools_served_by_a_provider_process() {
     assert_eq!(results[0]["value"], 5, "{stdout}");
     assert_eq!(results[1]["value"], 35, "{stdout}");
     assert!(stdout.contains("(2 + 3) * 7 = 35"), "{stdout}");
+
+    // Replay runs no tool: it needs the tools' schemas from the gateway,
+    // never the provider that executes them.
+    drop(provider);
+    let list = weft().args(["runs", "list", "--db", db]).output().unwrap();
+    let record: serde_json::Value =
+        serde_json::from_slice(list.stdout.split(|b| *b == b'\n').next().unwrap()).unwrap();
+    let run = record["run_id"].as_str().unwrap();
+    let out = weft()
+        .args([
+            "replay",
+            run,
+            "--store",
+            db,
+            "--agent",
+            agent.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{report}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(report.contains("identical (3 decisions)"), "{report}");
 }

@@ -49,17 +49,7 @@ async fn json_logs_name_the_tenant_and_the_run() {
         .spawn()
         .unwrap();
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    let addr = loop {
-        line.clear();
-        assert!(
-            stderr.read_line(&mut line).unwrap() > 0,
-            "serve exited early"
-        );
-        if let Some(rest) = line.split("serving on http://").nth(1) {
-            break rest.split_whitespace().next().unwrap().to_owned();
-        }
-    };
+    let addr = common::served_address(&mut stderr);
     let http = reqwest::Client::new();
     let call = |request: reqwest::RequestBuilder| async move {
         let reply = request.bearer_auth("secret-token").send().await.unwrap();

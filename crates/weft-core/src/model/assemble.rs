@@ -93,8 +93,14 @@ impl StreamAssembler {
                 self.call_mut(index)?;
             }
             StreamChunk::Usage { usage } => {
+                // Chunks carry running totals; events carry what changed, so
+                // a consumer summing `Usage` events counts each token once.
+                let before = self.summary.usage;
                 merge_usage(&mut self.summary.usage, &usage);
-                events.usage_delta(&usage);
+                let delta = usage_change(&before, &self.summary.usage);
+                if delta != Usage::default() {
+                    events.usage_delta(&delta);
+                }
             }
             StreamChunk::Stop { reason } => {
                 self.close_thinking(events);
@@ -128,7 +134,66 @@ impl StreamAssembler {
     }
 }
 
+/// A whole answer as the chunks a stream would have carried, in order: its
+/// thinking blocks, its text, each tool call, its usage and why it stopped.
+/// Pushed through a [`StreamAssembler`], they give the same summary back and
+/// the same planner events as the stream would have.
+pub fn summary_chunks(summary: &ModelSummary) -> Vec<StreamChunk> {
+    let mut chunks: Vec<StreamChunk> = summary
+        .thinking
+        .iter()
+        .map(|t| StreamChunk::ThinkingBlock {
+            thinking: t.clone(),
+        })
+        .collect();
+    if !summary.text.is_empty() {
+        chunks.push(StreamChunk::TextDelta {
+            text: summary.text.clone(),
+        });
+    }
+    for (index, call) in (0u32..).zip(&summary.tool_calls) {
+        chunks.push(StreamChunk::ToolCallStart {
+            index,
+            id: call.id.clone(),
+            name: call.name.clone(),
+        });
+        if !call.arguments.is_empty() {
+            chunks.push(StreamChunk::ToolCallArgsDelta {
+                index,
+                delta: call.arguments.clone(),
+            });
+        }
+        chunks.push(StreamChunk::ToolCallEnd { index });
+    }
+    if summary.usage != Usage::default() {
+        chunks.push(StreamChunk::Usage {
+            usage: summary.usage,
+        });
+    }
+    if let Some(reason) = &summary.stop_reason {
+        chunks.push(StreamChunk::Stop {
+            reason: reason.clone(),
+        });
+    }
+    chunks
+}
+
 /// Usage chunks carry running totals: a non-zero field replaces the earlier value.
+/// What rose from `before` to `after` (totals never fall; a field that did
+/// counts as unchanged).
+fn usage_change(before: &Usage, after: &Usage) -> Usage {
+    Usage {
+        input_tokens: after.input_tokens.saturating_sub(before.input_tokens),
+        output_tokens: after.output_tokens.saturating_sub(before.output_tokens),
+        cache_read_tokens: after
+            .cache_read_tokens
+            .saturating_sub(before.cache_read_tokens),
+        cache_creation_tokens: after
+            .cache_creation_tokens
+            .saturating_sub(before.cache_creation_tokens),
+    }
+}
+
 fn merge_usage(into: &mut Usage, chunk: &Usage) {
     for (dst, src) in [
         (&mut into.input_tokens, chunk.input_tokens),
@@ -243,6 +308,10 @@ mod tests {
         assert_eq!(log[1], "text:Hi");
         assert!(log[0].starts_with("thinking:"));
         assert_eq!(log[2], "args:c1:calc.add:{\"a\":");
+        // Usage chunks are running totals (1, then 9 output tokens); the
+        // events carry the changes, which sum to the totals: 1 + 8.
+        let usage: Vec<&String> = log.iter().filter(|l| l.starts_with("usage:")).collect();
+        assert_eq!(usage, ["usage:1", "usage:8"]);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 mod assemble;
 mod types;
 
-pub use assemble::{AssembleError, StreamAssembler};
+pub use assemble::{AssembleError, StreamAssembler, summary_chunks};
 pub use types::*;
 
 use std::pin::Pin;

@@ -239,6 +239,13 @@ pub enum ModelError {
         /// What was wrong with it.
         message: String,
     },
+    /// The model has as many requests waiting as it accepts (a local
+    /// model's bounded queue); retry later.
+    #[error("model overloaded: {message}")]
+    Overloaded {
+        /// What is full.
+        message: String,
+    },
     /// A timeout elapsed.
     #[error("model {phase} timeout after {after:?}")]
     Timeout {
@@ -268,7 +275,8 @@ impl ModelError {
             ModelError::Http { retryable, .. } | ModelError::Stream { retryable, .. } => *retryable,
             ModelError::Connection { .. }
             | ModelError::Timeout { .. }
-            | ModelError::Truncated { .. } => true,
+            | ModelError::Truncated { .. }
+            | ModelError::Overloaded { .. } => true,
             ModelError::Config { .. } | ModelError::Malformed { .. } | ModelError::Other { .. } => {
                 false
             }

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use crate::ids::ToolCallId;
 use crate::planner::CallArguments;
-use crate::tool::{FieldIssue, ToolIdent, ToolSpec};
+use crate::tool::{FieldIssue, RetryHint, ToolIdent, ToolSpec};
 
 /// The tools a run knows, with their argument validation.
 pub trait ToolCatalog {
@@ -18,6 +18,14 @@ pub trait ToolCatalog {
 
     /// Checks `arguments` against the tool's input schema.
     fn validate(&self, spec: &ToolSpec, arguments: &Value) -> Result<(), Vec<FieldIssue>>;
+
+    /// The retry hint the planner gets with a call of `spec` whose
+    /// `arguments` broke its schema with `issues`. The default names the
+    /// missing fields and the failed arguments; a catalog that can make a
+    /// valid example input adds it.
+    fn retry_hint(&self, spec: &ToolSpec, arguments: &Value, issues: &[FieldIssue]) -> RetryHint {
+        RetryHint::for_issues(&spec.name, arguments, issues, None)
+    }
 }
 
 /// Why a requested tool call is invalid.
@@ -93,7 +101,9 @@ pub enum Resolution {
         /// Feedback recorded as the invalid call's result.
         feedback: String,
     },
-    /// Call this tool instead (it must be allowed); the arguments are checked again.
+    /// Call this tool instead (it must be allowed); the arguments are checked
+    /// again. Only for a call naming an unknown or not allowed tool: a call
+    /// with invalid arguments is retried, skipped or failed.
     Repair {
         /// The tool to call.
         tool: ToolIdent,

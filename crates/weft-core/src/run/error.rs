@@ -43,6 +43,14 @@ pub enum RunError {
         /// The bound.
         max: u32,
     },
+    /// Repair answers a call whose tool was right but whose arguments were
+    /// not: another tool would get the same arguments, and the same call
+    /// would need resolving again, forever. Retry, skip or fail instead.
+    #[error("cannot repair a call whose arguments are invalid ({reason}); retry, skip or fail it")]
+    RepairNotApplicable {
+        /// Why the call is invalid.
+        reason: String,
+    },
     /// Repair names a tool that is unknown or not allowed.
     #[error("cannot repair with tool `{0}`: unknown or not allowed")]
     RepairNotAllowed(ToolIdent),

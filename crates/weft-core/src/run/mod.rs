@@ -29,6 +29,7 @@
 //! format carries [`FORMAT_VERSION`]) and a deserialized copy continues
 //! exactly where the original was.
 
+mod append_only;
 mod catalog;
 mod clock;
 mod error;
@@ -36,6 +37,7 @@ mod machine;
 mod outbox;
 mod policy;
 mod projection;
+mod reminders;
 mod render;
 mod step;
 mod transcript;
@@ -47,11 +49,19 @@ mod proptests;
 #[cfg(test)]
 mod tests;
 
+pub use append_only::AppendOnly;
+
+/// Every tool output of a run, in order (see [`RunMachine::tool_outputs`]).
+pub type ToolOutputs = AppendOnly<std::sync::Arc<crate::tool::ToolOutput>>;
 pub use catalog::{InvalidReason, InvalidToolCallContext, PlanOutcome, Resolution, ToolCatalog};
 pub use error::RunError;
-pub use machine::{AwaitProgress, FORMAT_VERSION, MAX_PENDING_ELICITATIONS, RunConfig, RunMachine};
-pub use policy::Policy;
+pub use machine::{
+    AwaitProgress, FORMAT_VERSION, InvalidSnapshot, MAX_PENDING_ELICITATIONS, RunConfig,
+    RunMachine, SnapshotHead,
+};
+pub use policy::{Policy, default_caps};
 pub use projection::RunProjection;
+pub use reminders::{ReminderAdded, ReminderSet};
 pub use render::render_tool_output;
 pub use step::{PendingCalls, PhaseName, PlanKind, RunFailure, RunOutcome, Step, ToolCall};
 pub use transcript::Transcript;

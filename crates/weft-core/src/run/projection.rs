@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use crate::awaiting::AwaitItem;
 use crate::event::EventKind;
-use crate::ids::{AgentId, AwaitItemId, SessionId};
+use crate::ids::{AgentId, AwaitItemId, RunId, SessionId, ToolCallId};
 use crate::planner::Termination;
 use crate::run::step::RunOutcome;
 use crate::tool::ToolOutput;
@@ -33,6 +33,9 @@ pub struct RunProjection {
     pub termination: Option<Termination>,
     /// The outcome, once the run finished.
     pub outcome: Option<RunOutcome>,
+    /// The child runs its calls started (agents called as tools), in order,
+    /// each once.
+    pub children: Vec<(ToolCallId, RunId)>,
     /// The last event was `AwaitRequested`, whose `RunPaused` follows it.
     await_pause_due: bool,
 }
@@ -99,12 +102,25 @@ impl RunProjection {
                 self.answered.clear();
                 self.paused = false;
             }
+            EventKind::ChildRunLinked {
+                tool_call_id,
+                child_run_id,
+                ..
+            } => {
+                if !self.children.iter().any(|(_, c)| c == child_run_id) {
+                    self.children
+                        .push((tool_call_id.clone(), child_run_id.clone()));
+                }
+            }
             EventKind::PlannerThought { .. }
+            | EventKind::ChildEvent { .. }
             | EventKind::AssistantChunk { .. }
             | EventKind::Thinking { .. }
             | EventKind::ToolCallArgsDelta { .. }
             | EventKind::ToolStarted { .. }
             | EventKind::ToolOutputDelta { .. }
+            | EventKind::ModelOutput { .. }
+            | EventKind::PromptRendered { .. }
             | EventKind::Usage { .. } => {}
         }
     }

@@ -1,5 +1,8 @@
 //! Property tests: a random driver feeds the machine random planner decisions,
-//! tool outcomes, awaits, cancels and clock jumps, and checks the invariants.
+//! tool outcomes, awaits (clarifications, multiple-choice questions, external
+//! tool results, confirmations), questions of running calls, child runs (an
+//! agent tool whose call is a whole nested run), cancels and clock jumps, and
+//! checks the invariants.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::num::NonZeroU32;
@@ -10,11 +13,14 @@ use serde_json::json;
 
 use super::tests::TestCatalog;
 use super::*;
-use crate::awaiting::{AwaitAnswer, AwaitItem, Clarification};
+use crate::awaiting::{
+    AwaitAnswer, AwaitItem, Clarification, ExternalToolCall, ExternalTools, Question,
+    QuestionOption, Questions,
+};
 use crate::elicitation::{ElicitationAction, ElicitationRequest};
 use crate::event::EventKind;
 use crate::ids::{AwaitItemId, ToolCallId};
-use crate::message::Message;
+use crate::message::{Message, Part, Role};
 use crate::planner::{PlanResult, ToolCallRequest};
 use crate::time::Timestamp;
 use crate::tool::{ToolError, ToolOutput};
@@ -50,6 +56,17 @@ fn prop_assert_ok(ok: bool, what: &str) {
     assert!(ok, "{what}");
 }
 
+/// The agent tool: a call of it is a whole child run.
+const AGENT_TOOL: &str = "team.helper";
+
+/// How deep child runs nest.
+const MAX_DEPTH: u32 = 2;
+
+/// The catalog every property run uses: the test tools and the agent tool.
+fn catalog() -> TestCatalog {
+    TestCatalog::new().with_tool(AGENT_TOOL)
+}
+
 /// Drives one step; returns false when the run has finished.
 fn drive_one(
     m: &mut RunMachine,
@@ -57,6 +74,18 @@ fn drive_one(
     c: &mut Choices<'_>,
     obs: &mut Observed,
     cat: &TestCatalog,
+) -> bool {
+    drive_at(m, now, c, obs, cat, 0)
+}
+
+/// [`drive_one`] for a run `depth` levels below the top one.
+fn drive_at(
+    m: &mut RunMachine,
+    now: &mut u64,
+    c: &mut Choices<'_>,
+    obs: &mut Observed,
+    cat: &TestCatalog,
+    depth: u32,
 ) -> bool {
     *now += u64::from(c.next(4)) * u64::from(c.next(40));
     let at = Timestamp::from_millis(*now);
@@ -80,21 +109,31 @@ fn drive_one(
         Step::Finish { .. } => false,
         Step::Plan { finalize, .. } => {
             let finalizing = finalize.is_some();
+            // Before every model turn, every earlier call is answered.
+            if let Err(e) = check_transcript(m, true) {
+                panic!("{e}");
+            }
             let pick = if c.exhausted() || finalizing {
                 0
             } else {
-                c.next(6)
+                c.next(10)
             };
+            // Ids of calls the planner names itself are unique in the run.
+            let tag = format!("{}_{}", m.transcript().len(), now);
             let result = match pick {
                 0 => PlanResult::final_text("done"),
-                1 => PlanResult::await_items(vec![AwaitItem::Clarification(Clarification {
-                    id: AwaitItemId::new(format!("q{now}")),
-                    question: "?".into(),
-                    missing_fields: vec![],
-                    restrict_to_tool: None,
-                    example_input: None,
-                    clarifying_prompt: None,
-                })]),
+                // A child run ends with its parent's tool result.
+                6 => PlanResult::new(crate::planner::Decision::FinalToolResult {
+                    result: json!({"answer": c.next(9)}),
+                }),
+                1 => PlanResult::await_items(vec![clarification(&tag)]),
+                7 => PlanResult::await_items(vec![questions(&tag, c)]),
+                8 => PlanResult::await_items(vec![external(&tag, c)]),
+                9 => PlanResult::await_items(vec![
+                    external(&tag, c),
+                    clarification(&tag),
+                    questions(&tag, c),
+                ]),
                 _ => {
                     let n = 1 + c.next(4);
                     let calls = (0..n)
@@ -107,7 +146,8 @@ fn drive_one(
                                 parent_tool_call_id: None,
                             },
                             2 => ToolCallRequest::new("calc.add", json!({"a": "x"})),
-                            3 | 4 => ToolCallRequest::new("calc.echo", json!({"n": c.next(9)})),
+                            3 => ToolCallRequest::new("calc.echo", json!({"n": c.next(9)})),
+                            4 => ToolCallRequest::new(AGENT_TOOL, json!({"task": c.next(9)})),
                             _ => ToolCallRequest::new("calc.add", json!({"a": 1, "b": c.next(9)})),
                         })
                         .collect();
@@ -130,9 +170,15 @@ fn drive_one(
                 1 if retries_left > 0 => Resolution::Retry {
                     feedback: "fix it".into(),
                 },
-                2 => Resolution::Repair {
-                    tool: "calc.echo".into(),
-                },
+                2 if matches!(
+                    context.reason,
+                    InvalidReason::UnknownTool | InvalidReason::NotAllowed
+                ) =>
+                {
+                    Resolution::Repair {
+                        tool: "calc.echo".into(),
+                    }
+                }
                 _ => Resolution::Skip {
                     reason: "skipped".into(),
                 },
@@ -186,7 +232,9 @@ fn drive_one(
             // Answer a random non-empty prefix, in reverse order.
             let k = 1 + c.next(u32::try_from(pending.len()).unwrap_or(1)) as usize;
             for call in pending[..k].iter().rev() {
-                let out = if c.next(3) == 0 {
+                let out = if call.name.as_str() == AGENT_TOOL {
+                    child_run(call, now, c, cat, depth)
+                } else if c.next(3) == 0 {
                     ToolOutput::error(
                         call.id.clone(),
                         call.name.clone(),
@@ -209,33 +257,217 @@ fn drive_one(
             true
         }
         Step::Await { items, .. } => {
-            let ids: Vec<AwaitItemId> = items.iter().map(|i| i.id().clone()).collect();
-            let confirms: Vec<bool> = items
-                .iter()
-                .map(|i| matches!(i, AwaitItem::Confirmation(_)))
-                .collect();
-            for (id, confirm) in ids.into_iter().zip(confirms) {
+            let items: Vec<AwaitItem> = items.to_vec();
+            for item in items {
+                let id = item.id().clone();
                 let before = m.clone();
-                assert!(
-                    m.answer(&id, AwaitAnswer::Clarification { text: "  ".into() }, at)
-                        .is_err()
-                );
+                // A wrong answer is refused and changes nothing.
+                let bad = match &item {
+                    AwaitItem::Questions(q) => AwaitAnswer::Questions {
+                        answers: [(q.questions[0].id.clone(), vec!["nope".to_owned()])].into(),
+                    },
+                    AwaitItem::ExternalTools(e) => AwaitAnswer::ExternalTools {
+                        results: external_results(&e.items[1..], c),
+                    },
+                    _ => AwaitAnswer::Clarification { text: "  ".into() },
+                };
+                assert!(m.answer(&id, bad, at).is_err());
                 assert_eq!(&before, m);
-                let answer = if confirm {
-                    AwaitAnswer::Confirmation {
+                let answer = match &item {
+                    AwaitItem::Confirmation(_) => AwaitAnswer::Confirmation {
                         approved: c.next(2) == 0,
                         reason: None,
+                    },
+                    AwaitItem::Questions(q) => AwaitAnswer::Questions {
+                        answers: q
+                            .questions
+                            .iter()
+                            .map(|q| {
+                                let n = if q.allow_multiple { 1 + c.next(3) } else { 1 };
+                                let chosen = q.options[..n as usize]
+                                    .iter()
+                                    .map(|o| o.id.clone())
+                                    .collect();
+                                (q.id.clone(), chosen)
+                            })
+                            .collect(),
+                    },
+                    AwaitItem::ExternalTools(e) => {
+                        let mut results = external_results(&e.items, c);
+                        if c.next(2) == 0 {
+                            results.reverse();
+                        }
+                        AwaitAnswer::ExternalTools { results }
                     }
-                } else {
-                    AwaitAnswer::Clarification {
+                    _ => AwaitAnswer::Clarification {
                         text: "answer".into(),
-                    }
+                    },
                 };
                 m.answer(&id, answer, at).unwrap();
             }
             true
         }
     }
+}
+
+fn clarification(tag: &str) -> AwaitItem {
+    AwaitItem::Clarification(Clarification {
+        id: AwaitItemId::new(format!("q{tag}")),
+        question: "?".into(),
+        missing_fields: vec![],
+        restrict_to_tool: None,
+        example_input: None,
+        clarifying_prompt: None,
+    })
+}
+
+/// One or two multiple-choice questions of three options, tied to a call.
+fn questions(tag: &str, c: &mut Choices<'_>) -> AwaitItem {
+    let option = |id: &str| QuestionOption {
+        id: id.to_owned(),
+        label: id.to_uppercase(),
+    };
+    AwaitItem::Questions(Questions {
+        id: AwaitItemId::new(format!("mc{tag}")),
+        tool_name: "ask.choose".into(),
+        tool_call_id: ToolCallId::new(format!("mc{tag}")),
+        payload: json!({}),
+        title: None,
+        questions: (0..1 + c.next(2))
+            .map(|i| Question {
+                id: format!("q{i}"),
+                prompt: "which?".into(),
+                options: vec![option("a"), option("b"), option("c")],
+                allow_multiple: c.next(2) == 0,
+            })
+            .collect(),
+    })
+}
+
+/// One to three calls executed outside the runtime.
+fn external(tag: &str, c: &mut Choices<'_>) -> AwaitItem {
+    AwaitItem::ExternalTools(ExternalTools {
+        id: AwaitItemId::new(format!("ext{tag}")),
+        items: (0..1 + c.next(3))
+            .map(|i| ExternalToolCall {
+                tool_name: "remote.run".into(),
+                tool_call_id: ToolCallId::new(format!("ext{tag}_{i}")),
+                payload: json!({"i": i}),
+            })
+            .collect(),
+    })
+}
+
+fn external_results(calls: &[ExternalToolCall], c: &mut Choices<'_>) -> Vec<ToolOutput> {
+    calls
+        .iter()
+        .map(|call| {
+            let (id, name, payload) = (
+                call.tool_call_id.clone(),
+                call.tool_name.clone(),
+                call.payload.clone(),
+            );
+            if c.next(3) == 0 {
+                ToolOutput::error(id, name, payload, ToolError::new("x", "y"))
+            } else {
+                ToolOutput::ok(id, name, payload, json!("done"))
+            }
+        })
+        .collect()
+}
+
+/// Runs a call of the agent tool as a whole child run (with a policy of
+/// its own and the same random choices) and returns its end as the call's
+/// output: the child's transcript keeps the invariant too.
+fn child_run(
+    call: &ToolCall,
+    now: &mut u64,
+    c: &mut Choices<'_>,
+    cat: &TestCatalog,
+    depth: u32,
+) -> ToolOutput {
+    let (id, name, payload) = (call.id.clone(), call.name.clone(), call.payload.clone());
+    if depth + 1 >= MAX_DEPTH {
+        return ToolOutput::ok(id, name, payload, json!("too deep to delegate"));
+    }
+    let policy = policy_from((
+        c.next(256) as u8,
+        c.next(256) as u8,
+        c.next(256) as u8,
+        c.next(65_536) as u16,
+    ));
+    let mut child = RunMachine::new(
+        RunConfig::new("helper", "session", vec![Message::user("sub-task")]).with_policy(policy),
+        Timestamp::from_millis(*now),
+    );
+    let mut obs = Observed::default();
+    let mut steps = 0;
+    while drive_at(&mut child, now, c, &mut obs, cat, depth + 1) {
+        steps += 1;
+        assert!(steps < MAX_STEPS, "child run did not finish");
+    }
+    let complete = matches!(
+        child.outcome(),
+        Some(RunOutcome::Response { .. } | RunOutcome::ToolResult { .. })
+    );
+    if let Err(e) = check_transcript(&child, complete) {
+        panic!("child run: {e}");
+    }
+    match child.outcome() {
+        Some(RunOutcome::Response { message, .. }) => {
+            ToolOutput::ok(id, name, payload, json!(message.joined_text()))
+        }
+        Some(RunOutcome::ToolResult { result, .. }) => {
+            ToolOutput::ok(id, name, payload, result.clone())
+        }
+        other => ToolOutput::error(
+            id,
+            name,
+            payload,
+            ToolError::new("child_failed", format!("{other:?}")),
+        ),
+    }
+}
+
+/// The transcript invariant: every tool call of an assistant turn is
+/// answered exactly once, in the order of the calls, by the messages that
+/// follow it and come before the next assistant turn. With `complete`
+/// unset, the last turn's calls may still be running.
+fn check_transcript(m: &RunMachine, complete: bool) -> Result<(), TestCaseError> {
+    let msgs: Vec<&Message> = m.transcript().iter().collect();
+    let mut i = 0;
+    while i < msgs.len() {
+        let uses: Vec<&ToolCallId> = msgs[i]
+            .parts
+            .iter()
+            .filter_map(|p| match p {
+                Part::ToolUse { id, .. } => Some(id),
+                _ => None,
+            })
+            .collect();
+        i += 1;
+        if uses.is_empty() {
+            continue;
+        }
+        let mut results = Vec::new();
+        while i < msgs.len() && msgs[i].role != Role::Assistant {
+            results.extend(msgs[i].parts.iter().filter_map(|p| match p {
+                Part::ToolResult { tool_use_id, .. } => Some(tool_use_id),
+                _ => None,
+            }));
+            i += 1;
+        }
+        let last_turn = i >= msgs.len();
+        if last_turn && !complete && results.is_empty() {
+            continue;
+        }
+        prop_assert_eq!(
+            results,
+            uses,
+            "tool calls not answered once, in order, before the next turn"
+        );
+    }
+    Ok(())
 }
 
 fn policy_from(p: (u8, u8, u8, u16)) -> Policy {
@@ -248,6 +480,12 @@ fn policy_from(p: (u8, u8, u8, u16)) -> Policy {
         finalizer_grace: Duration::from_millis(100),
         confirm_tools: if p.1.is_multiple_of(3) {
             ["calc.echo".into()].into_iter().collect()
+        } else {
+            Default::default()
+        },
+        // Some runs may not call `calc.add` at all (the tool policy).
+        denied_tools: if p.2.is_multiple_of(5) {
+            ["calc.add".into()].into_iter().collect()
         } else {
             Default::default()
         },
@@ -315,7 +553,7 @@ proptest! {
 
     #[test]
     fn invariants_hold(p in any::<(u8, u8, u8, u16)>(), raw in proptest::collection::vec(any::<u32>(), 0..300)) {
-        let cat = TestCatalog::new();
+        let cat = catalog();
         let policy = policy_from(p);
         let mut m = new_machine(policy.clone());
         let mut c = Choices { raw: &raw, pos: 0 };
@@ -340,6 +578,7 @@ proptest! {
             // A call cancelled by the time budget or the run has an output but no driver answer.
             prop_assert!(outputs <= 1, "call {id} has {outputs} outputs");
         }
+        check_transcript(&m, matches!(m.outcome(), Some(RunOutcome::Response { .. } | RunOutcome::ToolResult { .. })))?;
         // No tool output id appears twice in the run.
         let mut seen = BTreeSet::new();
         for o in m.tool_outputs() {
@@ -354,7 +593,7 @@ proptest! {
         raw in proptest::collection::vec(any::<u32>(), 0..200),
         split in 0usize..60,
     ) {
-        let cat = TestCatalog::new();
+        let cat = catalog();
         let mut m = new_machine(policy_from(p));
         let mut c = Choices { raw: &raw, pos: 0 };
         let mut obs = Observed::default();
@@ -369,6 +608,16 @@ proptest! {
         let json = serde_json::to_string(&m).unwrap();
         let mut copy: RunMachine = serde_json::from_str(&json).unwrap();
         prop_assert_eq!(&copy, &m);
+        // Every machine the transitions reach is a valid snapshot.
+        prop_assert_eq!(copy.validate(), Ok(()));
+        // Split for storage (a head, its messages and outputs), it comes back whole.
+        let head = serde_json::to_string(&m.snapshot_head()).unwrap();
+        let parts = RunMachine::from_parts(
+            serde_json::from_str(&head).unwrap(),
+            m.transcript().iter().cloned().collect(),
+            m.tool_outputs().iter().cloned().collect(),
+        );
+        prop_assert_eq!(parts.as_ref(), Ok(&copy));
         let (mut c2, mut now2) = (Choices { raw: &raw, pos: c.pos }, now);
         let (mut obs1, mut obs2) = (Observed::default(), Observed::default());
         let mut steps = 0;
@@ -389,7 +638,7 @@ proptest! {
         p in any::<(u8, u8, u8, u16)>(),
         raw in proptest::collection::vec(any::<u32>(), 0..300),
     ) {
-        let cat = TestCatalog::new();
+        let cat = catalog();
         let mut m = new_machine(policy_from(p));
         let mut c = Choices { raw: &raw, pos: 0 };
         let mut obs = Observed::default();

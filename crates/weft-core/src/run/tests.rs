@@ -34,6 +34,19 @@ impl TestCatalog {
             specs: vec![spec("calc.add"), spec("calc.echo")],
         }
     }
+
+    /// This catalog with one more tool, which takes any object.
+    pub(crate) fn with_tool(mut self, name: &str) -> Self {
+        self.specs.push(ToolSpec {
+            name: ToolIdent::new(name),
+            description: String::new(),
+            input_schema: json!({"type": "object"}),
+            output_schema: None,
+            annotations: Default::default(),
+            tags: vec![],
+        });
+        self
+    }
 }
 
 impl ToolCatalog for TestCatalog {
@@ -502,6 +515,58 @@ fn time_spent_awaiting_does_not_count() {
 }
 
 #[test]
+fn a_clarification_is_asked_in_the_transcript_and_restricts_the_next_turn() {
+    let cat = TestCatalog::new();
+    let mut m = machine(Policy::default());
+    let item = AwaitItem::Clarification(Clarification {
+        id: AwaitItemId::new("q1"),
+        question: "which numbers?".into(),
+        missing_fields: vec!["a".into()],
+        restrict_to_tool: Some(ToolIdent::new("calc.add")),
+        example_input: None,
+        clarifying_prompt: None,
+    });
+    m.plan_result(PlanResult::await_items(vec![item]), t(1), &cat)
+        .unwrap();
+    let answer = AwaitAnswer::Clarification {
+        text: "1 and 2".into(),
+    };
+    m.answer(&AwaitItemId::new("q1"), answer, t(2)).unwrap();
+    // The question, then its answer: the model sees what it is answering.
+    let tail: Vec<&Message> = m
+        .transcript()
+        .iter()
+        .skip(m.transcript().len() - 2)
+        .collect();
+    assert_eq!(tail[0].role, Role::Assistant);
+    assert_eq!(
+        tail[0].parts,
+        vec![Part::Text {
+            text: "which numbers?".into()
+        }]
+    );
+    assert_eq!(tail[1], &Message::user("1 and 2"));
+    // The next turn may call only the tool the question was for.
+    m.next_step(t(3));
+    let echo = ToolCallRequest::new("calc.echo", json!({"text": "x"})).with_id("e1");
+    let out = m
+        .plan_result(PlanResult::tool_calls(vec![echo]), t(3), &cat)
+        .unwrap();
+    let PlanOutcome::NeedsResolution(ctx) = out else {
+        panic!("{out:?}")
+    };
+    assert_eq!(ctx.reason, InvalidReason::NotAllowed);
+    let retry = Resolution::Retry {
+        feedback: "use calc.add".into(),
+    };
+    m.resolve(retry, t(4), &cat).unwrap();
+    m.next_step(t(4));
+    m.plan_result(PlanResult::tool_calls(vec![add("a1", 1, 2)]), t(5), &cat)
+        .unwrap();
+    assert_eq!(pending_ids(&mut m, t(5)), vec!["a1"]);
+}
+
+#[test]
 fn questions_answers_are_validated_and_become_the_tool_result() {
     let cat = TestCatalog::new();
     let mut m = machine(Policy::default());
@@ -877,10 +942,26 @@ fn resolution_repair_swaps_the_tool_and_rechecks_arguments() {
     .unwrap();
     let results = error_texts(m.transcript().last().unwrap());
     assert_eq!(results[0].0, "x1");
+    // The planner is told each field issue, and gets a retry hint built
+    // from them: the missing field, the tool, the arguments that failed.
     assert_eq!(
         results[1].2,
-        "error (invalid_arguments): bad\n- /a: `a` must be an integer\n- /b: `b` is required"
+        "error (invalid_arguments): bad\n- /a: `a` must be an integer\n- /b: `b` is required\n\
+         retry hint: missing_fields\nmissing fields: /b"
     );
+    let out = m
+        .tool_outputs()
+        .iter()
+        .find(|o| o.tool_call_id.as_str() == "x2")
+        .unwrap();
+    let hint = out.retry_hint.as_ref().expect("a retry hint");
+    assert_eq!(hint.reason, crate::tool::RetryReason::MissingFields);
+    assert_eq!(hint.missing_fields, ["/b"]);
+    assert_eq!(hint.tool.as_ref().map(|t| t.as_str()), Some("calc.add"));
+    assert_eq!(hint.prior_input.as_ref(), Some(&*out.payload));
+    // The valid call of the turn was not run and gets no hint.
+    let x1 = &m.tool_outputs()[m.tool_outputs().len() - 2];
+    assert!(x1.retry_hint.is_none());
 }
 
 #[test]
@@ -1016,6 +1097,37 @@ fn arguments_given_as_raw_text_are_parsed() {
 }
 
 #[test]
+fn malformed_arguments_cannot_be_repaired_so_resolution_cannot_loop() {
+    let cat = TestCatalog::new();
+    let mut m = machine(Policy::default());
+    let out = m
+        .plan_result(
+            PlanResult::tool_calls(vec![ToolCallRequest::raw("m1", "calc.add", "{\"a\":")]),
+            t(1),
+            &cat,
+        )
+        .unwrap();
+    let PlanOutcome::NeedsResolution(ctx) = out else {
+        panic!("{out:?}")
+    };
+    assert!(matches!(ctx.reason, InvalidReason::MalformedJson { .. }));
+    // Another tool would get the same broken arguments, again and again.
+    let repair = Resolution::Repair {
+        tool: ToolIdent::new("calc.add"),
+    };
+    let err = m.resolve(repair, t(2), &cat).unwrap_err();
+    assert!(
+        matches!(err, RunError::RepairNotApplicable { .. }),
+        "{err:?}"
+    );
+    // The machine is unchanged and takes a resolution that ends the loop.
+    let retried = Resolution::Retry {
+        feedback: "send valid JSON".into(),
+    };
+    assert_eq!(m.resolve(retried, t(2), &cat), Ok(PlanOutcome::TurnRetried));
+}
+
+#[test]
 fn final_tool_result_ends_a_nested_run() {
     let cat = TestCatalog::new();
     let mut m = machine(Policy::default());
@@ -1070,4 +1182,159 @@ fn time_spent_paused_does_not_count_and_pause_is_checked() {
     ));
     let json = serde_json::to_value(&m).unwrap();
     assert!(json.get("paused").is_none());
+}
+
+// ---- tool policy by name, tag and annotation -------------------------------
+
+fn tagged_catalog() -> TestCatalog {
+    let spec = |name: &str, tags: &[&str], destructive: bool| ToolSpec {
+        name: ToolIdent::new(name),
+        description: String::new(),
+        input_schema: json!({"type": "object"}),
+        output_schema: None,
+        annotations: crate::tool::ToolAnnotations {
+            destructive,
+            ..Default::default()
+        },
+        tags: tags.iter().map(|t| (*t).to_owned()).collect(),
+    };
+    TestCatalog {
+        specs: vec![
+            spec("fs.read", &["files"], false),
+            spec("fs.delete", &["files"], true),
+            spec("net.fetch", &["network"], false),
+        ],
+    }
+}
+
+#[test]
+fn the_tool_policy_allows_denies_and_confirms_by_name_tag_and_annotation() {
+    let cat = tagged_catalog();
+    let spec = |name: &str| cat.spec(name).unwrap().clone();
+    let policy = Policy {
+        denied_tags: ["network".to_owned()].into(),
+        confirm_destructive: true,
+        ..Policy::default()
+    };
+    assert!(policy.permits(&spec("fs.read")));
+    assert!(!policy.permits(&spec("net.fetch")));
+    assert!(policy.needs_confirmation(&spec("fs.delete")));
+    assert!(!policy.needs_confirmation(&spec("fs.read")));
+    // An allowed tag admits only tagged tools; a denied name always wins.
+    let narrow = Policy {
+        allowed_tags: Some(["files".to_owned()].into()),
+        denied_tools: [ToolIdent::new("fs.delete")].into(),
+        confirm_tags: ["files".to_owned()].into(),
+        ..Policy::default()
+    };
+    assert!(narrow.permits(&spec("fs.read")));
+    assert!(!narrow.permits(&spec("fs.delete")));
+    assert!(!narrow.permits(&spec("net.fetch")));
+    assert!(narrow.needs_confirmation(&spec("fs.read")));
+
+    // A denied tool is not allowed, and not offered as an alternative.
+    let mut m = machine(policy.clone());
+    let outcome = m
+        .plan_result(
+            PlanResult::tool_calls(vec![
+                ToolCallRequest::new("net.fetch", json!({})).with_id("n1"),
+            ]),
+            t(1),
+            &cat,
+        )
+        .unwrap();
+    let PlanOutcome::NeedsResolution(ctx) = outcome else {
+        panic!("expected resolution, got {outcome:?}")
+    };
+    assert_eq!(ctx.reason, InvalidReason::NotAllowed);
+    assert_eq!(
+        ctx.available,
+        vec![ToolIdent::new("fs.read"), ToolIdent::new("fs.delete")]
+    );
+
+    // A destructive tool waits for approval; the other call of the batch does not.
+    let mut m = machine(policy);
+    m.plan_result(
+        PlanResult::tool_calls(vec![
+            ToolCallRequest::new("fs.read", json!({})).with_id("r1"),
+            ToolCallRequest::new("fs.delete", json!({})).with_id("d1"),
+        ]),
+        t(1),
+        &cat,
+    )
+    .unwrap();
+    let Step::Await { items, .. } = m.next_step(t(2)) else {
+        panic!("expected await")
+    };
+    let [AwaitItem::Confirmation(c)] = items else {
+        panic!("{items:?}")
+    };
+    assert_eq!(c.tool_name, ToolIdent::new("fs.delete"));
+}
+
+#[test]
+fn generated_call_ids_skip_past_ids_the_planner_chose_in_their_form() {
+    let cat = TestCatalog::new();
+    let mut m = machine(Policy::default());
+    let calls = vec![
+        ToolCallRequest::new("calc.echo", json!({})).with_id("call_3"),
+        ToolCallRequest::new("calc.echo", json!({})),
+        ToolCallRequest::new("calc.echo", json!({})).with_id("call_x"),
+        ToolCallRequest::new("calc.echo", json!({})),
+    ];
+    m.plan_result(PlanResult::tool_calls(calls), t(1), &cat)
+        .unwrap();
+    let Step::ExecuteTools { calls } = m.next_step(t(1)) else {
+        panic!()
+    };
+    let ids: Vec<&str> = calls.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(ids, ["call_3", "call_4", "call_x", "call_5"]);
+    // A planner id already used is refused.
+    let calls: Vec<ToolCall> = calls.iter().cloned().collect();
+    for c in calls {
+        m.tool_result(ToolOutput::ok(c.id, c.name, c.payload, json!(1)), t(2))
+            .unwrap();
+    }
+    let again = vec![ToolCallRequest::new("calc.echo", json!({})).with_id("call_4")];
+    assert!(matches!(
+        m.plan_result(PlanResult::tool_calls(again), t(3), &cat),
+        Err(RunError::DuplicateCallId(_))
+    ));
+}
+
+#[test]
+fn a_machine_split_for_storage_comes_back_whole_and_counts_are_checked() {
+    let cat = TestCatalog::new();
+    let mut m = machine(Policy::default());
+    m.next_step(t(0));
+    m.plan_result(PlanResult::tool_calls(vec![add("c1", 1, 2)]), t(1), &cat)
+        .unwrap();
+    run_batch_ok(&mut m, t(2));
+    m.drain_events().for_each(drop);
+    let messages: Vec<Message> = m.transcript().iter().cloned().collect();
+    let outputs: Vec<_> = m.tool_outputs().iter().cloned().collect();
+    assert!(!messages.is_empty() && !outputs.is_empty());
+
+    let head = serde_json::to_value(m.snapshot_head()).unwrap();
+    assert!(head.get("transcript").is_none() && head.get("outputs").is_none());
+    assert_eq!(
+        head["parts"],
+        json!({"messages": messages.len(), "outputs": outputs.len()})
+    );
+    assert_eq!(head["format"], json!(FORMAT_VERSION));
+    let head: SnapshotHead = serde_json::from_value(head).unwrap();
+    assert_eq!(
+        (head.messages(), head.outputs()),
+        (messages.len(), outputs.len())
+    );
+    let back = RunMachine::from_parts(head.clone(), messages.clone(), outputs.clone()).unwrap();
+    assert_eq!(back, m);
+
+    let short = messages[1..].to_vec();
+    let err = RunMachine::from_parts(head.clone(), short, outputs.clone()).unwrap_err();
+    assert!(err.0.contains("transcript messages"), "{err}");
+    let mut extra = outputs.clone();
+    extra.push(outputs[0].clone());
+    let err = RunMachine::from_parts(head, messages, extra).unwrap_err();
+    assert!(err.0.contains("tool outputs"), "{err}");
 }

@@ -2,21 +2,24 @@
 
 use std::sync::Arc;
 
+use super::append_only::{AppendOnly, Iter};
+
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::message::Message;
 
-/// An append-only list of messages; cloning it clones pointers, not messages.
+/// An append-only list of messages; cloning it costs the same at any
+/// length and clones no message (see [`AppendOnly`]).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Transcript {
-    messages: Vec<Arc<Message>>,
+    messages: AppendOnly<Arc<Message>>,
 }
 
 impl Transcript {
     /// A transcript holding `messages`.
     pub fn new(messages: Vec<Message>) -> Self {
         Self {
-            messages: messages.into_iter().map(Arc::new).collect(),
+            messages: AppendOnly::from_vec(messages.into_iter().map(Arc::new).collect()),
         }
     }
 
@@ -30,9 +33,9 @@ impl Transcript {
         self.messages.iter().map(|m| &**m)
     }
 
-    /// The messages as shared pointers.
-    pub fn as_slice(&self) -> &[Arc<Message>] {
-        &self.messages
+    /// The messages as shared pointers, oldest first.
+    pub fn shared(&self) -> Iter<'_, Arc<Message>> {
+        self.messages.iter()
     }
 
     /// Number of messages.
@@ -48,6 +51,11 @@ impl Transcript {
     /// The last message.
     pub fn last(&self) -> Option<&Message> {
         self.messages.last().map(|m| &**m)
+    }
+
+    /// The message at `index`, oldest first.
+    pub fn get(&self, index: usize) -> Option<&Message> {
+        self.messages.get(index).map(|m| &**m)
     }
 }
 

@@ -1,6 +1,7 @@
 //! Tools as the contract sees them: specs, requests, outputs, retry hints;
 //! errors and their codes are in [`error`], retry hints in [`retry`].
 
+pub mod child;
 mod error;
 mod retry;
 
@@ -150,6 +151,10 @@ pub struct ToolRequest {
     /// the elicitation capability; for the others it is detached.
     #[serde(skip)]
     pub elicit: Elicitor,
+    /// Where the tool may start child runs (an agent called as a tool);
+    /// never serialized. Detached outside a runtime.
+    #[serde(skip)]
+    pub children: child::Children,
 }
 
 /// The outcome of one tool call, as recorded in the run and shown to planners.

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::ToolIdent;
+use super::{FieldIssue, FieldIssueKind, ToolIdent};
 
 /// Structured guidance for the planner after a tool failure.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -46,6 +46,34 @@ impl RetryHint {
             clarifying_question: None,
             message: None,
         }
+    }
+
+    /// The hint for arguments of `tool` that break its schema with
+    /// `issues`: missing fields when some are missing (with `example`, a
+    /// valid input, when one is known), invalid arguments otherwise; the
+    /// failed arguments go back as the prior input.
+    pub fn for_issues(
+        tool: &ToolIdent,
+        arguments: &Value,
+        issues: &[FieldIssue],
+        example: Option<&Value>,
+    ) -> Self {
+        let missing: Vec<String> = issues
+            .iter()
+            .filter(|i| i.kind == FieldIssueKind::Missing)
+            .map(|i| i.field.clone())
+            .collect();
+        let mut hint = if missing.is_empty() {
+            Self::new(RetryReason::InvalidArguments)
+        } else {
+            let mut hint = Self::new(RetryReason::MissingFields);
+            hint.missing_fields = missing;
+            hint.example_input = example.cloned();
+            hint
+        };
+        hint.tool = Some(tool.clone());
+        hint.prior_input = Some(arguments.clone());
+        hint
     }
 
     /// Sets the tool concerned.

@@ -79,6 +79,11 @@ impl TestServer {
             )),
             Tool::new("ask_name", "Asks the user's name and greets them", none()),
             Tool::new("open_url", "Asks the user to visit a page", none()),
+            Tool::new(
+                "traceparent",
+                "Returns the `traceparent` of its request's `_meta`",
+                none(),
+            ),
         ];
         if self.extra.load(Ordering::Acquire) {
             tools.push(Tool::new("extra", "Added at run time", none()));
@@ -223,6 +228,16 @@ impl ServerHandler for TestServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        if request.name == "traceparent" {
+            // rmcp hands the request's `_meta` over in the context.
+            let parent = request
+                .meta
+                .as_ref()
+                .and_then(|m| m.get_traceparent())
+                .or_else(|| context.meta.get_traceparent())
+                .unwrap_or_default();
+            return Ok(CallToolResult::success(vec![ContentBlock::text(parent)]).into());
+        }
         let args = request.arguments.unwrap_or_default();
         self.call(&request.name, args, context)
             .await

@@ -312,6 +312,7 @@ impl ToolSet for McpToolSet {
             Err(e) => return Err(e.into_failure(&request.name)),
         };
         let mut params = CallToolRequestParams::new(mcp_name.to_owned());
+        params.meta = crate::trace::request_meta();
         match request.payload {
             serde_json::Value::Object(args) => params = params.with_arguments(args),
             serde_json::Value::Null => {}

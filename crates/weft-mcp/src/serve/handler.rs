@@ -149,6 +149,7 @@ impl WeftServer {
             labels: Default::default(),
             output: Default::default(),
             elicit: Default::default(),
+            children: Default::default(),
         };
         match set.call_tool(request).await {
             Ok(reply) => body_result(reply.body),

@@ -45,6 +45,7 @@ pub fn request(tool: &str, payload: Value) -> ToolRequest {
         labels: Default::default(),
         output: Default::default(),
         elicit: Default::default(),
+        children: Default::default(),
     }
 }
 

@@ -83,6 +83,26 @@ pub struct HttpConfig {
     pub retry: RetryPolicy,
 }
 
+/// Redirects followed (at most 5) only within the first request's origin:
+/// the API key headers (`x-api-key`, `api-key`, ...) are not ones reqwest
+/// strips on a redirect to another host, so such a redirect is not followed
+/// and its 3xx answer becomes the error.
+fn same_origin_redirects() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let same = attempt.previous().first().is_some_and(|first| {
+            let next = attempt.url();
+            first.scheme() == next.scheme()
+                && first.host_str() == next.host_str()
+                && first.port_or_known_default() == next.port_or_known_default()
+        });
+        if !same || attempt.previous().len() > 5 {
+            attempt.stop()
+        } else {
+            attempt.follow()
+        }
+    })
+}
+
 /// A reqwest client plus the retry and timeout policy.
 #[derive(Debug, Clone)]
 pub(crate) struct Transport {
@@ -94,6 +114,7 @@ impl Transport {
     pub(crate) fn new(config: HttpConfig) -> Result<Self, ModelError> {
         let client = reqwest::Client::builder()
             .connect_timeout(config.timeouts.connect)
+            .redirect(same_origin_redirects())
             .build()
             .map_err(|e| ModelError::Config {
                 message: format!("cannot build the HTTP client: {e}"),
@@ -146,12 +167,9 @@ impl Transport {
         headers: &HeaderMap,
         body: Bytes,
     ) -> Result<reqwest::Response, ModelError> {
-        let send = self
-            .client
-            .post(url)
-            .headers(headers.clone())
-            .body(body)
-            .send();
+        let mut headers = headers.clone();
+        crate::trace::inject(&mut headers);
+        let send = self.client.post(url).headers(headers).body(body).send();
         let first_byte = self.config.timeouts.first_byte;
         let resp = match tokio::time::timeout(first_byte, send).await {
             Err(_) => {

@@ -269,3 +269,41 @@ async fn first_byte_timeout_is_typed_and_retried() {
         })
     );
 }
+
+#[tokio::test]
+async fn the_api_key_never_follows_a_redirect_to_another_origin() {
+    let ok = fixture("anthropic/a1_text_basic.sse");
+    let elsewhere = Server::start(vec![Reply::sse(split(&ok, SPLITS))]).await;
+    let redirect = Reply::json(307, Vec::new()).header(
+        "location",
+        &format!("http://{}/v1/messages", elsewhere.addr),
+    );
+    let server = Server::start(vec![redirect]).await;
+    let err = run(&*client("anthropic/claude-test", &server))
+        .await
+        .1
+        .unwrap_err();
+    assert!(
+        matches!(err, ModelError::Http { status: 307, .. }),
+        "{err:?}"
+    );
+    assert!(elsewhere.seen.lock().unwrap().headers.is_empty());
+}
+
+#[tokio::test]
+async fn a_redirect_within_the_origin_is_followed() {
+    let ok = fixture("anthropic/a1_text_basic.sse");
+    let server = Server::start(vec![
+        Reply::json(307, Vec::new()).header("location", "/v1/messages?moved=1"),
+        Reply::sse(split(&ok, SPLITS)),
+    ])
+    .await;
+    let summary = run(&*client("anthropic/claude-test", &server))
+        .await
+        .1
+        .unwrap();
+    assert_eq!(summary.text, "Hello there!");
+    let seen = server.seen.lock().unwrap();
+    assert_eq!(seen.headers.len(), 2);
+    assert!(seen.headers[1].contains_key("x-api-key"));
+}

@@ -6,6 +6,7 @@ use crate::common::{Reply, Server, fixture, split};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use weft_core::awaiting::{AwaitAnswer, AwaitItem};
 use weft_core::message::{Message, Thinking};
 use weft_core::model::{ModelClient, Usage};
 use weft_core::planner::{
@@ -151,11 +152,8 @@ async fn drive(
             Step::Plan { kind, finalize } => {
                 let finalize = finalize.cloned();
                 let transcript = machine.transcript().clone();
-                let reminders = vec![Reminder {
-                    id: "r".into(),
-                    text: "Reminder: be brief.".into(),
-                }];
-                let outputs = machine.tool_outputs().to_vec();
+                let reminders = vec![Reminder::new("r", "Reminder: be brief.")];
+                let outputs = machine.tool_outputs().clone();
                 let base = PlanInput {
                     messages: &transcript,
                     run: &run,
@@ -207,7 +205,33 @@ async fn drive(
                     log.push(format!("tool_end:{}", call.name));
                 }
             }
-            Step::Await { .. } => panic!("no awaits in these runs"),
+            // The user answers every question "Oslo", and picks the first
+            // option of every multiple-choice question.
+            Step::Await { items, .. } => {
+                let asked: Vec<_> = items.to_vec();
+                for item in asked {
+                    let answer = match &item {
+                        AwaitItem::Clarification(c) => {
+                            log.push(format!("asked:{}", c.question));
+                            AwaitAnswer::Clarification {
+                                text: "Oslo".into(),
+                            }
+                        }
+                        AwaitItem::Questions(q) => AwaitAnswer::Questions {
+                            answers: q
+                                .questions
+                                .iter()
+                                .map(|q| {
+                                    log.push(format!("chose:{}", q.prompt));
+                                    (q.id.clone(), vec![q.options[0].id.clone()])
+                                })
+                                .collect(),
+                        },
+                        _ => panic!("only questions in these runs: {item:?}"),
+                    };
+                    machine.answer(item.id(), answer, now).unwrap();
+                }
+            }
             Step::Finish { outcome } => {
                 let outcome = outcome.clone();
                 return (outcome, machine);
@@ -260,7 +284,7 @@ pub(crate) fn planner(model: Arc<dyn ModelClient>) -> ModelPlanner {
     )
 }
 
-fn http_model(id: &str, server: &Server) -> Arc<dyn ModelClient> {
+pub(crate) fn http_model(id: &str, server: &Server) -> Arc<dyn ModelClient> {
     let mut config = ModelConfig::new(id);
     config.api_key = Some(ApiKey::new("sk-test"));
     config.base_url = Some(if id.starts_with("anthropic/") {
@@ -276,7 +300,7 @@ fn http_model(id: &str, server: &Server) -> Arc<dyn ModelClient> {
 const SPLITS: &[usize] = &[3, 17, 1, 40];
 
 /// A server streaming the SSE fixtures `names`, one per request, split at [`SPLITS`].
-async fn streaming_server(names: &[&str]) -> Server {
+pub(crate) async fn streaming_server(names: &[&str]) -> Server {
     let replies = names
         .iter()
         .map(|name| Reply::sse(split(&fixture(name), SPLITS)))

@@ -28,7 +28,10 @@ async fn anthropic_agent_carries_signed_thinking_to_the_next_turn() {
     );
     assert!(logged(&entries, "tool_start:weather"), "{entries:?}");
     assert!(logged(&entries, "tool_end:weather"), "{entries:?}");
-    assert_eq!(entries.last().unwrap(), "usage:11/6");
+    // Usage events are changes: the second call's `message_start` brought
+    // 11 input and 1 output token, its `message_delta` the total of 6
+    // output tokens, so the last event adds 5.
+    assert_eq!(entries.last().unwrap(), "usage:0/5");
     let seen = server.seen.lock().unwrap();
     let second = &seen.bodies[1]["messages"];
     let recorded: Value = serde_json::from_slice(&fixture(

@@ -150,7 +150,7 @@ async fn finalize_disables_tools_and_returns_text_even_if_the_model_calls_a_tool
                 reminders: &[],
                 tools: &tools,
             },
-            tool_outputs: &[],
+            tool_outputs: &Default::default(),
             finalize: Some(&termination),
         })
         .await

@@ -171,6 +171,7 @@ impl RegistryToolSet {
                 .failure(&request.name, &request.payload, issues));
         }
         let tool_use_id = Self::tool_use_id(&request);
+        let (traceparent, tracestate) = crate::trace::outgoing();
         let msg = ToolCallMessage {
             kind: wire::TYPE_CALL.to_owned(),
             tool_use_id: tool_use_id.clone(),
@@ -189,7 +190,8 @@ impl RegistryToolSet {
                     .map(ToString::to_string)
                     .unwrap_or_default(),
             }),
-            traceparent: new_traceparent(),
+            traceparent,
+            tracestate,
             ..Default::default()
         };
         let bytes = wire::encode(&msg);
@@ -272,13 +274,6 @@ pub(crate) fn failure(
         .or_else(|| Some(RetryHint::new(RetryReason::ToolUnavailable).for_tool(tool.clone())))
         .filter(|_| code != "unknown_tool");
     ToolFailure { error, retry_hint }
-}
-
-/// A fresh W3C `traceparent` for a call.
-fn new_traceparent() -> String {
-    let trace = uuid::Uuid::new_v4().simple().to_string();
-    let span = uuid::Uuid::new_v4().simple().to_string();
-    format!("00-{trace}-{}-01", &span[..16])
 }
 
 #[async_trait]

@@ -23,7 +23,10 @@ return 0
 ";
 
 pub(super) async fn run(gw: Gateway) {
-    let mut tick = tokio::time::interval(gw.config.ping_interval);
+    // The first ping goes out one interval after start, not at once: a
+    // toolset registered a moment ago has had no chance to answer anyway.
+    let period = gw.config.ping_interval;
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;

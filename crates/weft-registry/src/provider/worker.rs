@@ -53,8 +53,16 @@ pub(crate) async fn execute(shared: &Arc<Shared>, entry_id: String, msg: ToolCal
         span.record("trace_id", trace_id);
         span.record("parent_span_id", parent);
     }
+    let genai = crate::trace::provider_span(
+        &msg.tool,
+        &msg.tool_use_id,
+        &msg.traceparent,
+        &msg.tracestate,
+    );
     let heartbeat = heartbeat(shared, &entry_id);
-    let run = run_tool(shared, &msg, sink(&msg.tool_use_id, tx.clone())).instrument(span);
+    let run = run_tool(shared, &msg, sink(&msg.tool_use_id, tx.clone()))
+        .instrument(genai)
+        .instrument(span);
     let result = tokio::select! {
         r = run => r,
         () = heartbeat => unreachable_result(&msg.tool_use_id),
@@ -147,6 +155,7 @@ async fn run_tool(shared: &Shared, msg: &ToolCallMessage, output: OutputSink) ->
         labels: Default::default(),
         output,
         elicit: Default::default(),
+        children: Default::default(),
     };
     let call = AssertUnwindSafe(shared.toolset.call_tool(request)).catch_unwind();
     match tokio::time::timeout(shared.config.call_timeout, call).await {

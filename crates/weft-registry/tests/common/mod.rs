@@ -118,6 +118,7 @@ pub fn request(tool: &str, payload: Value, run: &str, call: &str) -> (ToolReques
             d.lock().unwrap().push((s.to_owned(), delta.to_owned()));
         }),
         elicit: Default::default(),
+        children: Default::default(),
     };
     (req, deltas)
 }

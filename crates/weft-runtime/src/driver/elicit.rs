@@ -71,6 +71,7 @@ impl RunTask {
                 reply,
             } => match self.machine.elicit(&call, request, now) {
                 Ok(item) => {
+                    super::spans::eliciting(&call);
                     waiting.tools.insert(item, reply);
                 }
                 Err(e) => {

@@ -5,15 +5,20 @@
 //! human meanwhile ([`super::elicit`]).
 
 use std::future::Future;
+use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 
 use super::elicit::Waiting;
 use super::log::FLUSH_EVERY;
 use super::*;
+use crate::advisor;
 use crate::inbox::DriverMsg;
+use futures_util::future::Either;
 use tracing::Instrument as _;
+use weft_core::child::{Children, ParentLink};
 use weft_core::elicitation::Elicitor;
+use weft_core::tool::ToolResultBody;
 
 impl RunTask {
     /// Executes a batch concurrently, committing each result as it lands.
@@ -40,7 +45,24 @@ impl RunTask {
         let running = FuturesUnordered::new();
         let mut interrupted = Vec::new();
         let turn_id = TurnId::new(format!("{}/{}", self.shared.run_id, self.machine.turn()));
-        for call in &calls {
+        // What is left of the time budget: child runs get no more.
+        let time_left = self.machine.policy().time_budget.map(|budget| {
+            let used = Duration::from_millis(self.machine.active_ms(self.now()));
+            budget.saturating_sub(used)
+        });
+        let refused = self
+            .agent
+            .advisor
+            .as_ref()
+            .and_then(|_| advisor::refuse_mixed(&calls));
+        let to_run: &[ToolCall] = match refused {
+            Some(outputs) => {
+                interrupted.extend(outputs);
+                &[]
+            }
+            None => &calls,
+        };
+        for call in to_run {
             if recovering && !self.tools.is_idempotent(&call.name) {
                 interrupted.push(interrupted_output(call));
                 continue;
@@ -80,13 +102,52 @@ impl RunTask {
                     }
                     _ => Elicitor::detached(),
                 },
+                children: Children::attached(
+                    self.children.clone(),
+                    ParentLink {
+                        run_id: self.shared.run_id.clone(),
+                        tool_call_id: call.id.clone(),
+                        time_left,
+                    },
+                ),
             };
             let span = tracing::info_span!(
                 "tool",
                 tool_call_id = %call.id,
                 tool = %call.name,
             );
-            running.push(self.tools.execute(call, request, limits).instrument(span));
+            // The GenAI span is entered inside the log span, so a tool
+            // adapter's current span is `execute_tool` (whose context it
+            // propagates) while its log lines keep the `tool` span.
+            let genai = spans::execute_tool(call);
+            let call_future = match &self.agent.advisor {
+                Some(config) if call.name.as_str() == advisor::TOOL => {
+                    Either::Left(advisor::ask(advisor::AskInput {
+                        config: config.clone(),
+                        messages: self.machine.transcript().shared().cloned().collect(),
+                        used: advisor::uses(self.machine.state()),
+                        id: call.id.clone(),
+                        name: call.name.clone(),
+                        payload: call.payload.clone(),
+                        output: request.output,
+                    }))
+                }
+                _ => Either::Right(self.tools.execute(call, request, limits)),
+            };
+            let observer = self.observer.clone();
+            let started = Instant::now();
+            let ended = genai.clone();
+            let timed = async move {
+                let out = call_future.await;
+                spans::tool_ended(&ended, &out);
+                observer.observe(&Observation::ToolCall {
+                    tool: out.name.as_str(),
+                    elapsed: started.elapsed(),
+                    failed: matches!(out.result, ToolResultBody::Error(_)),
+                });
+                out
+            };
+            running.push(timed.instrument(genai).instrument(span));
         }
         drop(inbox);
         let result = self
@@ -177,9 +238,19 @@ impl RunTask {
 
     fn finish_call(&mut self, out: ToolOutput) {
         let now = self.now();
-        if let Err(e) = self.machine.tool_result(out, now) {
+        // An advice uses one of the run's uses, in the commit of its result.
+        let charged = self.agent.advisor.is_some() && advisor::charged(&out);
+        match self.machine.tool_result(out, now) {
+            Ok(_) if charged => {
+                let used = advisor::uses(self.machine.state()).saturating_add(1);
+                self.machine
+                    .set_state(advisor::USES_KEY.to_owned(), serde_json::json!(used));
+            }
+            Ok(_) => {}
             // The call was abandoned (time budget, cancel) before it finished.
-            tracing::debug!(run_id = %self.shared.run_id, error = %e, "late tool result dropped");
+            Err(e) => {
+                tracing::debug!(run_id = %self.shared.run_id, error = %e, "late tool result dropped");
+            }
         }
     }
 }

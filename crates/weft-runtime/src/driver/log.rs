@@ -6,12 +6,14 @@
 use std::future::Future;
 use std::time::Duration;
 
+use weft_core::message::Message;
 use weft_core::run::RunMachine;
 use weft_core::store::{Commit, RunStatus, RunStore, StoreError};
 
 use crate::clock::Clock;
 use crate::error::RuntimeError;
 use crate::events::RunShared;
+use crate::observe::{Observation, Observer};
 
 /// How often streamed events are committed while the planner runs.
 pub(crate) const FLUSH_EVERY: Duration = Duration::from_millis(20);
@@ -25,17 +27,21 @@ pub(super) struct LogWriter<'a> {
     pub(super) shared: &'a RunShared,
     pub(super) clock: &'a dyn Clock,
     pub(super) epoch: u64,
+    pub(super) observer: &'a dyn Observer,
 }
 
 impl LogWriter<'_> {
     /// Commits the pending events with `snapshot` (when given) and `status`,
-    /// trying again briefly after a failure; a lost lease is not retried.
+    /// and `transcript` for the run's session, trying again briefly after a
+    /// failure; a lost lease is not retried.
     pub(super) async fn commit(
         &self,
         snapshot: Option<&RunMachine>,
         status: RunStatus,
+        transcript: &[Message],
     ) -> Result<(), RuntimeError> {
         let events = self.shared.begin_commit();
+        let started = std::time::Instant::now();
         let mut attempt = 0;
         let result = loop {
             attempt += 1;
@@ -47,7 +53,12 @@ impl LogWriter<'_> {
                 now: self.clock.now(),
                 fence: Some(self.epoch),
             };
-            match self.store.commit(commit).await {
+            let committed = if transcript.is_empty() {
+                self.store.commit(commit).await
+            } else {
+                self.store.commit_with_transcript(commit, transcript).await
+            };
+            match committed {
                 Ok(()) => break Ok(()),
                 Err(e @ StoreError::LeaseLost { .. }) => break Err(RuntimeError::Store(e)),
                 Err(e) if attempt < COMMIT_ATTEMPTS => {
@@ -58,6 +69,12 @@ impl LogWriter<'_> {
             }
         };
         self.shared.end_commit(result.is_ok());
+        if result.is_ok() {
+            self.observer.observe(&Observation::Commit {
+                elapsed: started.elapsed(),
+                events: events.len(),
+            });
+        }
         result
     }
 
@@ -68,7 +85,7 @@ impl LogWriter<'_> {
         if !self.shared.has_pending() {
             return Ok(());
         }
-        match self.commit(None, RunStatus::Running).await {
+        match self.commit(None, RunStatus::Running, &[]).await {
             Err(e @ RuntimeError::Store(StoreError::LeaseLost { .. })) => Err(e),
             Err(e) => {
                 tracing::warn!(run_id = %self.shared.run_id, error = %e, "events not stored yet");

@@ -15,6 +15,7 @@ mod elicit;
 mod execute;
 mod log;
 mod plan;
+pub(crate) mod spans;
 
 use log::LogWriter;
 
@@ -30,9 +31,11 @@ use weft_core::planner::{
     Decision, PlanInput, PlanResumeInput, PlannerError, RunContext, Termination,
 };
 use weft_core::run::{
-    InvalidToolCallContext, PhaseName, PlanKind, PlanOutcome, Resolution, RunError, RunFailure,
-    RunMachine, RunOutcome, Step, ToolCall,
+    InvalidToolCallContext, PhaseName, PlanKind, PlanOutcome, Resolution, RunFailure, RunMachine,
+    RunOutcome, Step, ToolCall,
 };
+use weft_core::session::FullStore;
+use weft_core::session::{PromptOverride, PromptStore};
 use weft_core::store::{RunStatus, RunStore, StoreError};
 use weft_core::tool::{
     Labels, OutputSink, RetryHint, RetryReason, ToolError, ToolOutput, ToolRequest, ToolSpec,
@@ -45,6 +48,8 @@ use crate::context::Ctx;
 use crate::error::RuntimeError;
 use crate::events::{RunShared, Sink};
 use crate::leases::Leases;
+use crate::observe::{Observation, Observer, StepKind};
+use crate::session::{self, SessionMemory};
 use crate::tools::{AgentTools, Limits};
 use crate::toolsets::remind_availability;
 
@@ -77,6 +82,10 @@ impl DriveEnd {
 /// One run being driven.
 pub(crate) struct RunTask {
     pub(crate) store: Arc<dyn RunStore>,
+    /// Where the run's prompt overrides are kept, when anywhere.
+    pub(crate) prompts: Option<Arc<dyn PromptStore>>,
+    /// The same store, when it keeps sessions (history, memory, transcript).
+    pub(crate) sessions: Option<Arc<dyn FullStore>>,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) payload_budget: u64,
     pub(crate) agent: Arc<Agent>,
@@ -98,13 +107,25 @@ pub(crate) struct RunTask {
     pub(crate) leases: Arc<Leases>,
     /// Set when a commit while planning found the lease gone.
     pub(crate) lease_lost: bool,
+    pub(crate) observer: Arc<dyn Observer>,
+    /// Starts the child runs of agents called as tools.
+    pub(crate) children: Arc<dyn weft_core::child::ChildRunner>,
 }
 
 impl RunTask {
     /// Drives the run until it finishes, pauses or the store fails; returns
     /// how it ended and the run's control lock if the task took it.
     pub(crate) async fn drive(mut self) -> (DriveEnd, Option<OwnedMutexGuard<()>>) {
-        let end = self.drive_inner().await;
+        use tracing::Instrument as _;
+        let span = spans::invoke_agent(&self.agent.id, &self.shared.run_id, &self.session_id);
+        let end = self.drive_inner().instrument(span.clone()).await;
+        spans::drive_ended(&span, &end);
+        if let DriveEnd::Finished(outcome) = &end {
+            self.observer.observe(&Observation::RunFinished {
+                agent: &self.agent.id,
+                outcome,
+            });
+        }
         (end, self.held.take())
     }
 
@@ -138,16 +159,19 @@ impl RunTask {
                     && self.machine.outcome().is_none()
                     && self.machine.pause(now).is_ok()
                 {
+                    spans::paused();
                     return self.final_commit(DriveEnd::Paused).await;
                 }
                 self.held = None;
             }
             match self.machine.next_step(now) {
                 Step::Plan { kind, finalize } => {
+                    step(&*self.observer, StepKind::Plan);
                     let finalize = finalize.cloned();
                     self.plan(kind, finalize).await;
                 }
                 Step::Resolve { context } => {
+                    step(&*self.observer, StepKind::Resolve);
                     let context = context.clone();
                     self.resolve(context);
                 }
@@ -158,6 +182,7 @@ impl RunTask {
                         return DriveEnd::LeaseLost;
                     }
                     let calls: Vec<ToolCall> = calls.iter().cloned().collect();
+                    step(&*self.observer, StepKind::ExecuteTools);
                     if let Err(e) = self.execute(calls).await {
                         return DriveEnd::failed(e);
                     }
@@ -165,8 +190,13 @@ impl RunTask {
                 }
                 // The await's or the outcome's events are committed in the
                 // same write that stores the new status.
-                Step::Await { .. } => return self.final_commit(DriveEnd::Paused).await,
+                Step::Await { items, .. } => {
+                    step(&*self.observer, StepKind::Await);
+                    spans::awaiting(items);
+                    return self.final_commit(DriveEnd::Paused).await;
+                }
                 Step::Finish { outcome } => {
+                    step(&*self.observer, StepKind::Finish);
                     let outcome = outcome.clone();
                     return self.final_commit(DriveEnd::Finished(outcome)).await;
                 }
@@ -181,6 +211,8 @@ impl RunTask {
                 return self.final_commit(DriveEnd::Finished(outcome)).await;
             }
             if self.machine.phase_name() == PhaseName::Awaiting {
+                step(&*self.observer, StepKind::Await);
+                spans::awaiting(self.machine.await_items());
                 return self.final_commit(DriveEnd::Paused).await;
             }
             if let Err(e) = self.commit().await {
@@ -209,7 +241,15 @@ impl RunTask {
         self.collect();
         self.machine.set_event_seq(self.shared.seq());
         let status = status_of(&self.machine);
-        self.log().commit(Some(&self.machine), status).await
+        // The commit that completes the run adds its conversation to the
+        // session's transcript, in the same write.
+        let transcript = match status {
+            RunStatus::Completed => session::transcript_of(&self.machine),
+            _ => Vec::new(),
+        };
+        self.log()
+            .commit(Some(&self.machine), status, &transcript)
+            .await
     }
 
     /// The writer of this task's log, fenced by its lease.
@@ -219,8 +259,14 @@ impl RunTask {
             shared: &self.shared,
             clock: &*self.clock,
             epoch: self.epoch,
+            observer: &*self.observer,
         }
     }
+}
+
+/// Tells the observer the driver takes a step.
+fn step(observer: &dyn Observer, kind: StepKind) {
+    observer.observe(&Observation::Step { kind });
 }
 
 fn resolution_name(r: &Resolution) -> &'static str {

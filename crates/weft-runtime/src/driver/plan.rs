@@ -9,6 +9,8 @@ impl RunTask {
         // machine said before (a termination) goes first.
         self.collect();
         self.refresh_tools().await;
+        let overrides = self.prompt_overrides().await;
+        let reminders = self.machine.take_due_reminders();
         let run_id: &RunId = &self.shared.run_id;
         let run = RunContext {
             agent_id: self.agent.id.clone(),
@@ -17,34 +19,42 @@ impl RunTask {
             turn_id: TurnId::new(format!("{run_id}/{}", self.machine.turn() + 1)),
             labels: self.labels.clone(),
         };
-        let tools: Cow<'_, [ToolSpec]> = if self
-            .tools
-            .specs
-            .iter()
-            .all(|s| self.machine.is_allowed(&s.name))
-        {
-            Cow::Borrowed(&self.tools.specs)
-        } else {
-            Cow::Owned(
-                self.tools
-                    .specs
-                    .iter()
-                    .filter(|s| self.machine.is_allowed(&s.name))
-                    .cloned()
-                    .collect(),
-            )
+        let tools: Cow<'_, [ToolSpec]> =
+            if self.tools.specs.iter().all(|s| self.machine.is_allowed(s)) {
+                Cow::Borrowed(&self.tools.specs)
+            } else {
+                Cow::Owned(
+                    self.tools
+                        .specs
+                        .iter()
+                        .filter(|s| self.machine.is_allowed(s))
+                        .cloned()
+                        .collect(),
+                )
+            };
+        let sessions = self.sessions.as_deref();
+        let memory = match SessionMemory::load(sessions, &self.session_id, &self.machine).await {
+            Ok(memory) => memory,
+            Err(e) => {
+                let _ = self.machine.fail(RunFailure::Other {
+                    message: format!("the session's memory could not be read: {e}"),
+                });
+                return;
+            }
         };
-        let ctx = Ctx::new(&self.agent, run_id, self.machine.state());
         let sink = Sink {
             shared: &self.shared,
             clock: &*self.clock,
         };
+        let ctx = Ctx::new(&self.agent, run_id, self.machine.state())
+            .with_prompts(overrides, &sink)
+            .with_memory(&memory);
         let base = PlanInput {
             messages: self.machine.transcript(),
             run: &run,
             context: &ctx,
             events: &sink,
-            reminders: self.machine.reminders(),
+            reminders: &reminders,
             tools: &tools,
         };
         let planner = &self.agent.planner;
@@ -79,6 +89,18 @@ impl RunTask {
             changes.apply(&mut self.machine);
         }
         let now = self.now();
+        // The plan's memory writes are stored before the step is committed,
+        // and only under a lease this driver still holds.
+        if let Some(store) = sessions
+            && result.is_some()
+            && self.leases.is_trusted(&self.shared.run_id, self.epoch)
+            && let Err(e) = memory.store_writes(store, &self.session_id, now).await
+        {
+            let _ = self.machine.fail(RunFailure::Other {
+                message: format!("the session's memory could not be stored: {e}"),
+            });
+            return;
+        }
         match result {
             None if !self.shared.cancel.is_cancelled() => {
                 // Streamed text could not be stored: the lease is gone.
@@ -88,7 +110,19 @@ impl RunTask {
                 let _ = self.machine.cancel(self.shared.cancel_reason());
             }
             Some(Err(e)) => self.planner_failed(e),
-            Some(Ok(result)) => {
+            Some(Ok(mut result)) => {
+                for text in std::mem::take(&mut result.notes) {
+                    self.emit(EventKind::PlannerThought {
+                        text,
+                        labels: Labels::default(),
+                    });
+                }
+                if let Some(usage) = &result.usage {
+                    self.observer.observe(&Observation::Tokens {
+                        model: self.agent.planner.model_id().unwrap_or("unknown"),
+                        usage,
+                    });
+                }
                 // An answer that was not streamed is shown whole, before
                 // the machine records the run's end.
                 if let Decision::FinalResponse { message } = &result.decision
@@ -130,6 +164,26 @@ impl RunTask {
         self.tools_settled = self.tools.unavailable.is_empty();
     }
 
+    /// The prompt overrides in this run's scope, read again every turn so a
+    /// change reaches the next model call. A store that cannot say leaves
+    /// the agent's own prompts in force for this turn (the turn's
+    /// `prompt_rendered` events tell which were used).
+    async fn prompt_overrides(&self) -> Vec<PromptOverride> {
+        let Some(prompts) = &self.prompts else {
+            return Vec::new();
+        };
+        match prompts
+            .resolve_prompts(&self.session_id, &self.labels)
+            .await
+        {
+            Ok(overrides) => overrides,
+            Err(e) => {
+                tracing::warn!(run_id = %self.shared.run_id, error = %e, "reading prompt overrides failed; using the agent's prompts");
+                Vec::new()
+            }
+        }
+    }
+
     fn planner_failed(&mut self, e: PlannerError) {
         let _ = self
             .machine
@@ -153,13 +207,10 @@ impl RunTask {
                 labels,
             });
             let now = self.now();
-            let outcome = match self.machine.resolve(resolution, now, &self.tools.catalog) {
-                Err(RunError::RetryLimitReached { .. } | RunError::RepairNotAllowed(_)) => self
-                    .machine
-                    .resolve(Resolution::Fail, now, &self.tools.catalog),
-                other => other,
-            };
-            match outcome {
+            match self
+                .machine
+                .resolve_or_fail(resolution, now, &self.tools.catalog)
+            {
                 Ok(PlanOutcome::NeedsResolution(next)) => context = *next,
                 Ok(_) => return,
                 Err(e) => {

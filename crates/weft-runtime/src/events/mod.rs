@@ -19,7 +19,7 @@ use weft_core::RunId;
 use weft_core::event::{EventKind, RunEvent};
 use weft_core::ids::ToolCallId;
 use weft_core::message::Thinking;
-use weft_core::model::Usage;
+use weft_core::model::{ModelSummary, Usage};
 use weft_core::planner::PlannerEvents;
 use weft_core::run::{RunMachine, RunOutcome};
 use weft_core::tool::Labels;
@@ -106,6 +106,11 @@ impl RunShared {
     /// Records that the driver with `epoch` owns the run.
     pub(crate) fn claim(&self, epoch: u64) {
         self.owner.store(epoch, Ordering::Release);
+    }
+
+    /// The epoch of the driver that owns the run; 0 when none does.
+    pub(crate) fn driven_at(&self) -> u64 {
+        self.owner.load(Ordering::Acquire)
     }
 
     /// Releases the run if the driver with `epoch` still owns it; false when
@@ -269,5 +274,26 @@ impl PlannerEvents for Sink<'_> {
     fn usage_delta(&self, usage: &Usage) {
         self.shared
             .emit(self.clock, EventKind::Usage { usage: *usage });
+    }
+
+    fn model_output(&self, model: &str, output: &ModelSummary) {
+        self.shared.emit(
+            self.clock,
+            EventKind::ModelOutput {
+                model: model.to_owned(),
+                output: output.clone(),
+            },
+        );
+    }
+
+    fn prompt_rendered(&self, rendered: &weft_core::prompt::PromptRendered) {
+        self.shared.emit(
+            self.clock,
+            EventKind::PromptRendered {
+                template_id: rendered.template_id.clone(),
+                version: rendered.version.clone(),
+                override_scope: rendered.override_scope.clone(),
+            },
+        );
     }
 }

@@ -3,19 +3,22 @@
 //! leases included (`lease`).
 
 mod lease;
+mod log;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 
 use async_trait::async_trait;
-use weft_core::RunId;
 use weft_core::Timestamp;
+use weft_core::awaiting::AwaitAnswer;
 use weft_core::event::RunEvent;
-use weft_core::lease::{HeldLease, LeaseClaim, LeaseRequest};
+use weft_core::lease::{ControlRequest, HeldLease, LeaseClaim, LeaseRequest, RemoteAnswer};
 use weft_core::run::RunMachine;
 use weft_core::store::{Commit, RunFilter, RunRecord, RunStatus, RunStore, StoreError, StoredRun};
+use weft_core::{AwaitItemId, RunId};
 
 use lease::Lease;
+use log::{EventLog, not_found};
 
 /// Keeps runs, events and snapshots in process memory.
 ///
@@ -33,8 +36,12 @@ pub struct MemoryStore {
 struct Entry {
     record: RunRecord,
     snapshot: RunMachine,
-    events: Vec<RunEvent>,
+    events: EventLog,
     lease: Lease,
+    /// A pause or cancel asked by a process that does not drive the run.
+    control: Option<ControlRequest>,
+    /// Answers to running tools' questions, asked by such a process.
+    answers: Vec<(AwaitItemId, AwaitAnswer)>,
 }
 
 impl MemoryStore {
@@ -78,8 +85,8 @@ impl MemoryStore {
                 run_id: record.run_id.clone(),
             });
         }
-        let mut log = Vec::new();
-        append(&record.run_id, &mut log, events)?;
+        let mut log = EventLog::default();
+        log.append(&record.run_id, events)?;
         runs.insert(
             record.run_id.clone(),
             Entry {
@@ -87,6 +94,8 @@ impl MemoryStore {
                 snapshot: snapshot.clone(),
                 events: log,
                 lease,
+                control: None,
+                answers: Vec::new(),
             },
         );
         Ok(())
@@ -97,32 +106,6 @@ impl MemoryStore {
         // every mutation below validates first and then writes.
         self.runs.lock().unwrap_or_else(|e| e.into_inner())
     }
-}
-
-fn not_found(run_id: &RunId) -> StoreError {
-    StoreError::RunNotFound {
-        run_id: run_id.clone(),
-    }
-}
-
-fn append(run_id: &RunId, log: &mut Vec<RunEvent>, events: &[RunEvent]) -> Result<(), StoreError> {
-    let mut last = log.last().map_or(0, |e| e.seq);
-    for e in events {
-        if e.seq <= last {
-            continue;
-        }
-        if e.seq != last + 1 {
-            return Err(StoreError::SequenceGap {
-                run_id: run_id.clone(),
-                last,
-                seq: e.seq,
-            });
-        }
-        last = e.seq;
-    }
-    let first_new = log.last().map_or(0, |e| e.seq);
-    log.extend(events.iter().filter(|e| e.seq > first_new).cloned());
-    Ok(())
 }
 
 #[async_trait]
@@ -208,6 +191,86 @@ impl RunStore for MemoryStore {
             .collect())
     }
 
+    async fn request_control(
+        &self,
+        run_id: &RunId,
+        request: &ControlRequest,
+    ) -> Result<bool, StoreError> {
+        let mut runs = self.lock();
+        let entry = runs.get_mut(run_id).ok_or_else(|| not_found(run_id))?;
+        if entry.record.status != RunStatus::Running {
+            return Ok(false);
+        }
+        if entry.control.is_none() || request.is_cancel() {
+            entry.control = Some(request.clone());
+        }
+        Ok(true)
+    }
+
+    async fn pending_controls(
+        &self,
+        owner: &str,
+    ) -> Result<Vec<(HeldLease, ControlRequest)>, StoreError> {
+        Ok(self
+            .lock()
+            .iter()
+            .filter(|(_, e)| e.lease.owner() == Some(owner))
+            .filter_map(|(id, e)| {
+                let held = HeldLease {
+                    run_id: id.clone(),
+                    epoch: e.lease.epoch,
+                };
+                Some((held, e.control.clone()?))
+            })
+            .collect())
+    }
+
+    async fn request_answer(
+        &self,
+        run_id: &RunId,
+        item: &AwaitItemId,
+        answer: &AwaitAnswer,
+    ) -> Result<bool, StoreError> {
+        let mut runs = self.lock();
+        let entry = runs.get_mut(run_id).ok_or_else(|| not_found(run_id))?;
+        if entry.record.status != RunStatus::Running || entry.answers.iter().any(|(i, _)| i == item)
+        {
+            return Ok(false);
+        }
+        entry.answers.push((item.clone(), answer.clone()));
+        Ok(true)
+    }
+
+    async fn pending_answers(
+        &self,
+        owner: &str,
+        limit: u32,
+    ) -> Result<Vec<RemoteAnswer>, StoreError> {
+        Ok(self
+            .lock()
+            .iter()
+            .filter(|(_, e)| e.lease.owner() == Some(owner))
+            .flat_map(|(id, e)| {
+                e.answers.iter().map(|(item, answer)| RemoteAnswer {
+                    held: HeldLease {
+                        run_id: id.clone(),
+                        epoch: e.lease.epoch,
+                    },
+                    item: item.clone(),
+                    answer: answer.clone(),
+                })
+            })
+            .take(limit as usize)
+            .collect())
+    }
+
+    async fn delete_answer(&self, run_id: &RunId, item: &AwaitItemId) -> Result<(), StoreError> {
+        if let Some(entry) = self.lock().get_mut(run_id) {
+            entry.answers.retain(|(i, _)| i != item);
+        }
+        Ok(())
+    }
+
     async fn commit(&self, commit: Commit<'_>) -> Result<(), StoreError> {
         let mut runs = self.lock();
         let entry = runs
@@ -221,17 +284,21 @@ impl RunStore for MemoryStore {
                 epoch,
             });
         }
-        append(commit.run_id, &mut entry.events, commit.events)?;
+        entry.events.append(commit.run_id, commit.events)?;
         if let Some(s) = commit.snapshot {
             entry.snapshot = s.clone();
         }
-        if commit.fence.is_some() && commit.status != RunStatus::Running {
-            entry.lease.free();
+        if commit.status != RunStatus::Running {
+            entry.control = None;
+            entry.answers.clear();
+            if commit.fence.is_some() {
+                entry.lease.free();
+            }
         }
         let newly_finished = commit.status.is_finished() && !entry.record.status.is_finished();
         if newly_finished {
-            // The log is complete: drop the growth slack.
-            entry.events.shrink_to_fit();
+            // The log is complete: keep it compact.
+            entry.events.seal();
         }
         entry.record.status = commit.status;
         entry.record.updated_at = commit.now;
@@ -246,7 +313,7 @@ impl RunStore for MemoryStore {
         Ok(self.lock().get(run_id).map(|e| StoredRun {
             record: e.record.clone(),
             snapshot: e.snapshot.clone(),
-            last_seq: e.events.last().map_or(0, |e| e.seq),
+            last_seq: e.events.last_seq(),
             lease_owner: e.lease.owner().map(str::to_owned),
         }))
     }
@@ -261,11 +328,7 @@ impl RunStore for MemoryStore {
         let entry = runs.get(run_id).ok_or_else(|| StoreError::RunNotFound {
             run_id: run_id.clone(),
         })?;
-        let start = entry.events.partition_point(|e| e.seq <= after);
-        let end = limit.map_or(entry.events.len(), |l| {
-            (start + l as usize).min(entry.events.len())
-        });
-        Ok(entry.events[start..end].to_vec())
+        entry.events.read(run_id, after, limit)
     }
 
     async fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunRecord>, StoreError> {
@@ -279,6 +342,7 @@ impl RunStore for MemoryStore {
                     .as_ref()
                     .is_none_or(|s| &r.session_id == s)
             })
+            .filter(|r| filter.agent_id.as_ref().is_none_or(|a| &r.agent_id == a))
             .filter(|r| filter.statuses.is_empty() || filter.statuses.contains(&r.status))
             .filter(|r| {
                 filter

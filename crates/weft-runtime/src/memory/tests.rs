@@ -86,6 +86,54 @@ async fn appends_are_idempotent_and_gaps_rejected() {
 }
 
 #[tokio::test]
+async fn a_finished_runs_log_is_sealed_and_reads_and_appends_as_before() {
+    let store = MemoryStore::new();
+    let id = RunId::new("r");
+    store
+        .create_run(&record("r"), &[event(1)], &machine())
+        .await
+        .unwrap();
+    store
+        .commit(commit(&id, &[event(2), event(3)], RunStatus::Completed))
+        .await
+        .unwrap();
+    let sealed = matches!(
+        store.lock().get(&id).map(|e| &e.events),
+        Some(EventLog::Sealed { last_seq: 3, .. })
+    );
+    assert!(sealed);
+    let all = store.read_events(&id, 0, None).await.unwrap();
+    assert_eq!(all, [event(1), event(2), event(3)]);
+    assert_eq!(
+        store.read_events(&id, 1, Some(1)).await.unwrap(),
+        [event(2)]
+    );
+    assert_eq!(
+        store.load_run(&id).await.unwrap().map(|r| r.last_seq),
+        Some(3)
+    );
+    // A gap is still refused; a later event opens the log again.
+    assert!(matches!(
+        store
+            .commit(commit(&id, &[event(5)], RunStatus::Completed))
+            .await,
+        Err(StoreError::SequenceGap { last: 3, .. })
+    ));
+    store
+        .commit(commit(&id, &[event(3), event(4)], RunStatus::Completed))
+        .await
+        .unwrap();
+    let seqs: Vec<u64> = store
+        .read_events(&id, 0, None)
+        .await
+        .unwrap()
+        .iter()
+        .map(|e| e.seq)
+        .collect();
+    assert_eq!(seqs, [1, 2, 3, 4]);
+}
+
+#[tokio::test]
 async fn keep_finished_forgets_the_oldest_finished_runs() {
     let store = MemoryStore::keep_finished(2);
     for i in 0..4 {
@@ -117,4 +165,26 @@ async fn keep_finished_forgets_the_oldest_finished_runs() {
     assert_eq!(kept.len(), 3);
     assert!(kept.contains(&"r2".to_owned()) && kept.contains(&"r3".to_owned()));
     assert!(kept.contains(&"live".to_owned()));
+}
+
+#[tokio::test]
+async fn runs_are_listed_by_agent() {
+    let store = MemoryStore::new();
+    let mut other = record("b");
+    other.agent_id = AgentId::new("other");
+    for r in [record("a"), other] {
+        store.create_run(&r, &[event(1)], &machine()).await.unwrap();
+    }
+    let of = |agent: &str| RunFilter {
+        agent_id: Some(AgentId::new(agent)),
+        ..RunFilter::default()
+    };
+    let ids = |v: Vec<RunRecord>| {
+        v.into_iter()
+            .map(|r| r.run_id.to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(ids(store.list_runs(&of("other")).await.unwrap()), ["b"]);
+    assert_eq!(ids(store.list_runs(&of("a")).await.unwrap()), ["a"]);
+    assert!(store.list_runs(&of("nobody")).await.unwrap().is_empty());
 }

@@ -2,9 +2,13 @@
 //! takes the run's own control lock, which a driver also holds across its
 //! last commit and its release of the run, so a control call sees the run
 //! either driven here (and signals its driver) or stored (and changes the
-//! stored run under the run's lease, see `stored`), never in between. A run
-//! another process drives is [`RuntimeError::DrivenElsewhere`].
+//! stored run under the run's lease, see `stored`), never in between. A
+//! pause or cancel of a run another process drives reaches that process
+//! through the store (see `remote`), and so does an answer to one of its
+//! running tools' questions; a continue of such a run is
+//! [`RuntimeError::DrivenElsewhere`].
 
+use weft_core::lease::ControlRequest;
 use weft_core::run::RunError;
 
 use super::*;
@@ -16,8 +20,10 @@ impl Runtime {
     ///
     /// An elicitation (a running tool's question) of a run driven here goes
     /// to its driver, which records and commits the answer and then hands it
-    /// to the tool; one of a run driven by another process is
-    /// [`RuntimeError::DrivenElsewhere`].
+    /// to the tool; one of a run driven by another process is checked
+    /// against the stored question and goes to that process through the
+    /// store (see `remote`). One of a run whose driver died is
+    /// [`RuntimeError::DrivenElsewhere`]: recovery withdraws the question.
     pub async fn answer(
         &self,
         run_id: &RunId,
@@ -51,10 +57,13 @@ impl Runtime {
                 .unwrap_or_else(|_| Err(RunError::UnknownAwaitItem(item.clone()).into()));
         }
         let mut progress = AwaitProgress::Satisfied;
+        let mut leased = false;
         let updated = self
             .inner
             .update_stored(run_id, |machine, now| {
+                leased = true;
                 if machine.elicitations().iter().any(|e| &e.id == item) {
+                    // Its driver died: recovery withdraws the question.
                     return Err(RuntimeError::DrivenElsewhere(run_id.clone()));
                 }
                 if machine.is_paused()
@@ -65,10 +74,17 @@ impl Runtime {
                         status: status_of(machine).as_str(),
                     });
                 }
-                progress = machine.answer(item, answer, now)?;
+                progress = machine.answer(item, answer.clone(), now)?;
                 Ok(())
             })
-            .await?;
+            .await;
+        let updated = match updated {
+            Err(RuntimeError::DrivenElsewhere(_)) if !leased => {
+                drop(entry);
+                return self.inner.answer_remote(run_id, item, answer).await;
+            }
+            other => other?,
+        };
         drop(entry);
         self.inner.drive_stored(updated).await?;
         Ok(progress)
@@ -83,7 +99,11 @@ impl Runtime {
             shared.pause_requested.store(true, Ordering::Release);
             return Ok(());
         }
-        self.inner.pause_stored(run_id).await
+        self.inner
+            .control_stored(run_id, ControlRequest::Pause, || {
+                self.inner.pause_stored(run_id)
+            })
+            .await
     }
 
     /// Continues a paused run.
@@ -116,6 +136,11 @@ impl Runtime {
             shared.request_cancel(reason);
             return Ok(());
         }
-        self.inner.cancel_stored(run_id, reason).await
+        let request = ControlRequest::Cancel {
+            reason: reason.to_owned(),
+        };
+        self.inner
+            .control_stored(run_id, request, || self.inner.cancel_stored(run_id, reason))
+            .await
     }
 }

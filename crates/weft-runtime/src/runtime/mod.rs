@@ -2,22 +2,31 @@
 //! and waits for their outcomes; [`control`] answers awaits, pauses,
 //! continues, cancels and recovers runs.
 
+mod children;
 mod control;
 mod follow;
+mod handle;
 mod recovery;
+mod remote;
+mod request;
 mod stored;
 
+pub use handle::RunHandle;
+pub use request::StartRequest;
+
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use futures_util::FutureExt as _;
 use tracing::Instrument as _;
 
 use weft_core::awaiting::AwaitAnswer;
-use weft_core::message::Message;
-use weft_core::run::{AwaitProgress, Policy, RunConfig, RunMachine, RunOutcome};
+use weft_core::run::{AwaitProgress, RunConfig, RunMachine, RunOutcome};
+use weft_core::session::FullStore;
+use weft_core::session::PromptStore;
 use weft_core::store::{Commit, RunRecord, RunStatus, RunStore};
 use weft_core::tool::Labels;
 use weft_core::{AgentId, AwaitItemId, RunId, SessionId};
@@ -29,6 +38,8 @@ use crate::error::RuntimeError;
 use crate::events::{EventStream, RunShared};
 use crate::leases::{DEFAULT_LEASE_TTL, Leases};
 use crate::memory::MemoryStore;
+use crate::observe::{self, Observation, Observer};
+use crate::session;
 use crate::tools::AgentTools;
 
 /// How often a run driven elsewhere is looked up while waiting for its outcome.
@@ -46,19 +57,28 @@ pub struct Runtime {
 pub(crate) struct Inner {
     agents: HashMap<AgentId, Arc<Agent>>,
     pub(crate) store: Arc<dyn RunStore>,
+    prompts: Option<Arc<dyn PromptStore>>,
+    /// The same store as `store`, when it keeps sessions.
+    pub(crate) sessions: Option<Arc<dyn FullStore>>,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) payload_budget: u64,
     live: Mutex<HashMap<RunId, Arc<RunShared>>>,
     pub(crate) leases: Arc<Leases>,
+    pub(crate) observer: Arc<dyn Observer>,
+    /// The poll for control requests on runs driven here (see `remote`).
+    control_poll: OnceLock<tokio::task::AbortHandle>,
 }
 
 /// Builds a [`Runtime`].
 pub struct RuntimeBuilder {
     agents: HashMap<AgentId, Arc<Agent>>,
     store: Option<Arc<dyn RunStore>>,
+    prompts: Option<Arc<dyn PromptStore>>,
+    sessions: Option<Arc<dyn FullStore>>,
     clock: Arc<dyn Clock>,
     payload_budget: u64,
     lease_ttl: Duration,
+    observer: Arc<dyn Observer>,
 }
 
 impl RuntimeBuilder {
@@ -68,9 +88,26 @@ impl RuntimeBuilder {
         self
     }
 
-    /// Sets the store (default: in memory).
+    /// Sets the store (default: in memory); see also [`Self::session_store`].
     pub fn store(mut self, store: Arc<dyn RunStore>) -> Self {
         self.store = Some(store);
+        self.sessions = None;
+        self
+    }
+
+    /// Sets a store that keeps sessions too: runs start from their session's
+    /// history and memory, and add their conversation to its transcript.
+    pub fn session_store(mut self, store: Arc<dyn FullStore>) -> Self {
+        self.store = Some(store.clone());
+        self.sessions = Some(store);
+        self
+    }
+
+    /// Sets where prompt overrides are read from (default: nowhere, so the
+    /// agents' own prompts are used): the overrides in a run's scope are
+    /// read before each planning call.
+    pub fn prompts(mut self, prompts: Arc<dyn PromptStore>) -> Self {
+        self.prompts = Some(prompts);
         self
     }
 
@@ -93,49 +130,28 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Sets who is told about runs, steps, tool calls and commits (default: nobody).
+    pub fn observer(mut self, observer: Arc<dyn Observer>) -> Self {
+        self.observer = observer;
+        self
+    }
+
     /// The runtime.
     pub fn build(self) -> Runtime {
         Runtime {
             inner: Arc::new(Inner {
                 agents: self.agents,
                 store: self.store.unwrap_or_else(|| Arc::new(MemoryStore::new())),
+                prompts: self.prompts,
+                sessions: self.sessions,
                 clock: self.clock,
                 payload_budget: self.payload_budget,
                 live: Mutex::new(HashMap::new()),
                 leases: Arc::new(Leases::new(self.lease_ttl)),
+                observer: self.observer,
+                control_poll: OnceLock::new(),
             }),
         }
-    }
-}
-
-/// What a new run starts from.
-#[derive(Debug, Clone, Default)]
-pub struct StartRequest {
-    /// The session the run belongs to.
-    pub session_id: Option<SessionId>,
-    /// The run's input (session history plus the new user message).
-    pub messages: Vec<Message>,
-    /// Labels for the run and its tool requests.
-    pub labels: Labels,
-    /// The run's id (generated when absent).
-    pub run_id: Option<RunId>,
-    /// A policy replacing the agent's for this run.
-    pub policy: Option<Policy>,
-}
-
-impl StartRequest {
-    /// A run whose input is one user message.
-    pub fn user(text: impl Into<String>) -> Self {
-        Self {
-            messages: vec![Message::user(text)],
-            ..Self::default()
-        }
-    }
-
-    /// Sets the session.
-    pub fn session(mut self, session: impl Into<SessionId>) -> Self {
-        self.session_id = Some(session.into());
-        self
     }
 }
 
@@ -155,39 +171,18 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "a panic without a message".to_owned())
 }
 
-/// A started run: its id, its events and its outcome.
-#[derive(Clone)]
-pub struct RunHandle {
-    run_id: RunId,
-    runtime: Runtime,
-}
-
-impl RunHandle {
-    /// The run's id.
-    pub fn run_id(&self) -> &RunId {
-        &self.run_id
-    }
-
-    /// The run's events from the beginning, then live.
-    pub async fn events(&self) -> Result<EventStream, RuntimeError> {
-        self.runtime.subscribe(&self.run_id, 0).await
-    }
-
-    /// Waits for the run's outcome (across awaits, pauses and recoveries).
-    pub async fn outcome(&self) -> Result<RunOutcome, RuntimeError> {
-        self.runtime.outcome(&self.run_id).await
-    }
-}
-
 impl Runtime {
     /// Starts building a runtime.
     pub fn builder() -> RuntimeBuilder {
         RuntimeBuilder {
             agents: HashMap::new(),
             store: None,
+            prompts: None,
+            sessions: None,
             clock: Arc::new(SystemClock),
             payload_budget: DEFAULT_PAYLOAD_BUDGET,
             lease_ttl: DEFAULT_LEASE_TTL,
+            observer: observe::none(),
         }
     }
 
@@ -201,7 +196,9 @@ impl Runtime {
         self.inner.agents.get(id)
     }
 
-    /// Starts a run of `agent`.
+    /// Starts a run of `agent`. With a [session store](RuntimeBuilder::session_store)
+    /// the run starts from its session's history, and a session that has
+    /// ended refuses it ([`RuntimeError::SessionEnded`]).
     pub async fn start(
         &self,
         agent: &str,
@@ -214,12 +211,16 @@ impl Runtime {
         let session_id = request
             .session_id
             .unwrap_or_else(|| SessionId::new(format!("session-{run_id}")));
+        let sessions = self.inner.sessions.as_deref();
+        let (messages, history_len) =
+            session::start_messages(sessions, &agent, &session_id, request.messages).await?;
         let shared = self.inner.live_entry(&run_id, 0);
         let mut machine = RunMachine::new(
-            RunConfig::new(agent.id.clone(), session_id.clone(), request.messages)
+            RunConfig::new(agent.id.clone(), session_id.clone(), messages)
                 .with_policy(request.policy.unwrap_or_else(|| agent.policy.clone())),
             now,
         );
+        session::mark_history(&mut machine, history_len);
         shared.collect(&*self.inner.clock, &mut machine);
         let events = shared.begin_commit();
         machine.set_event_seq(shared.seq());
@@ -247,6 +248,8 @@ impl Runtime {
             }
         };
         self.inner.leases.hold(&run_id, epoch);
+        let started = Observation::RunStarted { agent: &agent.id };
+        self.inner.observer.observe(&started);
         self.inner.spawn(
             agent,
             tools,
@@ -300,10 +303,13 @@ impl Inner {
     ) {
         let Drive { epoch, recovering } = drive;
         self.leases.start_heartbeat(&self.store, &self.clock);
+        self.start_control_poll();
         shared.claim(epoch);
         let run_id = shared.run_id.clone();
         let task = RunTask {
             store: self.store.clone(),
+            prompts: self.prompts.clone(),
+            sessions: self.sessions.clone(),
             clock: self.clock.clone(),
             payload_budget: self.payload_budget,
             agent,
@@ -318,6 +324,8 @@ impl Inner {
             epoch,
             leases: self.leases.clone(),
             lease_lost: false,
+            observer: self.observer.clone(),
+            children: Arc::new(children::ChildRuns(Arc::downgrade(self))),
         };
         let inner = Arc::clone(self);
         let span = tracing::info_span!(

@@ -5,6 +5,7 @@
 //! Also the end of a driver task, and shutting down.
 
 use super::*;
+use crate::observe::DriveFailure;
 
 /// Most orphans one claim takes.
 const CLAIM_BATCH: u32 = 64;
@@ -85,6 +86,7 @@ impl Runtime {
     /// are aborted mid-step (what they had not committed is lost) and their
     /// leases are freed, so other processes take the runs over at once.
     pub async fn shutdown(&self) {
+        self.inner.stop_control_poll();
         for (held, task) in self.inner.leases.take_all() {
             if let Some(task) = task {
                 task.abort();
@@ -173,16 +175,13 @@ impl Inner {
         self.leases.forget(&shared.run_id, epoch);
         match end {
             DriveEnd::Finished(outcome) => {
-                let kind = match outcome {
-                    RunOutcome::Response { .. } | RunOutcome::ToolResult { .. } => "completed",
-                    RunOutcome::Failed { .. } => "failed",
-                    RunOutcome::Cancelled { .. } => "cancelled",
-                };
+                let kind = crate::observe::outcome_kind(outcome);
                 tracing::info!(outcome = kind, "run finished");
                 shared.release(epoch);
                 self.finished(shared, Ok(outcome.clone()));
             }
             DriveEnd::StoreFailed(e) => {
+                self.drive_failed(DriveFailure::Store);
                 tracing::error!(error = %e, "run left at its last commit: the store failed");
                 shared.release(epoch);
                 // Free the lease so that a process (this one included) takes
@@ -191,10 +190,12 @@ impl Inner {
                 self.finished(shared, Err(e.clone()));
             }
             DriveEnd::LeaseLost => {
+                self.drive_failed(DriveFailure::LeaseLost);
                 tracing::warn!("run dropped here: its lease passed to another process");
                 self.let_go(shared, epoch);
             }
             DriveEnd::Panicked(message) => {
+                self.drive_failed(DriveFailure::Panic);
                 tracing::error!(panic = %message, "run driver panicked; the run is paused at its last commit");
                 self.let_go(shared, epoch);
                 self.release(&shared.run_id, epoch).await;
@@ -231,6 +232,12 @@ impl Inner {
                 drop(live);
             }
         }
+    }
+
+    /// Tells the observer a driver task ended without an outcome.
+    fn drive_failed(&self, reason: DriveFailure) {
+        self.observer
+            .observe(&crate::observe::Observation::DriveFailed { reason });
     }
 
     /// Stops treating the run as driven here without an outcome: waiters and

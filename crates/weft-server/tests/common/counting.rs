@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use weft_core::RunId;
 use weft_core::Timestamp;
 use weft_core::event::RunEvent;
-use weft_core::lease::{HeldLease, LeaseClaim, LeaseRequest};
+use weft_core::lease::{ControlRequest, HeldLease, LeaseClaim, LeaseRequest};
 use weft_core::run::RunMachine;
 use weft_core::store::{Commit, RunFilter, RunRecord, RunStore, StoreError, StoredRun};
 
@@ -43,6 +43,14 @@ impl RunStore for CountingStore {
 
     async fn commit(&self, commit: Commit<'_>) -> Result<(), StoreError> {
         self.inner.commit(commit).await
+    }
+
+    async fn commit_with_transcript(
+        &self,
+        commit: Commit<'_>,
+        transcript: &[weft_core::message::Message],
+    ) -> Result<(), StoreError> {
+        self.inner.commit_with_transcript(commit, transcript).await
     }
 
     async fn load_run(&self, run_id: &RunId) -> Result<Option<StoredRun>, StoreError> {
@@ -105,5 +113,45 @@ impl RunStore for CountingStore {
         limit: u32,
     ) -> Result<Vec<HeldLease>, StoreError> {
         self.inner.claim_orphans(lease, now, limit).await
+    }
+
+    async fn request_control(
+        &self,
+        run_id: &RunId,
+        request: &ControlRequest,
+    ) -> Result<bool, StoreError> {
+        self.inner.request_control(run_id, request).await
+    }
+
+    async fn request_answer(
+        &self,
+        run_id: &RunId,
+        item: &weft_core::AwaitItemId,
+        answer: &weft_core::awaiting::AwaitAnswer,
+    ) -> Result<bool, StoreError> {
+        self.inner.request_answer(run_id, item, answer).await
+    }
+
+    async fn pending_answers(
+        &self,
+        owner: &str,
+        limit: u32,
+    ) -> Result<Vec<weft_core::lease::RemoteAnswer>, StoreError> {
+        self.inner.pending_answers(owner, limit).await
+    }
+
+    async fn delete_answer(
+        &self,
+        run_id: &RunId,
+        item: &weft_core::AwaitItemId,
+    ) -> Result<(), StoreError> {
+        self.inner.delete_answer(run_id, item).await
+    }
+
+    async fn pending_controls(
+        &self,
+        owner: &str,
+    ) -> Result<Vec<(HeldLease, ControlRequest)>, StoreError> {
+        self.inner.pending_controls(owner).await
     }
 }

@@ -4,6 +4,7 @@
 #![allow(dead_code)] // Each test binary uses a part of the fixture.
 
 pub mod counting;
+pub mod prompted;
 pub mod scenarios;
 pub mod served;
 pub mod sse;
@@ -133,6 +134,12 @@ fn agents() -> Vec<Agent> {
         ]),
         PlanResult::final_text("thanks"),
     ]);
+    // Its script spans a session: the second run answers with the first answer.
+    let recall = ScriptedPlanner::new(vec![
+        PlanResult::final_text("noted: {{input}}"),
+        PlanResult::final_text("earlier I said \"{{last_answer}}\""),
+    ])
+    .across_session();
     vec![
         Agent::builder("echo", Arc::new(echo))
             .toolset(tools.clone())
@@ -144,6 +151,8 @@ fn agents() -> Vec<Agent> {
             .toolset(tools.clone())
             .build(),
         Agent::builder("nap", Arc::new(nap)).toolset(tools).build(),
+        Agent::builder("prompted", Arc::new(prompted::SystemEcho)).build(),
+        Agent::builder("recall", Arc::new(recall)).build(),
     ]
 }
 
@@ -156,9 +165,13 @@ impl Fixture {
         Self::over(store, Some(dir))
     }
 
-    /// A fixture over `store`, keeping `dir` alive with it.
+    /// A fixture over `store` (which keeps the sessions' history and
+    /// memory too), keeping `dir` alive with it.
     pub fn over(store: Arc<dyn FullStore>, dir: Option<tempfile::TempDir>) -> Self {
-        Self::with_run_store(store.clone(), store, dir)
+        let builder = Runtime::builder()
+            .session_store(store.clone())
+            .prompts(store.clone());
+        Self::with_builder(builder, store, dir)
     }
 
     /// A fixture over a fresh SQLite store whose runtime reads runs through
@@ -180,7 +193,18 @@ impl Fixture {
         store: Arc<dyn FullStore>,
         dir: Option<tempfile::TempDir>,
     ) -> Self {
-        let mut builder = Runtime::builder().store(runs);
+        Self::with_builder(
+            Runtime::builder().store(runs).prompts(store.clone()),
+            store,
+            dir,
+        )
+    }
+
+    fn with_builder(
+        mut builder: weft_runtime::RuntimeBuilder,
+        store: Arc<dyn FullStore>,
+        dir: Option<tempfile::TempDir>,
+    ) -> Self {
         for agent in agents() {
             builder = builder.agent(agent);
         }

@@ -3,9 +3,13 @@
 
 #![allow(dead_code)]
 
+pub mod controls;
+pub mod history;
 pub mod leases;
+pub mod prompts;
 pub mod runs;
 pub mod sessions;
+pub mod snapshots;
 
 use serde_json::{Value, json};
 use weft_core::event::{EventKind, RunEvent};
@@ -32,16 +36,25 @@ macro_rules! for_each_suite_test {
             runs::concurrent_commits_keep_every_log_gap_free,
             runs::one_bad_commit_does_not_sink_concurrent_ones,
             runs::bench_commit_reports_timing,
+            snapshots::a_run_committed_step_by_step_reloads_equal,
             leases::a_superseded_epoch_cannot_commit,
             leases::stopping_the_run_frees_its_lease,
             leases::renewal_reports_lost_leases,
             leases::orphans_are_claimed_once,
+            controls::control_requests_reach_the_holder,
+            controls::answers_reach_the_holder_in_order,
             sessions::session_lifecycle,
             sessions::ended_sessions_reject_new_runs,
             sessions::ending_races_cleanly_with_new_runs,
             sessions::transcript_appends_are_idempotent_and_gap_free,
             sessions::memory_set_get_delete,
+            sessions::memory_is_bounded,
             sessions::prompt_overrides_resolve_by_scope,
+            prompts::prompt_override_precedence_with_tenants,
+            prompts::prompt_listings_page_within_a_tenant,
+            history::completing_runs_append_their_conversation_once,
+            history::a_fenced_out_completion_appends_nothing,
+            history::deleting_a_session_erases_its_history_and_refuses_runs,
         );
     };
 }

@@ -3,7 +3,7 @@
 use futures_util::future::join_all;
 use weft_core::session::FullStore;
 use weft_core::store::{Commit, ListCursor, RunFilter, RunStatus, StoreError, StoredRun};
-use weft_core::{RunId, SessionId, Timestamp};
+use weft_core::{AgentId, RunId, SessionId, Timestamp};
 
 use super::{commit, driven_machine, events, machine, record, seqs, stored_run};
 
@@ -272,6 +272,7 @@ pub async fn list_runs_filters_newest_first(store: &dyn FullStore) {
     // run carries a dotted key.
     let mut tagged = record("f", "s3", 1);
     tagged.labels.insert("weft.tenant".into(), "t1".into());
+    tagged.agent_id = AgentId::new("other");
     stored_run(store, tagged, 1).await;
     let team = |team: &str, tenant: Option<&str>| {
         let mut labels = weft_core::tool::Labels::from([("team".to_owned(), team.to_owned())]);
@@ -295,6 +296,27 @@ pub async fn list_runs_filters_newest_first(store: &dyn FullStore) {
     assert!(
         store
             .list_runs(&team("a", Some("t2")))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // The agent is matched in the query too.
+    let agent = |agent: &str, session: Option<&str>| RunFilter {
+        agent_id: Some(AgentId::new(agent)),
+        session_id: session.map(SessionId::new),
+        ..RunFilter::default()
+    };
+    assert_eq!(
+        ids(store.list_runs(&agent("other", None)).await.unwrap()),
+        ["f"]
+    );
+    assert_eq!(
+        ids(store.list_runs(&agent("agent", Some("s1"))).await.unwrap()),
+        ["b", "a", "e"]
+    );
+    assert!(
+        store
+            .list_runs(&agent("nobody", None))
             .await
             .unwrap()
             .is_empty()
@@ -339,6 +361,14 @@ pub async fn bench_commit_reports_timing(store: &dyn FullStore) {
     let report = weft_store::bench_commit(store, 5).await;
     assert_eq!(report["steps"], 5, "{report}");
     assert!(report["us_per_commit"].as_f64().is_some(), "{report}");
+    // What a commit writes does not grow with the run; the whole machine does.
+    let bytes = &report["snapshot_write_bytes"];
+    let written = |step: &str| bytes[step]["snapshot_and_parts"].as_i64().unwrap_or(0);
+    let (at_10, at_1000) = (written("step_10"), written("step_1000"));
+    assert!(at_10 > 0 && (at_1000 - at_10).abs() <= 64, "{report}");
+    let whole = bytes["step_1000"]["whole_snapshot"].as_i64().unwrap_or(0);
+    assert!(whole > 50 * at_1000, "{report}");
+    println!("{bytes}");
 }
 
 /// Called after the harness installed a trigger that makes the database

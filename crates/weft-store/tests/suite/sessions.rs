@@ -3,8 +3,8 @@
 use serde_json::json;
 use weft_core::message::Message;
 use weft_core::session::{
-    FullStore, PromptOverride, PromptScope, SessionError, SessionFilter, SessionRecord,
-    TranscriptEntry,
+    FullStore, PromptFilter, PromptOverride, PromptScope, SessionError, SessionFilter,
+    SessionRecord, TranscriptEntry,
 };
 use weft_core::store::{RunStatus, StoreError};
 use weft_core::tool::Labels;
@@ -314,12 +314,12 @@ pub async fn prompt_overrides_resolve_by_scope(store: &dyn FullStore) {
     let s1 = SessionId::new("s1");
     let global = PromptScope::default();
     let prod = PromptScope {
-        session_id: None,
         labels: labels(&[("env", "prod")]),
+        ..PromptScope::default()
     };
     let session = PromptScope {
         session_id: Some(s1.clone()),
-        labels: Labels::new(),
+        ..PromptScope::default()
     };
     for (scope, template, at) in [
         (&global, "global", 1),
@@ -364,13 +364,23 @@ pub async fn prompt_overrides_resolve_by_scope(store: &dyn FullStore) {
 
     assert_eq!(
         store
-            .list_prompt_overrides(Some("system"))
+            .list_prompt_overrides(&PromptFilter {
+                name: Some("system".into()),
+                ..PromptFilter::default()
+            })
             .await
             .unwrap()
             .len(),
         3
     );
-    assert_eq!(store.list_prompt_overrides(None).await.unwrap().len(), 3);
+    assert_eq!(
+        store
+            .list_prompt_overrides(&PromptFilter::default())
+            .await
+            .unwrap()
+            .len(),
+        3
+    );
     assert!(
         store
             .delete_prompt_override("system", &session)
@@ -422,4 +432,38 @@ pub async fn ending_races_cleanly_with_new_runs(store: &dyn FullStore) {
         .start_run(&record("late", "s1", 99), &[], &machine())
         .await;
     assert!(matches!(late, Err(SessionError::Ended { .. })), "{late:?}");
+}
+
+/// Memory is bounded: a new key past the maximum and an oversized value
+/// are refused with typed errors; an existing key can still be changed.
+pub async fn memory_is_bounded(store: &dyn FullStore) {
+    use weft_core::session::{MAX_MEMORY_KEYS, MAX_MEMORY_VALUE};
+    let id = SessionId::new("bounded");
+    let now = Timestamp::from_millis(1);
+    store.create_session(&session("bounded", 1)).await.unwrap();
+    let big = json!("x".repeat(MAX_MEMORY_VALUE));
+    assert!(matches!(
+        store.memory_set(&id, "big", &big, now).await,
+        Err(SessionError::MemoryValueTooLarge { .. })
+    ));
+    for i in 0..MAX_MEMORY_KEYS {
+        store
+            .memory_set(&id, &format!("k{i:04}"), &json!(i), now)
+            .await
+            .unwrap();
+    }
+    assert_eq!(
+        store.memory_set(&id, "one-more", &json!(0), now).await,
+        Err(SessionError::MemoryFull {
+            session_id: id.clone(),
+            limit: MAX_MEMORY_KEYS
+        })
+    );
+    store
+        .memory_set(&id, "k0000", &json!("changed"), now)
+        .await
+        .unwrap();
+    let all = store.memory_all(&id).await.unwrap();
+    assert_eq!(all.len(), MAX_MEMORY_KEYS);
+    assert_eq!(all[0], ("k0000".to_owned(), json!("changed")));
 }

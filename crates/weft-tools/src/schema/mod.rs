@@ -11,7 +11,7 @@ pub(crate) use issues::join_pointer;
 mod proptests;
 
 use serde_json::{Map, Value};
-use weft_core::tool::{FieldIssue, FieldIssueKind, RetryHint, RetryReason, ToolError, ToolIdent};
+use weft_core::tool::{FieldIssue, FieldIssueKind, RetryHint, ToolError, ToolIdent};
 
 use crate::toolset::ToolFailure;
 
@@ -117,7 +117,7 @@ pub fn invalid_arguments(
     issues: Vec<FieldIssue>,
     example: Option<&Value>,
 ) -> ToolFailure {
-    let hint = retry_hint(tool, args, &issues, example);
+    let hint = RetryHint::for_issues(tool, args, &issues, example);
     let mut message = format!("invalid arguments for `{tool}`:");
     for issue in &issues {
         let field = if issue.field.is_empty() {
@@ -133,34 +133,11 @@ pub fn invalid_arguments(
     }
 }
 
-/// The retry hint for `issues` found in `args` for `tool`.
-pub fn retry_hint(
-    tool: &ToolIdent,
-    args: &Value,
-    issues: &[FieldIssue],
-    example: Option<&Value>,
-) -> RetryHint {
-    let missing: Vec<String> = issues
-        .iter()
-        .filter(|i| i.kind == FieldIssueKind::Missing)
-        .map(|i| i.field.clone())
-        .collect();
-    let mut hint = if missing.is_empty() {
-        RetryHint::new(RetryReason::InvalidArguments)
-    } else {
-        let mut hint = RetryHint::new(RetryReason::MissingFields);
-        hint.missing_fields = missing;
-        hint.example_input = example.cloned();
-        hint
-    };
-    hint.tool = Some(tool.clone());
-    hint.prior_input = Some(args.clone());
-    hint
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
+
+    use weft_core::tool::RetryReason;
 
     use super::*;
 

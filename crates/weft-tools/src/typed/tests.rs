@@ -64,6 +64,7 @@ fn request(name: &str, payload: Value) -> ToolRequest {
         labels: Default::default(),
         output: Default::default(),
         elicit: Default::default(),
+        children: Default::default(),
     }
 }
 

@@ -1,26 +1,35 @@
 //! Agent files: an agent described in TOML (planner, toolsets, policy), as
 //! `weft run <agent.toml>` reads them. See `examples/*.toml`.
 
-use std::num::NonZeroU32;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
-use serde_json::Value;
-use weft_core::model::{ModelError, ToolChoice};
-use weft_core::planner::{PlanResult, Planner, ToolCallRequest};
+use weft_core::model::{ModelClient, ModelError, ToolChoice};
+use weft_core::planner::Planner;
 use weft_core::run::Policy;
 use weft_core::tool::ToolIdent;
+use weft_runtime::advisor::AdvisorToolSet;
 use weft_runtime::{Agent, ScriptedPlanner};
 use weft_tools::ToolSet;
 
 use crate::toolset_spec::ToolsetSpec;
 
+mod advisor;
+mod history;
 mod model;
+mod policy;
+mod scripted;
+mod team;
 
+pub use advisor::AdvisorSpec;
+pub use history::{HistorySpec, SummarizeSpec};
 use model::parse_tool_choice;
-pub use model::{ModelSettings, local_loader, model_planner};
+pub use model::{ModelSettings, local_loader, model_planner, model_planner_on};
+pub use policy::PolicySpec;
+pub use scripted::{CallSpec, TurnSpec};
+pub use team::{MAX_TEAM, load_team};
 
 /// Why an agent file could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -69,6 +78,12 @@ pub struct AgentFile {
     /// Caps and budgets.
     #[serde(default)]
     pub policy: PolicySpec,
+    /// Which of its session's earlier messages a run starts from.
+    #[serde(default)]
+    pub history: HistorySpec,
+    /// The built-in `advisor` tool, when the agent has one.
+    #[serde(default)]
+    pub advisor: Option<AdvisorSpec>,
 }
 
 /// The planner section.
@@ -82,6 +97,10 @@ pub enum PlannerSpec {
         /// The answer when the runtime forces finalization.
         #[serde(default)]
         finalize: Option<String>,
+        /// Continue the turns across the runs of a session (a run starts
+        /// where the session's previous run stopped).
+        #[serde(default)]
+        across_session: bool,
     },
     /// Asks a model (`anthropic/<model>`, `openai/<model>`, ...).
     Model {
@@ -100,55 +119,16 @@ pub enum PlannerSpec {
         /// model must call until the run has tool results.
         #[serde(default)]
         tool_choice: Option<String>,
+        /// `false`: ask for whole answers; `true`: always stream; absent:
+        /// stream, and fall back to whole answers for a server that fails
+        /// a streamed request with tools.
+        #[serde(default)]
+        stream: Option<bool>,
+        /// Offer the model the `ask_user` tool, through which it asks the
+        /// user a question (a clarification the run waits for).
+        #[serde(default)]
+        ask_user: bool,
     },
-}
-
-/// One scripted turn: exactly one of `text` or `tool_calls`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TurnSpec {
-    /// A final answer.
-    #[serde(default)]
-    pub text: Option<String>,
-    /// Tool calls.
-    #[serde(default)]
-    pub tool_calls: Option<Vec<CallSpec>>,
-}
-
-/// One scripted tool call.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CallSpec {
-    /// The tool's full name.
-    pub name: String,
-    /// The arguments.
-    #[serde(default)]
-    pub args: toml::Table,
-}
-
-/// The policy section.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PolicySpec {
-    /// Most tool calls per run.
-    pub max_tool_calls: Option<NonZeroU32>,
-    /// Most tool calls per turn.
-    pub max_tool_calls_per_turn: Option<NonZeroU32>,
-    /// Most failures in a row.
-    pub max_consecutive_failures: Option<NonZeroU32>,
-    /// Active time budget in milliseconds.
-    pub time_budget_ms: Option<u64>,
-    /// Grace for the finalizing turn in milliseconds.
-    pub finalizer_grace_ms: Option<u64>,
-    /// Retries of a turn with an invalid tool call.
-    pub max_invalid_call_retries: Option<u32>,
-    /// Per-call tool timeout in milliseconds.
-    pub tool_timeout_ms: Option<u64>,
-    /// Tools the agent may call (all when absent).
-    pub allowed_tools: Option<Vec<String>>,
-    /// Tools whose calls wait for a human's approval.
-    #[serde(default)]
-    pub confirm_tools: Vec<String>,
 }
 
 impl AgentFile {
@@ -191,30 +171,22 @@ impl AgentFile {
                 )));
             }
         }
+        self.history.check().map_err(invalid)?;
         if let PlannerSpec::Scripted { turns, .. } = &self.planner {
             for (i, t) in turns.iter().enumerate() {
-                match (&t.text, &t.tool_calls) {
-                    (Some(_), None) => {}
-                    (None, Some(calls)) if !calls.is_empty() => {}
-                    (None, Some(_)) => {
-                        return Err(invalid(format!("turn {}: `tool_calls` is empty", i + 1)));
-                    }
-                    _ => {
-                        return Err(invalid(format!(
-                            "turn {}: give exactly one of `text` or `tool_calls`",
-                            i + 1
-                        )));
-                    }
-                }
+                t.check(i + 1).map_err(invalid)?;
             }
         }
         Ok(())
     }
 
-    /// The policy the file describes.
+    /// The policy the file describes; a cap it leaves out is at its
+    /// default (`weft_core::run::default_caps`): a file may raise a cap, not
+    /// remove it.
     pub fn policy(&self) -> Policy {
         let p = &self.policy;
         let mut policy = Policy {
+            max_turns: p.max_turns,
             max_tool_calls: p.max_tool_calls,
             max_tool_calls_per_turn: p.max_tool_calls_per_turn,
             max_consecutive_failures: p.max_consecutive_failures,
@@ -228,6 +200,15 @@ impl AgentFile {
                 .iter()
                 .map(|s| ToolIdent::new(s.as_str()))
                 .collect(),
+            denied_tools: p
+                .denied_tools
+                .iter()
+                .map(|s| ToolIdent::new(s.as_str()))
+                .collect(),
+            allowed_tags: p.allowed_tags.as_ref().map(|t| t.iter().cloned().collect()),
+            denied_tags: p.denied_tags.iter().cloned().collect(),
+            confirm_tags: p.confirm_tags.iter().cloned().collect(),
+            confirm_destructive: p.confirm_destructive,
             ..Policy::default()
         };
         if let Some(g) = p.finalizer_grace_ms {
@@ -236,27 +217,28 @@ impl AgentFile {
         if let Some(r) = p.max_invalid_call_retries {
             policy.max_invalid_call_retries = r;
         }
-        policy
+        policy.with_default_caps()
     }
 
     /// The scripted planner, for `kind = "scripted"`.
     pub fn scripted_planner(&self) -> Option<ScriptedPlanner> {
-        let PlannerSpec::Scripted { turns, finalize } = &self.planner else {
+        let PlannerSpec::Scripted {
+            turns,
+            finalize,
+            across_session,
+        } = &self.planner
+        else {
             return None;
         };
         let turns = turns
             .iter()
-            .map(|t| match (&t.text, &t.tool_calls) {
-                (_, Some(calls)) => PlanResult::tool_calls(
-                    calls
-                        .iter()
-                        .map(|c| ToolCallRequest::new(c.name.clone(), toml_to_json(&c.args)))
-                        .collect(),
-                ),
-                (text, None) => PlanResult::final_text(text.clone().unwrap_or_default()),
-            })
+            .enumerate()
+            .map(|(i, t)| t.plan(i + 1))
             .collect();
-        let planner = ScriptedPlanner::new(turns);
+        let mut planner = ScriptedPlanner::new(turns);
+        if *across_session {
+            planner = planner.across_session();
+        }
         Some(match finalize {
             Some(f) => planner.with_finalize(f.clone()),
             None => planner,
@@ -266,16 +248,51 @@ impl AgentFile {
     /// The planner the file names; `model` overrides the file's model (and
     /// turns a scripted agent into a model-driven one).
     pub fn planner(&self, model: Option<&str>) -> Result<Arc<dyn Planner>, ModelError> {
-        let (id, settings) = match (&self.planner, model) {
-            (PlannerSpec::Scripted { .. }, None) => {
-                if let Some(p) = self.scripted_planner() {
-                    return Ok(Arc::new(p));
-                }
-                return Err(ModelError::Config {
+        match self.model_spec(model) {
+            None => self
+                .scripted_planner()
+                .map(|p| Arc::new(p) as Arc<dyn Planner>)
+                .ok_or_else(|| ModelError::Config {
                     message: "the agent has no planner".into(),
-                });
+                }),
+            Some((id, settings)) => model_planner(
+                &id,
+                self.instructions.clone().unwrap_or_default(),
+                &self.planner_toolsets(),
+                settings,
+            ),
+        }
+    }
+
+    /// The planner for replaying a run: the file's own planner, whose model
+    /// (if it has one) is `recorded` instead of the real one. Returns
+    /// whether the planner asks a model.
+    pub fn replay_planner(
+        &self,
+        recorded: Arc<dyn ModelClient>,
+    ) -> Result<(Arc<dyn Planner>, bool), ModelError> {
+        match self.model_spec(None) {
+            None => Ok((self.planner(None)?, false)),
+            Some((_, settings)) => Ok((
+                model_planner_on(
+                    recorded,
+                    self.instructions.clone().unwrap_or_default(),
+                    &self.planner_toolsets(),
+                    settings,
+                ),
+                true,
+            )),
+        }
+    }
+
+    /// The model and its settings the planner asks (`model` overriding the
+    /// file's); `None` for a scripted planner.
+    fn model_spec(&self, model: Option<&str>) -> Option<(String, ModelSettings)> {
+        match (&self.planner, model) {
+            (PlannerSpec::Scripted { .. }, None) => None,
+            (PlannerSpec::Scripted { .. }, Some(m)) => {
+                Some((m.to_owned(), ModelSettings::default()))
             }
-            (PlannerSpec::Scripted { .. }, Some(m)) => (m.to_owned(), ModelSettings::default()),
             (
                 PlannerSpec::Model {
                     model: file_model,
@@ -283,9 +300,11 @@ impl AgentFile {
                     max_tokens,
                     temperature,
                     tool_choice,
+                    stream,
+                    ask_user,
                 },
                 m,
-            ) => (
+            ) => Some((
                 m.unwrap_or(file_model).to_owned(),
                 ModelSettings {
                     base_url: base_url.clone(),
@@ -294,15 +313,15 @@ impl AgentFile {
                     tool_choice: tool_choice
                         .as_deref()
                         .map_or(ToolChoice::Auto, parse_tool_choice),
+                    streaming: match stream {
+                        None => weft_models::Streaming::Auto,
+                        Some(true) => weft_models::Streaming::Always,
+                        Some(false) => weft_models::Streaming::Never,
+                    },
+                    ask_tool: *ask_user,
                 },
-            ),
-        };
-        model_planner(
-            &id,
-            self.instructions.clone().unwrap_or_default(),
-            &self.toolsets(),
-            settings,
-        )
+            )),
+        }
     }
 
     /// The file's toolsets (MCP servers start on first use).
@@ -313,8 +332,19 @@ impl AgentFile {
             .collect()
     }
 
-    /// Builds the agent with `planner` and the file's toolsets and policy.
-    pub fn agent(&self, planner: Arc<dyn Planner>) -> Agent {
+    /// The toolsets whose instructions the model planner's system prompt
+    /// carries: the file's, and the advisor's guidance block when it has one.
+    fn planner_toolsets(&self) -> Vec<Arc<dyn ToolSet>> {
+        let mut toolsets = self.toolsets();
+        if self.advisor.is_some() {
+            toolsets.push(Arc::new(AdvisorToolSet));
+        }
+        toolsets
+    }
+
+    /// Builds the agent with `planner` and the file's toolsets, policy and
+    /// advisor; fails when the advisor's model cannot be built.
+    pub fn agent(&self, planner: Arc<dyn Planner>) -> Result<Agent, ModelError> {
         let mut builder = Agent::builder(self.id.as_str(), planner).policy(self.policy());
         for ts in self.toolsets() {
             builder = builder.toolset(ts);
@@ -322,12 +352,29 @@ impl AgentFile {
         if let Some(ms) = self.policy.tool_timeout_ms {
             builder = builder.tool_timeout(Duration::from_millis(ms));
         }
-        builder.build()
+        let history = self.history.policy();
+        if let weft_core::history::HistoryPolicy::Summarize { model, .. } = &history
+            && let Some(id) = model
+                .clone()
+                .or_else(|| self.model_spec(None).map(|(id, _)| id))
+        {
+            // The summarizer is looked up by this id when a run starts; one
+            // that cannot be built is missing then, and the start says so.
+            match weft_models::build_model(&weft_models::ModelConfig {
+                local_loader: local_loader(),
+                ..weft_models::ModelConfig::new(&id)
+            }) {
+                Ok(client) => builder = builder.model(id, client),
+                Err(e) => {
+                    tracing::warn!(model = %id, error = %e, "the history summarizer cannot be built")
+                }
+            }
+        }
+        if let Some(spec) = &self.advisor {
+            builder = builder.advisor(spec.config(self.system_prompt(), self.temperature())?);
+        }
+        Ok(builder.history(history).build())
     }
-}
-
-fn toml_to_json(table: &toml::Table) -> Value {
-    serde_json::to_value(table).unwrap_or(Value::Null)
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use weft_core::model::{ModelError, ToolChoice};
+use weft_core::model::{ModelClient, ModelError, ToolChoice};
 use weft_core::planner::Planner;
 use weft_models::{ModelConfig, ModelPlanner, ModelPlannerConfig};
 use weft_tools::ToolSet;
@@ -19,6 +19,12 @@ pub struct ModelSettings {
     pub temperature: Option<f32>,
     /// What the model must call until the run has tool results.
     pub tool_choice: ToolChoice,
+    /// Whether answers stream (`stream = true | false` in the file; by
+    /// default they stream, falling back to whole answers for a server
+    /// that cannot stream tool calls).
+    pub streaming: weft_models::Streaming,
+    /// Offer the model the `ask_user` tool (`ask_user = true`).
+    pub ask_tool: bool,
 }
 
 /// `auto`, `required`, `none`, or else a tool's name.
@@ -48,18 +54,29 @@ pub fn model_planner(
     settings: ModelSettings,
 ) -> Result<Arc<dyn Planner>, ModelError> {
     let config = ModelConfig {
-        base_url: settings.base_url,
+        base_url: settings.base_url.clone(),
         local_loader: local_loader(),
         ..ModelConfig::new(id)
     };
     let model = weft_models::build_model(&config)?;
+    Ok(model_planner_on(model, instruction, toolsets, settings))
+}
+
+/// A model planner asking `model` (any client, e.g. a recorded one for
+/// replay), prompted as [`model_planner`] prompts.
+pub fn model_planner_on(
+    model: Arc<dyn ModelClient>,
+    instruction: String,
+    toolsets: &[Arc<dyn ToolSet>],
+    settings: ModelSettings,
+) -> Arc<dyn Planner> {
     let toolset_instructions = toolsets
         .iter()
         .filter_map(|t| {
             weft_tools::capability::find_instructions(&**t).map(|i| i.instructions_text())
         })
         .collect();
-    Ok(Arc::new(ModelPlanner::new(
+    Arc::new(ModelPlanner::new(
         model,
         ModelPlannerConfig {
             instruction,
@@ -67,7 +84,9 @@ pub fn model_planner(
             max_tokens: settings.max_tokens,
             temperature: settings.temperature,
             tool_choice: settings.tool_choice,
+            streaming: settings.streaming,
+            ask_tool: settings.ask_tool,
             ..ModelPlannerConfig::default()
         },
-    )))
+    ))
 }

@@ -23,6 +23,13 @@ time_budget_ms = 1000
     assert_eq!(f.policy().max_tool_calls.map(|n| n.get()), Some(4));
     assert_eq!(f.policy().time_budget, Some(Duration::from_millis(1000)));
     assert!(f.scripted_planner().is_some());
+    // Caps the file leaves out are at their defaults: none can be removed.
+    let caps = weft_core::run::Policy::bounded();
+    assert_eq!(f.policy().max_turns, caps.max_turns);
+    assert_eq!(
+        f.policy().max_consecutive_failures,
+        caps.max_consecutive_failures
+    );
 }
 
 #[test]
@@ -141,4 +148,298 @@ fn bad_mcp_toolsets_and_name_collisions_are_named() {
     assert!(err.contains("colour"), "{err}");
     let err = parse(r#"[{ type = "nope", name = "m" }]"#);
     assert!(err.contains("nope"), "{err}");
+}
+
+#[test]
+fn an_ask_turn_is_a_clarification_await() {
+    let f = AgentFile::parse(
+        "id = \"x\"\n[planner]\nkind = \"scripted\"\n[[planner.turns]]\nask = \"Which numbers?\"\n[[planner.turns]]\ntext = \"done\"",
+        "a.toml",
+    )
+    .unwrap();
+    let PlannerSpec::Scripted { turns, .. } = &f.planner else {
+        panic!("not scripted");
+    };
+    let weft_core::planner::Decision::Await { items, .. } = turns[0].plan(1).decision else {
+        panic!("an `ask` turn must await");
+    };
+    let [weft_core::awaiting::AwaitItem::Clarification(c)] = items.as_slice() else {
+        panic!("one clarification expected: {items:?}");
+    };
+    assert_eq!(c.id.as_str(), "ask-1");
+    assert_eq!(c.question, "Which numbers?");
+    for bad in ["ask = \"\"", "ask = \"q\"\ntext = \"a\""] {
+        let err = AgentFile::parse(
+            &format!("id = \"x\"\n[planner]\nkind = \"scripted\"\n[[planner.turns]]\n{bad}"),
+            "a.toml",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("turn 1"), "{err}");
+    }
+}
+
+#[test]
+fn agent_toolsets_name_their_agents_and_bad_ones_are_refused() {
+    let file = |toolset: &str| {
+        format!(
+            "id = \"boss\"\ntoolsets = [{toolset}]\n[planner]\nkind = \"scripted\"\nturns = []\n"
+        )
+    };
+    let ok = AgentFile::parse(
+        &file(r#"{ type = "agent", name = "team", agents = [{ id = "a", file = "a.toml", description = "A" }] }"#),
+        "boss.toml",
+    )
+    .unwrap();
+    assert_eq!(ok.toolsets[0].name(), "team");
+    for (toolset, expected) in [
+        (
+            r#"{ type = "agent", name = "t.x", agents = [{ id = "a", file = "a.toml", description = "A" }] }"#,
+            "without dots",
+        ),
+        (
+            r#"{ type = "agent", name = "t", agents = [] }"#,
+            "between 1 and",
+        ),
+        (
+            r#"{ type = "agent", name = "t", agents = [{ id = "a", file = "a.toml", description = "A" }, { id = "a", file = "b.toml", description = "B" }] }"#,
+            "twice",
+        ),
+        (
+            r#"{ type = "agent", name = "t", agents = [{ id = "a", file = "a.toml" }] }"#,
+            "description",
+        ),
+    ] {
+        let err = AgentFile::parse(&file(toolset), "boss.toml").unwrap_err();
+        assert!(err.to_string().contains(expected), "{toolset}: {err}");
+    }
+}
+
+#[test]
+fn the_history_section_names_a_bounded_policy() {
+    use weft_core::history::HistoryPolicy;
+    let parse = |history: &str| {
+        AgentFile::parse(
+            &format!("id = \"h\"\n[planner]\nkind = \"scripted\"\nturns = []\n{history}"),
+            "h.toml",
+        )
+    };
+    let policy = |history: &str| parse(history).unwrap().history.policy();
+    assert_eq!(policy(""), HistoryPolicy::default());
+    assert_eq!(
+        policy("[history]\nkeep_turns = 3"),
+        HistoryPolicy::LastTurns { turns: 3 }
+    );
+    assert_eq!(policy("[history]\nkeep_all = true"), HistoryPolicy::KeepAll);
+    assert_eq!(
+        policy("[history]\nkeep_turns = 2\nsummarize = { model = \"openai/gpt-4o-mini\" }"),
+        HistoryPolicy::Summarize {
+            keep_turns: 2,
+            model: Some("openai/gpt-4o-mini".into())
+        }
+    );
+    for bad in [
+        "[history]\nkeep_all = true\nkeep_turns = 2",
+        "[history]\nkeep_turns = 100000",
+        "[history]\nsummarize = { model = \" \" }",
+        "[history]\nturns = 2",
+    ] {
+        assert!(parse(bad).is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn a_team_is_read_from_the_files_its_agent_toolsets_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| std::fs::write(dir.path().join(name), text).unwrap();
+    let scripted = "[planner]\nkind = \"scripted\"\nturns = []\n";
+    write(
+        "boss.toml",
+        &format!(
+            "id = \"boss\"\ntoolsets = [{{ type = \"agent\", name = \"team\", agents = [\
+             {{ id = \"helper\", file = \"sub/helper.toml\", description = \"Helps\" }}] }}]\n{scripted}"
+        ),
+    );
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    // The helper calls the boss back: each agent is read once.
+    write(
+        "sub/helper.toml",
+        &format!(
+            "id = \"helper\"\ntoolsets = [{{ type = \"agent\", name = \"up\", agents = [\
+             {{ id = \"boss\", file = \"../boss.toml\", description = \"Boss\" }}] }}]\n{scripted}"
+        ),
+    );
+    let team = load_team(&dir.path().join("boss.toml"), None).unwrap();
+    let ids: Vec<&str> = team.iter().map(|a| a.id().as_str()).collect();
+    assert_eq!(ids, ["boss", "helper"]);
+
+    // A file whose id is not the one the toolset calls it is refused.
+    write("sub/helper.toml", &format!("id = \"other\"\n{scripted}"));
+    let err = load_team(&dir.path().join("boss.toml"), None).unwrap_err();
+    assert!(err.to_string().contains("calls it `helper`"), "{err}");
+}
+
+#[test]
+fn the_session_example_parses() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/session.toml");
+    let f = AgentFile::load(&path).unwrap();
+    assert!(matches!(
+        f.planner,
+        PlannerSpec::Scripted {
+            across_session: true,
+            ..
+        }
+    ));
+    assert_eq!(
+        f.history.policy(),
+        weft_core::history::HistoryPolicy::LastTurns { turns: 10 }
+    );
+}
+
+#[test]
+fn the_policy_section_sets_the_tool_policy() {
+    let f = AgentFile::parse(
+        r#"
+id = "p"
+[planner]
+kind = "scripted"
+turns = []
+[policy]
+denied_tools = ["calc.divide"]
+allowed_tags = ["math"]
+denied_tags = ["network"]
+confirm_tags = ["writes"]
+confirm_destructive = true
+"#,
+        "p.toml",
+    )
+    .unwrap();
+    let p = f.policy();
+    assert!(p.denied_tools.contains(&ToolIdent::new("calc.divide")));
+    assert_eq!(p.allowed_tags, Some(["math".to_owned()].into()));
+    assert!(p.denied_tags.contains("network"));
+    assert!(p.confirm_tags.contains("writes"));
+    assert!(p.confirm_destructive);
+}
+
+/// The advisor example, its scripted model's path made absolute.
+fn advisor_example() -> AgentFile {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let text = std::fs::read_to_string(format!("{root}/examples/advisor.toml")).unwrap();
+    let text = text.replace("scripted/examples/", &format!("scripted/{root}/examples/"));
+    AgentFile::parse(&text, "advisor.toml").unwrap()
+}
+
+#[test]
+fn the_advisor_section_builds_an_agent_with_the_advisor() {
+    let f = advisor_example();
+    let spec = f.advisor.clone().unwrap();
+    assert_eq!(spec.max_uses_per_run.get(), 1);
+    assert_eq!(spec.max_output_tokens.map(|n| n.get()), Some(1024));
+    let config = spec.config(f.system_prompt(), None).unwrap();
+    assert_eq!(config.max_output_tokens.get(), 1024);
+    let system = config.system.unwrap();
+    assert!(system.starts_with("Compute what the user asks"), "{system}");
+    assert!(
+        system.ends_with(weft_runtime::advisor::GUIDANCE),
+        "{system}"
+    );
+    assert_eq!(
+        weft_runtime::advisor::strip_guidance(&system),
+        system.replace(weft_runtime::advisor::GUIDANCE, "").trim()
+    );
+    // The planner's system prompt carries the guidance block.
+    let guidance: Vec<String> = f
+        .planner_toolsets()
+        .iter()
+        .filter_map(|t| weft_tools::find_instructions(&**t).map(|i| i.instructions_text()))
+        .collect();
+    assert_eq!(
+        guidance.last().map(String::as_str),
+        Some(weft_runtime::advisor::GUIDANCE)
+    );
+    assert!(f.agent(f.planner(None).unwrap()).is_ok());
+}
+
+#[test]
+fn the_advisor_example_runs_and_spends_its_budget() {
+    let f = advisor_example();
+    let agent = f.agent(f.planner(None).unwrap()).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let runtime = weft_runtime::Runtime::builder().agent(agent).build();
+        let handle = runtime
+            .start("advisor", weft_runtime::StartRequest::user("go"))
+            .await
+            .unwrap();
+        handle.outcome().await.unwrap();
+        let stored = runtime
+            .store()
+            .load_run(handle.run_id())
+            .await
+            .unwrap()
+            .unwrap();
+        let kinds: Vec<serde_json::Value> = stored
+            .snapshot
+            .tool_outputs()
+            .iter()
+            .filter(|o| o.name.as_str() == "advisor")
+            .filter_map(|o| match &o.result {
+                weft_core::tool::ToolResultBody::Json(v) => Some(v["type"].clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            vec![
+                serde_json::json!("advice"),
+                serde_json::json!("limit_reached")
+            ]
+        );
+    });
+}
+
+#[test]
+fn an_advisor_without_uses_is_refused() {
+    let text = r#"
+id = "a"
+[advisor]
+model = "anthropic/x"
+max_uses_per_run = 0
+[planner]
+kind = "scripted"
+turns = []
+"#;
+    assert!(matches!(
+        AgentFile::parse(text, "a.toml"),
+        Err(AgentFileError::Parse { .. })
+    ));
+}
+
+#[test]
+fn a_model_planner_may_stream_or_not_and_offer_the_ask_tool() {
+    let parse = |extra: &str| {
+        AgentFile::parse(
+            &format!(
+                "id = \"m\"\n[planner]\nkind = \"model\"\nmodel = \"openai/gpt-4o-mini\"\n{extra}"
+            ),
+            "m.toml",
+        )
+        .unwrap()
+    };
+    let settings = |extra: &str| parse(extra).model_spec(None).unwrap().1;
+    assert_eq!(settings("").streaming, weft_models::Streaming::Auto);
+    assert!(!settings("").ask_tool);
+    assert_eq!(
+        settings("stream = false").streaming,
+        weft_models::Streaming::Never
+    );
+    assert_eq!(
+        settings("stream = true").streaming,
+        weft_models::Streaming::Always
+    );
+    assert!(settings("ask_user = true").ask_tool);
 }

@@ -72,6 +72,8 @@ pub struct Settings {
 
 fn runtime(k: u32, store: MemoryStore) -> Runtime {
     let agent = Agent::builder("w", Arc::new(LoopPlanner { k }))
+        // No caps: W(k) runs k turns whatever k is.
+        .policy(weft_core::run::Policy::default())
         .toolset(builtin::calc())
         .build();
     Runtime::builder()

@@ -5,7 +5,9 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 
-use super::{agent_loop, durable_loop, mcp as mcp_bench, registry as registry_bench};
+use super::{
+    agent_loop, durable_loop, mcp as mcp_bench, registry as registry_bench, serve as serve_bench,
+};
 
 /// The benchmarks `weft bench` runs.
 #[derive(Debug, Subcommand)]
@@ -67,6 +69,19 @@ pub enum BenchCommand {
         /// Calls in flight for the throughput figures.
         #[arg(long, default_value_t = 64)]
         in_flight: usize,
+    },
+    /// `weft serve` under concurrent clients, each following its run over
+    /// SSE: runs/s and p50/p99 start-to-first-event.
+    Serve {
+        /// Clients at once, each with its run's event stream open.
+        #[arg(long, default_value_t = 1000)]
+        clients: usize,
+        /// Seconds of measurement.
+        #[arg(long, default_value_t = 10.0)]
+        seconds: f64,
+        /// The store: a fresh SQLite file when absent, or a `postgres://` URL.
+        #[arg(long)]
+        db: Option<String>,
     },
     /// SSE decode throughput per provider, in MB/s.
     SseDecode {
@@ -162,6 +177,18 @@ impl BenchCommand {
                 for line in registry_bench::run(&s)? {
                     println!("{line}");
                 }
+            }
+            BenchCommand::Serve {
+                clients,
+                seconds,
+                db,
+            } => {
+                let s = serve_bench::Settings {
+                    clients: clients.max(1),
+                    seconds,
+                    db,
+                };
+                println!("{}", serve_bench::run(&s)?);
             }
             BenchCommand::SseDecode { fixtures, bytes } => {
                 let dir = fixtures.unwrap_or_else(weft_models::bench::default_fixtures_dir);

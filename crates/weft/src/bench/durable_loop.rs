@@ -4,7 +4,11 @@
 //!
 //! For each store it prints one JSON line: µs per step over sequential runs
 //! (a step commits the plan, then the tool result: two durable writes), and
-//! durable steps per second with `concurrent` runs at once.
+//! durable steps per second with `concurrent` runs at once. The durable
+//! stores' lines also carry `snapshot_write_bytes`: what one commit of a
+//! run writes to `runs.snapshot` and its parts at step 10 and at step 1,000
+//! ([`weft_store::bench::snapshot_write_bytes`]), next to the bytes of the
+//! whole machine at those steps.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -32,6 +36,8 @@ pub struct Settings {
 
 fn runtime(k: u32, store: Arc<dyn RunStore>) -> Runtime {
     let agent = Agent::builder("w", Arc::new(LoopPlanner { k }))
+        // No caps: W(k) runs k turns whatever k is.
+        .policy(weft_core::run::Policy::default())
         .toolset(builtin::calc())
         .build();
     Runtime::builder().agent(agent).store(store).build()
@@ -83,10 +89,17 @@ pub fn run(s: &Settings) -> anyhow::Result<Vec<Value>> {
         let dir = tempfile::tempdir()?;
         let path = dir.path().join("bench.db");
         let sqlite: Arc<dyn RunStore> = weft_store::connect(&path.display().to_string()).await?;
-        lines.push(measure("sqlite", sqlite, s).await?);
+        let written = weft_store::bench::snapshot_write_bytes(&[10, 1000]);
+        let mut line = measure("sqlite", sqlite, s).await?;
+        line["snapshot_write_bytes"] = written.clone();
+        lines.push(line);
         if let Some(url) = &s.postgres {
             match weft_store::connect(url).await {
-                Ok(pg) => lines.push(measure("postgres", pg, s).await?),
+                Ok(pg) => {
+                    let mut line = measure("postgres", pg, s).await?;
+                    line["snapshot_write_bytes"] = written;
+                    lines.push(line);
+                }
                 Err(e) => lines.push(
                     json!({"bench": "durable-loop", "store": "postgres", "error": e.to_string()}),
                 ),

@@ -114,6 +114,7 @@ async fn through_weft(exe: &Path, agent: &Path, s: Settings) -> anyhow::Result<V
             labels: Default::default(),
             output: Default::default(),
             elicit: Default::default(),
+            children: Default::default(),
         };
         let started = Instant::now();
         set.call_tool(request)

@@ -6,6 +6,7 @@ pub mod durable_loop;
 pub mod mcp;
 pub mod registry;
 pub mod rss;
+pub mod serve;
 
 pub use command::BenchCommand;
 

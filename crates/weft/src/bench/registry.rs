@@ -387,6 +387,7 @@ impl WeftSetup {
             labels: Default::default(),
             output: Default::default(),
             elicit: Default::default(),
+            children: Default::default(),
         };
         self.executor
             .call_tool(request)

@@ -11,7 +11,6 @@ use weft_core::store::{RunFilter, RunStatus, RunStore};
 use weft_core::{RunId, SessionId};
 use weft_runtime::Runtime;
 
-use crate::agent_file::AgentFile;
 use crate::render::{OutputFormat, Renderer};
 
 /// A `weft runs` command.
@@ -24,10 +23,12 @@ pub enum RunsCommand {
         /// Only these statuses.
         status: Vec<RunStatus>,
     },
-    /// Show one run: its record, phase and outcome.
+    /// Show one run's transcript (`json`: its record, phase and outcome).
     Show {
         /// The run.
         run: String,
+        /// Print the record, phase and outcome as one JSON object instead.
+        json: bool,
     },
     /// Print a run's stored events as JSON lines.
     Events {
@@ -101,11 +102,18 @@ pub fn runs(db: &str, cmd: RunsCommand) -> anyhow::Result<ExitCode> {
                     println!("{}", serde_json::to_string(&r)?);
                 }
             }
-            RunsCommand::Show { run } => {
+            RunsCommand::Show { run, json } => {
+                let id = RunId::from(run.as_str());
                 let stored = store
-                    .load_run(&RunId::from(run.as_str()))
+                    .load_run(&id)
                     .await?
                     .ok_or_else(|| anyhow::anyhow!("run `{run}` not found"))?;
+                if !json {
+                    let events = store.read_events(&id, 0, None).await?;
+                    let mut out = std::io::stdout().lock();
+                    crate::transcript::write_transcript(&mut out, &stored, &events)?;
+                    return Ok(ExitCode::SUCCESS);
+                }
                 let m = &stored.snapshot;
                 let view = json!({
                     "record": stored.record,
@@ -129,11 +137,12 @@ pub fn runs(db: &str, cmd: RunsCommand) -> anyhow::Result<ExitCode> {
                 }
             }
             RunsCommand::Continue { run, agents } | RunsCommand::Recover { run, agents } => {
-                let rs: Arc<dyn RunStore> = store;
-                let mut builder = Runtime::builder().store(rs.clone());
+                let rs: Arc<dyn RunStore> = store.clone();
+                let mut builder = Runtime::builder().store(rs.clone()).prompts(store);
                 for path in &agents {
-                    let file = AgentFile::load(path)?;
-                    builder = builder.agent(file.agent(file.planner(None)?));
+                    for agent in crate::agent_file::load_team(path, None)? {
+                        builder = builder.agent(agent);
+                    }
                 }
                 let runtime = builder.build();
                 let id = RunId::from(run.as_str());
@@ -215,7 +224,9 @@ pub fn sessions(db: &str, cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
                 let runtime = Runtime::builder().store(rs.clone()).build();
                 let filter = RunFilter {
                     session_id: Some(id),
-                    statuses: vec![RunStatus::Awaiting, RunStatus::Paused],
+                    // Running runs too: one another process drives is
+                    // cancelled through a control request on its row.
+                    statuses: vec![RunStatus::Running, RunStatus::Awaiting, RunStatus::Paused],
                     ..RunFilter::default()
                 };
                 let mut cancelled = 0;

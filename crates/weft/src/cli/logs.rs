@@ -1,11 +1,18 @@
 //! Logs of the long-running commands (`weft serve`, `weft registry serve`,
 //! `weft provider serve`): a tracing subscriber on stderr, human-readable by
 //! default or one JSON object per line, its level from `RUST_LOG` (default
-//! `info`). Spans carry the run id, the tenant and the tool call id.
+//! `info`). Spans carry the run id, the tenant and the tool call id. The
+//! GenAI spans (target `gen_ai`) stay out of log lines; they go to the
+//! trace exporter when one is configured ([`super::telemetry`]).
 
 use anyhow::Context as _;
 use tracing_subscriber::EnvFilter;
-use tracing_subscriber::filter::LevelFilter;
+use tracing_subscriber::Layer as _;
+use tracing_subscriber::filter::{FilterExt as _, LevelFilter, filter_fn};
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
+
+use super::telemetry::{self, GENAI_TARGET, Telemetry};
 
 /// How log lines are written.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -17,23 +24,30 @@ pub enum LogFormat {
     Json,
 }
 
-/// Installs the process's log subscriber. A malformed `RUST_LOG` is an error
-/// that says so, not a silent default.
-pub fn install(format: LogFormat) -> anyhow::Result<()> {
+/// Installs the process's log subscriber, with the trace exporter when one
+/// is configured; the returned guard flushes traces when dropped. A
+/// malformed `RUST_LOG` is an error that says so, not a silent default.
+pub fn install(format: LogFormat) -> anyhow::Result<Telemetry> {
     let filter = EnvFilter::builder()
         .with_default_directive(LevelFilter::INFO.into())
         .from_env()
-        .context("reading RUST_LOG")?;
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    let installed = match format {
-        LogFormat::Text => builder.try_init(),
-        LogFormat::Json => builder
+        .context("reading RUST_LOG")?
+        .and(filter_fn(|meta| meta.target() != GENAI_TARGET));
+    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let fmt = match format {
+        LogFormat::Text => fmt.with_filter(filter).boxed(),
+        LogFormat::Json => fmt
             .json()
             .with_current_span(true)
             .with_span_list(true)
-            .try_init(),
+            .with_filter(filter)
+            .boxed(),
     };
-    installed.map_err(|e| anyhow::anyhow!("installing the log subscriber: {e}"))
+    let (traces, telemetry) = telemetry::layer()?;
+    tracing_subscriber::registry()
+        .with(fmt)
+        .with(traces)
+        .try_init()
+        .map_err(|e| anyhow::anyhow!("installing the log subscriber: {e}"))?;
+    Ok(telemetry)
 }

@@ -92,7 +92,7 @@ pub fn serve(args: McpServeArgs) -> anyhow::Result<ExitCode> {
     } else {
         Vec::new()
     };
-    let agent = file.agent(planner);
+    let agent = file.agent(planner)?;
     let tokio = super::async_runtime()?;
     tokio.block_on(async move {
         let builder = super::runtime_for(agent, args.db.as_deref()).await?;

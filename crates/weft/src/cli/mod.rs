@@ -6,10 +6,13 @@ pub mod logs;
 pub mod mcp;
 #[cfg(feature = "local")]
 pub mod models;
+pub mod prompts;
 pub mod provider;
 pub mod registry;
+pub mod replay;
 pub mod run;
 pub mod serve;
+pub mod telemetry;
 
 /// A multi-threaded async runtime for one command.
 pub(crate) fn async_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
@@ -28,9 +31,8 @@ pub(crate) async fn runtime_for(
 ) -> anyhow::Result<weft_runtime::RuntimeBuilder> {
     let mut builder = weft_runtime::Runtime::builder().agent(agent);
     if let Some(url) = db {
-        let store: std::sync::Arc<dyn weft_core::store::RunStore> =
-            weft_store::connect(url).await?;
-        builder = builder.store(store);
+        let store = weft_store::connect(url).await?;
+        builder = builder.session_store(store.clone()).prompts(store);
     }
     Ok(builder)
 }

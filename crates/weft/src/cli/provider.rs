@@ -15,24 +15,30 @@ use crate::builtin;
 use crate::toolset_spec::{ToolsetSpec, ToolsetTable};
 
 /// What `weft provider serve` was asked to do.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, clap::Args)]
 pub struct ProviderArgs {
-    /// An agent file, or a built-in toolset's name.
+    /// An agent file, or a built-in toolset's name (`calc`, `text`, `journal`).
     pub source: String,
-    /// The gateway's base URL.
+    /// The registry gateway's URL.
+    #[arg(long, default_value = "http://127.0.0.1:8790")]
     pub gateway: String,
     /// The Redis URL.
+    #[arg(long, default_value = "redis://127.0.0.1:6379")]
     pub redis: String,
     /// Most calls at once per toolset.
+    #[arg(long, default_value_t = 32)]
     pub max_concurrent: usize,
     /// Milliseconds before another provider may claim an unfinished call.
+    #[arg(long, default_value_t = 30_000)]
     pub claim_grace_ms: u64,
-    /// The registry name to serve a single toolset under (its own name by default).
+    /// The registry name to serve a single toolset under (default: its own name).
+    #[arg(long)]
     pub name: Option<String>,
 }
 
 /// Serves until ctrl-c; in-flight calls finish first.
 pub fn serve(args: ProviderArgs) -> anyhow::Result<ExitCode> {
+    let _telemetry = super::telemetry::install_traces_only()?;
     let toolsets = toolsets(&args.source)?;
     if args.name.is_some() && toolsets.len() > 1 {
         anyhow::bail!(

@@ -9,7 +9,7 @@ use weft_core::event::EventKind;
 use weft_core::run::Policy;
 use weft_runtime::{Agent, StartRequest};
 
-use crate::agent_file::{AgentFile, ModelSettings, model_planner};
+use crate::agent_file::{ModelSettings, model_planner};
 use crate::builtin;
 use crate::cli::ask;
 use crate::render::{OutputFormat, Renderer};
@@ -25,6 +25,8 @@ pub struct RunArgs {
     pub model: Option<String>,
     /// A durable store URL (SQLite path or `postgres://`); in memory when absent.
     pub db: Option<String>,
+    /// The session to run in (a new one when absent).
+    pub session: Option<String>,
     /// How to show the run.
     pub output: OutputFormat,
 }
@@ -32,13 +34,10 @@ pub struct RunArgs {
 const DEFAULT_INSTRUCTIONS: &str =
     "You are a helpful assistant. Use the tools when they help; answer briefly.";
 
-fn agent(args: &RunArgs) -> anyhow::Result<Agent> {
+/// The agent to run first, then the agents it calls as tools.
+fn agents(args: &RunArgs) -> anyhow::Result<Vec<Agent>> {
     match (&args.agent, &args.model) {
-        (Some(path), model) => {
-            let file = AgentFile::load(path)?;
-            let planner = file.planner(model.as_deref())?;
-            Ok(file.agent(planner))
-        }
+        (Some(path), model) => crate::agent_file::load_team(path, model.as_deref()),
         (None, Some(model)) => {
             let toolsets = vec![builtin::calc(), builtin::text()];
             let planner = model_planner(
@@ -51,7 +50,7 @@ fn agent(args: &RunArgs) -> anyhow::Result<Agent> {
             for t in toolsets {
                 b = b.toolset(t);
             }
-            Ok(b.build())
+            Ok(vec![b.build()])
         }
         (None, None) => anyhow::bail!("give an agent file, or a model with --model <id>"),
     }
@@ -59,20 +58,47 @@ fn agent(args: &RunArgs) -> anyhow::Result<Agent> {
 
 /// Runs the command; the exit code is 0 for an answer, 1 for a failed or cancelled run.
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
-    let agent = agent(&args)?;
+    let _telemetry = super::telemetry::install_traces_only()?;
+    let mut agents = agents(&args)?.into_iter();
+    let agent = agents.next().context("the agent file defines no agent")?;
     let agent_id = agent.id().to_string();
     let tokio = super::async_runtime()?;
     tokio.block_on(async move {
-        let builder = super::runtime_for(agent, args.db.as_deref()).await?;
+        let builder = agents.fold(
+            super::runtime_for(agent, args.db.as_deref()).await?,
+            |b, a| b.agent(a),
+        );
         let runtime = builder.build();
-        let handle = runtime
-            .start(&agent_id, StartRequest::user(args.prompt.clone()))
-            .await?;
+        let mut request = StartRequest::user(args.prompt.clone());
+        if let Some(session) = &args.session {
+            request = request.session(session.as_str());
+        }
+        let handle = runtime.start(&agent_id, request).await?;
         let mut events = handle.events().await?;
+        // The stream is read by its own task, so the status line's ticks
+        // never interrupt a read.
+        let (tx, mut rx) = tokio::sync::mpsc::channel(64);
+        tokio::spawn(async move {
+            while let Some(e) = events.next().await {
+                if tx.send(e).await.is_err() {
+                    break;
+                }
+            }
+        });
         let stdout = std::io::stdout();
-        let mut renderer = Renderer::new(stdout.lock(), args.output);
+        let live = stdout.is_terminal() && std::env::var_os("TERM").is_none_or(|t| t != "dumb");
+        let mut renderer = Renderer::new(stdout.lock(), args.output).live(live);
         let interactive = std::io::stdin().is_terminal() && args.output == OutputFormat::Text;
-        while let Some(e) = events.next().await {
+        let mut ticks = tokio::time::interval(std::time::Duration::from_millis(100));
+        loop {
+            let e = tokio::select! {
+                e = rx.recv() => e,
+                _ = ticks.tick(), if live => {
+                    renderer.tick()?;
+                    continue;
+                }
+            };
+            let Some(e) = e else { break };
             let e = e?;
             renderer.event(&e)?;
             if let EventKind::AwaitRequested { items } = &e.kind {

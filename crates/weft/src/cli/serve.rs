@@ -12,12 +12,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use weft_core::store::RunStore;
 use weft_runtime::Runtime;
-use weft_server::{AppState, ConnLimits, TenantQuotas, Tenants};
+use weft_server::{AppState, ConnLimits, Metrics, MetricsAccess, TenantQuotas, Tenants};
 
 use super::logs::LogFormat;
-use crate::agent_file::AgentFile;
 
 /// What `weft serve` was asked to do.
 #[derive(Debug, Clone)]
@@ -80,9 +78,22 @@ impl ServeLimits {
 /// The variable holding `tenant=token` pairs.
 pub const TOKENS_VAR: &str = "WEFT_TOKENS";
 
+/// The variable holding the bearer token that reads `GET /metrics`; without
+/// it, `/metrics` is off.
+pub const METRICS_TOKEN_VAR: &str = "WEFT_METRICS_TOKEN";
+
+/// Who may read `GET /metrics`: the holder of `WEFT_METRICS_TOKEN`, or nobody.
+fn metrics_access() -> MetricsAccess {
+    match std::env::var(METRICS_TOKEN_VAR) {
+        Ok(token) if !token.trim().is_empty() => MetricsAccess::Token(token.trim().into()),
+        _ => MetricsAccess::Off,
+    }
+}
+
 /// Runs the server until ctrl-c.
 pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
-    super::logs::install(args.log_format)?;
+    // Flushes the traces when `serve` returns.
+    let _telemetry = super::logs::install(args.log_format)?;
     let spec = match &args.tokens_file {
         Some(path) => std::fs::read_to_string(path)
             .with_context(|| format!("reading the tokens file {}", path.display()))?,
@@ -93,9 +104,15 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let tenants = Tenants::parse(&spec).context("reading the tenant tokens")?;
     let mut agents = Vec::new();
     for path in &args.agents {
-        let file = AgentFile::load(path)?;
-        let planner = file.planner(None)?;
-        agents.push(file.agent(planner));
+        // An agent's agent tools bring their agents in with it.
+        for agent in crate::agent_file::load_team(path, None)? {
+            if !agents
+                .iter()
+                .any(|a: &weft_runtime::Agent| a.id() == agent.id())
+            {
+                agents.push(agent);
+            }
+        }
     }
     if agents.is_empty() {
         anyhow::bail!("give at least one agent file with --agent <file>");
@@ -103,10 +120,12 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let tokio = super::async_runtime()?;
     tokio.block_on(async move {
         let store = weft_store::connect(&args.db).await?;
-        let run_store: Arc<dyn RunStore> = store.clone();
+        let metrics = Arc::new(Metrics::new());
         let mut builder = Runtime::builder()
-            .store(run_store)
-            .lease_ttl(args.lease_ttl);
+            .session_store(store.clone())
+            .prompts(store.clone())
+            .lease_ttl(args.lease_ttl)
+            .observer(metrics.clone());
         for a in agents {
             builder = builder.agent(a);
         }
@@ -116,14 +135,14 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         let listener = tokio::net::TcpListener::bind(&args.addr)
             .await
             .with_context(|| format!("listening on {}", args.addr))?;
+        let addr = listener.local_addr()?;
         eprintln!(
-            "weft: serving on http://{} ({} unfinished run(s) recovered)",
-            listener.local_addr()?,
-            recovered
+            "weft: serving on http://{addr} ({recovered} unfinished run(s) recovered); run viewer at http://{addr}{}",
+            weft_server::UI_PATH
         );
-        let state = args
-            .limits
-            .apply(AppState::new(runtime.clone(), store, tenants));
+        let state = args.limits.apply(
+            AppState::new(runtime.clone(), store, tenants).with_metrics(metrics, metrics_access()),
+        );
         let served = weft_server::serve(listener, state).await;
         sweeper.abort();
         runtime.shutdown().await;

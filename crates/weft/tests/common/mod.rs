@@ -1,5 +1,8 @@
 //! Helpers shared by the `weft` binary's end-to-end tests.
+// Each test binary uses only some of these helpers.
+#![allow(dead_code)]
 
+use std::io::BufRead;
 use std::path::PathBuf;
 
 /// The path of a file in the repository's `examples/` directory.
@@ -7,4 +10,84 @@ pub fn example(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../examples")
         .join(name)
+}
+
+/// The address `weft serve` says it listens on, read from its stderr (the
+/// lines before it are consumed; the reader stays usable for later ones).
+pub fn served_address(stderr: &mut impl BufRead) -> String {
+    let mut line = String::new();
+    loop {
+        line.clear();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "weft serve exited early"
+        );
+        if let Some(rest) = line.split("serving on http://").nth(1) {
+            return rest.split_whitespace().next().unwrap().to_owned();
+        }
+    }
+}
+
+/// The PostgreSQL server the tests use: `WEFT_TEST_POSTGRES_URL`, by default
+/// `postgres://postgres@127.0.0.1:5432/test`.
+pub fn postgres_url() -> String {
+    std::env::var("WEFT_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned())
+}
+
+/// A store URL for a fresh schema named after `prefix` on the test
+/// PostgreSQL server, and the guard that drops the schema. Fails with how
+/// to start the server when it is not reachable.
+pub async fn postgres_schema(prefix: &str) -> (String, DropSchema) {
+    use sqlx::Connection as _;
+    let base = postgres_url();
+    if let Err(e) = sqlx::PgConnection::connect(&base).await {
+        panic!(
+            "PostgreSQL is not reachable at {base}: {e}\n\
+             Start the local cluster with\n    \
+             pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start\n\
+             or point WEFT_TEST_POSTGRES_URL at another server."
+        );
+    }
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let schema = format!("{prefix}_{}_{nanos:08x}", std::process::id());
+    let separator = if base.contains('?') { '&' } else { '?' };
+    let db = format!("{base}{separator}schema={schema}");
+    (db, DropSchema { base, schema })
+}
+
+/// Drops a PostgreSQL schema when dropped, even when the test panicked.
+pub struct DropSchema {
+    /// The server's URL.
+    pub base: String,
+    /// The schema.
+    pub schema: String,
+}
+
+impl Drop for DropSchema {
+    fn drop(&mut self) {
+        use sqlx::Connection as _;
+        let base = self.base.clone();
+        let sql = format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", self.schema);
+        // Drop runs inside the test's runtime: use a thread with its own.
+        let outcome = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async {
+                let mut conn = sqlx::PgConnection::connect(&base).await?;
+                sqlx::query(&sql).execute(&mut conn).await?;
+                Ok::<_, sqlx::Error>(())
+            })
+        })
+        .join();
+        match outcome {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => eprintln!("could not drop schema {}: {e}", self.schema),
+            Err(_) => eprintln!("could not drop schema {}: the thread panicked", self.schema),
+        }
+    }
 }

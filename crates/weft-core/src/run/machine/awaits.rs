@@ -73,10 +73,15 @@ impl RunMachine {
                 for (item, answer) in a.items.into_iter().zip(a.answers) {
                     match (item, answer) {
                         (
-                            AwaitItem::Clarification(_),
+                            AwaitItem::Clarification(c),
                             Some(AwaitAnswer::Clarification { text }),
                         ) => {
                             user_parts.push(Part::Text { text });
+                            // The next turn may call only the tool the
+                            // clarification was for.
+                            if let Some(tool) = c.restrict_to_tool {
+                                self.restrict_to = Some(tool);
+                            }
                         }
                         (AwaitItem::Questions(q), Some(AwaitAnswer::Questions { answers })) => {
                             let result = serde_json::to_value(&answers).unwrap_or(Value::Null);

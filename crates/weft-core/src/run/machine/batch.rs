@@ -18,18 +18,23 @@ impl RunMachine {
         let mut checked: Vec<Checked> = Vec::with_capacity(calls.len());
         for call in calls {
             let id = match call.id {
-                Some(id) => id,
-                None => loop {
-                    seq += 1;
-                    let id = ToolCallId::new(format!("call_{seq}"));
-                    if !self.id_in_use(&id) && !checked.iter().any(|c| c.id == id) {
-                        break id;
+                // A planner's own id must be new to the run. One of the
+                // form the machine generates moves the sequence past it,
+                // so a generated id never needs that (linear) check.
+                Some(id) => {
+                    if self.id_in_use(&id) || checked.iter().any(|c| c.id == id) {
+                        return Err(RunError::DuplicateCallId(id));
                     }
-                },
+                    if let Some(n) = generated_seq(&id) {
+                        seq = seq.max(n);
+                    }
+                    id
+                }
+                None => {
+                    seq += 1;
+                    ToolCallId::new(format!("call_{seq}"))
+                }
             };
-            if self.id_in_use(&id) || checked.iter().any(|c| c.id == id) {
-                return Err(RunError::DuplicateCallId(id));
-            }
             let verdict = self.check_call(&call.name, &call.arguments, catalog);
             checked.push(Checked {
                 id,
@@ -59,7 +64,7 @@ impl RunMachine {
         let Some(spec) = catalog.spec(name) else {
             return Verdict::Invalid(InvalidReason::UnknownTool);
         };
-        if !self.is_allowed(&spec.name) {
+        if !self.is_allowed(spec) {
             return Verdict::Invalid(InvalidReason::NotAllowed);
         }
         let payload = match parse_arguments(arguments) {
@@ -70,6 +75,7 @@ impl RunMachine {
             Ok(()) => Verdict::Valid {
                 name: spec.name.clone(),
                 payload,
+                confirm: self.policy.needs_confirmation(spec),
             },
             Err(issues) => Verdict::Invalid(InvalidReason::SchemaViolation { issues }),
         }
@@ -123,7 +129,7 @@ impl RunMachine {
         catalog
             .names()
             .into_iter()
-            .filter(|t| self.is_allowed(t))
+            .filter(|t| catalog.spec(t.as_str()).is_some_and(|s| self.is_allowed(s)))
             .collect()
     }
 
@@ -133,9 +139,15 @@ impl RunMachine {
         let mut parts = r.preamble;
         parts.reserve(r.calls.len());
         let mut calls = Vec::with_capacity(r.calls.len());
+        let mut confirms = Vec::with_capacity(r.calls.len());
         for c in r.calls {
             // `continue_checking` only accepts a batch whose calls are all valid.
-            let Verdict::Valid { name, payload } = c.verdict else {
+            let Verdict::Valid {
+                name,
+                payload,
+                confirm,
+            } = c.verdict
+            else {
                 continue;
             };
             let payload = Arc::new(payload);
@@ -144,6 +156,7 @@ impl RunMachine {
                 name: name.to_string(),
                 input: payload.clone(),
             });
+            confirms.push(confirm);
             calls.push(ToolCall {
                 id: c.id,
                 name,
@@ -181,7 +194,8 @@ impl RunMachine {
                 )))
             } else {
                 executed += 1;
-                if self.policy.confirm_tools.contains(&call.name) {
+                // Verdicts from before `confirm` was recorded name the tool only.
+                if confirms[i] || self.policy.confirm_tools.contains(&call.name) {
                     confirm.push(AwaitItem::Confirmation(Confirmation {
                         id: AwaitItemId::new(format!("confirm_{}", call.id)),
                         tool_name: call.name.clone(),
@@ -245,13 +259,22 @@ impl RunMachine {
                 reason: TerminationReason::FailureCap,
                 message: format!("{max} tool calls failed in a row"),
             })
+        } else if let Some(max) = self
+            .policy
+            .max_tool_calls
+            .filter(|m| self.calls_made >= m.get())
+        {
+            Some(Termination {
+                reason: TerminationReason::ToolCap,
+                message: format!("the run made its maximum of {max} tool calls"),
+            })
         } else {
             self.policy
-                .max_tool_calls
-                .filter(|m| self.calls_made >= m.get())
+                .max_turns
+                .filter(|m| self.turn >= m.get())
                 .map(|max| Termination {
-                    reason: TerminationReason::ToolCap,
-                    message: format!("the run made its maximum of {max} tool calls"),
+                    reason: TerminationReason::TurnCap,
+                    message: format!("the run planned its maximum of {max} turns"),
                 })
         };
         if let Some(termination) = termination {
@@ -262,13 +285,23 @@ impl RunMachine {
     /// Records every call of an abandoned turn as answered without executing:
     /// the current invalid call gets `feedback` (or its own reason), other
     /// invalid calls their reason, valid calls `others`.
-    pub(super) fn abandon_turn(&mut self, r: Resolving, feedback: Option<String>, others: &str) {
+    /// Ends a turn with an invalid call without running any of its calls:
+    /// each gets an error result (the invalid ones their reason, with a
+    /// retry hint carrying the field issues; `catalog`, when given, adds an
+    /// example input), and the planner plans again.
+    pub(super) fn abandon_turn(
+        &mut self,
+        r: Resolving,
+        feedback: Option<String>,
+        others: &str,
+        catalog: Option<&dyn ToolCatalog>,
+    ) {
         self.restrict_to = None;
         let mut uses = r.preamble;
         let mut results = Vec::with_capacity(r.calls.len());
         for (i, c) in r.calls.into_iter().enumerate() {
             let (name, payload) = match &c.verdict {
-                Verdict::Valid { name, payload } => (name.clone(), Arc::new(payload.clone())),
+                Verdict::Valid { name, payload, .. } => (name.clone(), Arc::new(payload.clone())),
                 Verdict::Invalid(_) => (
                     ToolIdent::new(c.requested.as_str()),
                     Arc::new(raw_payload(&c.arguments)),
@@ -294,7 +327,12 @@ impl RunMachine {
                 ToolResultBody::Error(e),
             ) = (c.verdict, &mut out.result)
             {
+                let hint = match catalog.and_then(|cat| Some((cat, cat.spec(&c.requested)?))) {
+                    Some((cat, spec)) => cat.retry_hint(spec, &out.payload, &issues),
+                    None => RetryHint::for_issues(&out.name, &out.payload, &issues, None),
+                };
                 e.field_issues = issues;
+                out.retry_hint = Some(hint);
             }
             results.push(self.record(out));
         }
@@ -312,4 +350,14 @@ impl RunMachine {
             kind: PlanKind::Resume,
         };
     }
+}
+
+/// The sequence number of an id of the form the machine generates
+/// (`call_<n>`).
+pub(super) fn generated_seq(id: &ToolCallId) -> Option<u64> {
+    let digits = id.as_str().strip_prefix("call_")?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
 }

@@ -47,6 +47,19 @@ impl RunMachine {
             }
             Decision::Await { preamble, items } => {
                 self.check_await_items(&items)?;
+                // Calls named by the await keep generated ids clear of them.
+                for item in &items {
+                    let ids: Vec<&ToolCallId> = match item {
+                        AwaitItem::Questions(q) => vec![&q.tool_call_id],
+                        AwaitItem::ExternalTools(e) => {
+                            e.items.iter().map(|c| &c.tool_call_id).collect()
+                        }
+                        _ => Vec::new(),
+                    };
+                    for n in ids.into_iter().filter_map(super::batch::generated_seq) {
+                        self.next_call_seq = self.next_call_seq.max(n);
+                    }
+                }
                 self.turn += 1;
                 self.restrict_to = None;
                 let mut parts = preamble;
@@ -64,9 +77,12 @@ impl RunMachine {
                                 input: Arc::new(c.payload.clone()),
                             }))
                         }
-                        AwaitItem::Clarification(_)
-                        | AwaitItem::Confirmation(_)
-                        | AwaitItem::Elicitation(_) => {}
+                        // The question is the planner's turn: the answer
+                        // that follows it in the transcript replies to it.
+                        AwaitItem::Clarification(c) => parts.push(Part::Text {
+                            text: c.question.clone(),
+                        }),
+                        AwaitItem::Confirmation(_) | AwaitItem::Elicitation(_) => {}
                     }
                 }
                 if !parts.is_empty() {
@@ -80,6 +96,25 @@ impl RunMachine {
                     response_hook_suppressed: false,
                 })
             }
+        }
+    }
+
+    /// [`resolve`](Self::resolve), falling back to [`Resolution::Fail`] when
+    /// the machine refuses `resolution` (retries used up, a repair that does
+    /// not apply): what a driver does with a policy's answer.
+    pub fn resolve_or_fail(
+        &mut self,
+        resolution: Resolution,
+        now: Timestamp,
+        catalog: &dyn ToolCatalog,
+    ) -> Result<PlanOutcome, RunError> {
+        match self.resolve(resolution, now, catalog) {
+            Err(
+                RunError::RetryLimitReached { .. }
+                | RunError::RepairNotAllowed(_)
+                | RunError::RepairNotApplicable { .. },
+            ) => self.resolve(Resolution::Fail, now, catalog),
+            other => other,
         }
     }
 
@@ -101,13 +136,22 @@ impl RunMachine {
                     max: self.policy.max_invalid_call_retries,
                 });
             }
-            Resolution::Repair { tool } => match catalog
-                .spec(tool.as_str())
-                .filter(|s| self.is_allowed(&s.name))
+            Resolution::Repair { .. }
+                if !matches!(
+                    r.context.reason,
+                    InvalidReason::UnknownTool | InvalidReason::NotAllowed
+                ) =>
             {
-                Some(spec) => Some(spec),
-                None => return Err(RunError::RepairNotAllowed(tool.clone())),
-            },
+                return Err(RunError::RepairNotApplicable {
+                    reason: r.context.reason.describe(&r.context.tool_name),
+                });
+            }
+            Resolution::Repair { tool } => {
+                match catalog.spec(tool.as_str()).filter(|s| self.is_allowed(s)) {
+                    Some(spec) => Some(spec),
+                    None => return Err(RunError::RepairNotAllowed(tool.clone())),
+                }
+            }
             _ => None,
         };
         let failure = RunFailure::InvalidToolCall {
@@ -138,6 +182,7 @@ impl RunMachine {
                     *r,
                     Some(feedback),
                     "not executed because another call in this turn was invalid",
+                    Some(catalog),
                 );
                 Ok(PlanOutcome::TurnRetried)
             }
@@ -146,6 +191,7 @@ impl RunMachine {
                     *r,
                     Some(reason),
                     "not executed because another call in this turn was skipped",
+                    Some(catalog),
                 );
                 Ok(PlanOutcome::Continue {
                     response_hook_suppressed: false,
@@ -161,6 +207,7 @@ impl RunMachine {
                             Ok(()) => Verdict::Valid {
                                 name: spec.name.clone(),
                                 payload,
+                                confirm: self.policy.needs_confirmation(spec),
                             },
                             Err(issues) => {
                                 Verdict::Invalid(InvalidReason::SchemaViolation { issues })

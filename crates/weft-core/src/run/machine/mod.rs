@@ -3,16 +3,22 @@
 //! beside this one: [`view`] (getters, `next_step` and the time budget),
 //! [`inputs`] (what the driver feeds), [`batch`] (checking and executing a
 //! turn's tool calls, caps), [`awaits`] (entering and answering awaits) and
-//! [`elicit`] (running calls asking the human, while the batch executes).
+//! [`elicit`] (running calls asking the human, while the batch executes),
+//! [`validate`] (checking a machine read back from a store) and [`head`]
+//! (the machine split for storage: a small head and its append-only lists).
 //! See the module docs of [`crate::run`] for the driver loop.
 
 mod awaits;
 mod batch;
 mod elicit;
+mod head;
 mod inputs;
+mod validate;
 mod view;
 
 pub use elicit::MAX_PENDING_ELICITATIONS;
+pub use head::SnapshotHead;
+pub use validate::InvalidSnapshot;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -27,6 +33,7 @@ use crate::message::{Message, Part, Role};
 use crate::planner::{
     CallArguments, Decision, PlanResult, Reminder, Termination, TerminationReason,
 };
+use crate::run::append_only::AppendOnly;
 use crate::run::catalog::{
     InvalidReason, InvalidToolCallContext, PlanOutcome, Resolution, ToolCatalog,
 };
@@ -34,11 +41,12 @@ use crate::run::clock::Clock;
 use crate::run::error::RunError;
 use crate::run::outbox::Outbox;
 use crate::run::policy::Policy;
+use crate::run::reminders::{ReminderAdded, ReminderSet};
 use crate::run::render::render_tool_output;
 use crate::run::step::{PendingCalls, PhaseName, PlanKind, RunFailure, RunOutcome, Step, ToolCall};
 use crate::run::transcript::Transcript;
 use crate::time::Timestamp;
-use crate::tool::{ToolError, ToolErrorCode, ToolIdent, ToolOutput, ToolResultBody};
+use crate::tool::{RetryHint, ToolError, ToolErrorCode, ToolIdent, ToolOutput, ToolResultBody};
 
 /// The snapshot format this build writes and reads.
 pub const FORMAT_VERSION: u32 = 1;
@@ -107,11 +115,11 @@ pub struct RunMachine {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     restrict_to: Option<ToolIdent>,
     transcript: Transcript,
-    outputs: Vec<Arc<ToolOutput>>,
+    outputs: AppendOnly<Arc<ToolOutput>>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     state: BTreeMap<String, Value>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    reminders: Vec<Reminder>,
+    #[serde(default, skip_serializing_if = "ReminderSet::is_empty")]
+    reminders: ReminderSet,
     #[serde(default)]
     event_seq: u64,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -161,7 +169,13 @@ struct Checked {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 enum Verdict {
-    Valid { name: ToolIdent, payload: Value },
+    Valid {
+        name: ToolIdent,
+        payload: Value,
+        /// The call waits for a human's approval (the tool policy says so).
+        #[serde(default)]
+        confirm: bool,
+    },
     Invalid(InvalidReason),
 }
 
@@ -210,9 +224,9 @@ impl RunMachine {
             finalize: None,
             restrict_to: None,
             transcript: Transcript::new(config.messages),
-            outputs: Vec::new(),
+            outputs: AppendOnly::default(),
             state: BTreeMap::new(),
-            reminders: Vec::new(),
+            reminders: ReminderSet::default(),
             event_seq: 0,
             paused: false,
             elicitations: Vec::new(),

@@ -2,6 +2,8 @@
 //! and the time budget it applies.
 
 use super::*;
+use crate::run::ToolOutputs;
+use crate::tool::ToolSpec;
 
 impl RunMachine {
     // ---- getters -------------------------------------------------------
@@ -22,6 +24,14 @@ impl RunMachine {
         }
     }
 
+    /// The items of the open await (empty when the run awaits nothing).
+    pub fn await_items(&self) -> &[AwaitItem] {
+        match &self.phase {
+            Phase::Awaiting(a) => &a.items,
+            _ => &[],
+        }
+    }
+
     /// Planner decisions accepted so far.
     pub fn turn(&self) -> u32 {
         self.turn
@@ -38,7 +48,7 @@ impl RunMachine {
     }
 
     /// Every tool output so far, in order.
-    pub fn tool_outputs(&self) -> &[Arc<ToolOutput>] {
+    pub fn tool_outputs(&self) -> &ToolOutputs {
         &self.outputs
     }
 
@@ -78,9 +88,9 @@ impl RunMachine {
         &self.state
     }
 
-    /// Active reminders.
-    pub fn reminders(&self) -> &[Reminder] {
-        &self.reminders
+    /// Active reminders, in the order they were added.
+    pub fn reminders(&self) -> impl Iterator<Item = &Reminder> + '_ {
+        self.reminders.iter()
     }
 
     /// The results recorded so far for the batch being executed or confirmed.
@@ -113,15 +123,13 @@ impl RunMachine {
         !self.outbox.is_empty()
     }
 
-    /// Whether the planner may call `tool` this turn.
-    pub fn is_allowed(&self, tool: &ToolIdent) -> bool {
+    /// Whether the planner may call `tool` this turn: the run is not
+    /// finalizing, the tool policy permits it ([`super::Policy::permits`]),
+    /// and no answered clarification restricts the turn to another tool.
+    pub fn is_allowed(&self, tool: &ToolSpec) -> bool {
         self.finalize.is_none()
-            && self
-                .policy
-                .allowed_tools
-                .as_ref()
-                .is_none_or(|a| a.contains(tool))
-            && self.restrict_to.as_ref().is_none_or(|r| r == tool)
+            && self.policy.permits(tool)
+            && self.restrict_to.as_ref().is_none_or(|r| r == &tool.name)
     }
 
     /// The tool call being executed or awaited with this id, if any.
@@ -164,15 +172,23 @@ impl RunMachine {
         self.state.insert(key, value);
     }
 
-    /// Adds a reminder, replacing one with the same id.
-    pub fn add_reminder(&mut self, reminder: Reminder) {
-        self.reminders.retain(|r| r.id != reminder.id);
-        self.reminders.push(reminder);
+    /// Adds a reminder, replacing one with the same id, under the policy's
+    /// `max_reminders` (see [`ReminderSet`] for which one a full run gives up).
+    pub fn add_reminder(&mut self, reminder: Reminder) -> ReminderAdded {
+        let max = usize::try_from(self.policy.max_reminders.get()).unwrap_or(usize::MAX);
+        self.reminders.add(reminder, max)
     }
 
-    /// Removes a reminder by id.
-    pub fn remove_reminder(&mut self, id: &str) {
-        self.reminders.retain(|r| r.id != id);
+    /// Removes a reminder by id; whether it was active.
+    pub fn remove_reminder(&mut self, id: &str) -> bool {
+        self.reminders.remove(id)
+    }
+
+    /// The reminders due on the turn about to be planned, safety first,
+    /// marked as delivered on it: what the planner is given.
+    pub fn take_due_reminders(&mut self) -> Vec<Reminder> {
+        let turn = self.turn.saturating_add(1);
+        self.reminders.take_due(turn)
     }
 
     // ---- output --------------------------------------------------------
@@ -258,6 +274,7 @@ impl RunMachine {
                     *r,
                     None,
                     "not executed: the run's time budget was exhausted",
+                    None,
                 );
             }
             Phase::Planning { .. } | Phase::Awaiting(_) | Phase::Finished { .. } => {}

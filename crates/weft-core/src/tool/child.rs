@@ -1,0 +1,137 @@
+//! Child runs: an agent called as a tool of another. A tool call's request
+//! carries [`Children`], through which its tool starts (or, after a crash,
+//! finds again) the child run that answers it; the runtime implements
+//! [`ChildRunner`] and attaches one to every call it makes.
+//!
+//! A child run's id is its parent's run id and the parent's call id
+//! ([`child_run_id`]), so a call that runs again after a crash finds the
+//! child it started instead of starting another.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use crate::elicitation::Elicitor;
+use crate::ids::{AgentId, RunId, ToolCallId};
+use serde_json::Value;
+
+use crate::message::Message;
+use crate::tool::{Labels, ToolError};
+
+/// The run and call a child run answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParentLink {
+    /// The parent run.
+    pub run_id: RunId,
+    /// The parent's tool call the child answers.
+    pub tool_call_id: ToolCallId,
+    /// What is left of the parent's time budget when the call started; the
+    /// child's own budget is clipped to it.
+    pub time_left: Option<Duration>,
+}
+
+/// The id of the child run that answers `parent`'s call.
+pub fn child_run_id(parent: &RunId, call: &ToolCallId) -> RunId {
+    RunId::new(format!("{parent}.{call}"))
+}
+
+/// A child run to start (or to find again) for a parent's call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChildRequest {
+    /// The agent that runs the child.
+    pub agent: AgentId,
+    /// The child's input.
+    pub messages: Vec<Message>,
+    /// Labels of the child run (the parent's, plus the link).
+    pub labels: Labels,
+}
+
+/// How a child run ended, as its parent's call sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ChildEnd {
+    /// It answered.
+    Response {
+        /// The answer.
+        message: Message,
+    },
+    /// It produced its parent's tool result.
+    ToolResult {
+        /// The result.
+        result: Value,
+    },
+    /// It failed.
+    Failed {
+        /// Why, in words.
+        reason: String,
+    },
+    /// It was cancelled.
+    Cancelled {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// Starts child runs and waits for their outcomes: the runtime's side of
+/// [`Children`].
+#[async_trait]
+pub trait ChildRunner: Send + Sync {
+    /// Runs `request` as the child answering `parent` (starting it, or
+    /// following the one a previous attempt of the call started) and
+    /// returns its outcome. Questions the child asks a human are asked
+    /// through `ask`, and the answers handed to the child.
+    async fn run_child(
+        &self,
+        parent: &ParentLink,
+        request: ChildRequest,
+        ask: &Elicitor,
+    ) -> Result<ChildEnd, ToolError>;
+}
+
+/// What a tool call may start child runs through; detached outside a runtime.
+#[derive(Clone, Default)]
+pub struct Children(Option<(Arc<dyn ChildRunner>, ParentLink)>);
+
+impl Children {
+    /// Child runs through `runner`, answering `parent`.
+    pub fn attached(runner: Arc<dyn ChildRunner>, parent: ParentLink) -> Self {
+        Self(Some((runner, parent)))
+    }
+
+    /// No child runs: every start fails.
+    pub fn detached() -> Self {
+        Self(None)
+    }
+
+    /// The call the children answer, when attached.
+    pub fn parent(&self) -> Option<&ParentLink> {
+        self.0.as_ref().map(|(_, p)| p)
+    }
+
+    /// Runs `request` as the child answering this call; see [`ChildRunner::run_child`].
+    pub async fn run(&self, request: ChildRequest, ask: &Elicitor) -> Result<ChildEnd, ToolError> {
+        match &self.0 {
+            Some((runner, parent)) => runner.run_child(parent, request, ask).await,
+            None => Err(ToolError::new(
+                ToolError::UNAVAILABLE,
+                "agent tools run only inside a runtime, which starts their child runs",
+            )),
+        }
+    }
+}
+
+impl fmt::Debug for Children {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Children")
+            .field(&self.parent().map(|p| &p.run_id))
+            .finish()
+    }
+}
+
+/// Child runners never make two requests differ: equality is about the call.
+impl PartialEq for Children {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}

@@ -1,0 +1,123 @@
+//! The in-memory store's event logs: appending with the store contract's
+//! rules (duplicates skipped, gaps refused), and the compact form a
+//! finished run's log is kept in.
+//!
+//! A live run's events are kept as values, ready to read. Once the run has
+//! finished its log is sealed: encoded as one JSON array (a fraction of the
+//! memory of the values it was decoded from), and decoded again only when
+//! it is read. A sealed log that gets more events is opened first.
+
+use weft_core::RunId;
+use weft_core::event::RunEvent;
+use weft_core::store::StoreError;
+
+/// A run's events, oldest first.
+#[derive(Debug)]
+pub(super) enum EventLog {
+    /// Kept as values.
+    Live(Vec<RunEvent>),
+    /// Kept as a JSON array of events, with the last sequence number.
+    Sealed { last_seq: u64, json: Box<[u8]> },
+}
+
+impl Default for EventLog {
+    fn default() -> Self {
+        Self::Live(Vec::new())
+    }
+}
+
+impl EventLog {
+    /// The sequence number of the last event (0 when there is none).
+    pub(super) fn last_seq(&self) -> u64 {
+        match self {
+            Self::Live(events) => events.last().map_or(0, |e| e.seq),
+            Self::Sealed { last_seq, .. } => *last_seq,
+        }
+    }
+
+    /// Appends `events`: stored sequence numbers are skipped, a gap is an
+    /// error and nothing is appended.
+    pub(super) fn append(&mut self, run_id: &RunId, events: &[RunEvent]) -> Result<(), StoreError> {
+        let first_new = self.last_seq();
+        let mut last = first_new;
+        for e in events {
+            if e.seq <= last {
+                continue;
+            }
+            if e.seq != last + 1 {
+                return Err(StoreError::SequenceGap {
+                    run_id: run_id.clone(),
+                    last,
+                    seq: e.seq,
+                });
+            }
+            last = e.seq;
+        }
+        if last == first_new {
+            return Ok(());
+        }
+        self.open(run_id)?
+            .extend(events.iter().filter(|e| e.seq > first_new).cloned());
+        Ok(())
+    }
+
+    /// Encodes the log compactly; reads decode it again. A log that cannot
+    /// be encoded stays as it is.
+    pub(super) fn seal(&mut self) {
+        let Self::Live(events) = self else {
+            return;
+        };
+        if let Ok(json) = serde_json::to_vec(&*events) {
+            *self = Self::Sealed {
+                last_seq: events.last().map_or(0, |e| e.seq),
+                json: json.into_boxed_slice(),
+            };
+        }
+    }
+
+    /// Up to `limit` events after sequence number `after`.
+    pub(super) fn read(
+        &self,
+        run_id: &RunId,
+        after: u64,
+        limit: Option<u32>,
+    ) -> Result<Vec<RunEvent>, StoreError> {
+        let page = |events: &[RunEvent]| {
+            let start = events.partition_point(|e| e.seq <= after);
+            let end = limit.map_or(events.len(), |l| {
+                start.saturating_add(l as usize).min(events.len())
+            });
+            events[start..end].to_vec()
+        };
+        match self {
+            Self::Live(events) => Ok(page(events)),
+            Self::Sealed { json, .. } => Ok(page(&decode(run_id, json)?)),
+        }
+    }
+
+    /// The log as values, decoding a sealed one.
+    fn open(&mut self, run_id: &RunId) -> Result<&mut Vec<RunEvent>, StoreError> {
+        if let Self::Sealed { json, .. } = self {
+            *self = Self::Live(decode(run_id, json)?);
+        }
+        match self {
+            Self::Live(events) => Ok(events),
+            Self::Sealed { .. } => Err(StoreError::Corrupt {
+                message: format!("events of run `{run_id}` stayed sealed"),
+            }),
+        }
+    }
+}
+
+fn decode(run_id: &RunId, json: &[u8]) -> Result<Vec<RunEvent>, StoreError> {
+    serde_json::from_slice(json).map_err(|e| StoreError::Corrupt {
+        message: format!("events of run `{run_id}` cannot be decoded: {e}"),
+    })
+}
+
+/// The error for a run the store does not have.
+pub(super) fn not_found(run_id: &RunId) -> StoreError {
+    StoreError::RunNotFound {
+        run_id: run_id.clone(),
+    }
+}

@@ -1,0 +1,356 @@
+//! The replay loop: the run machine driven by the agent's planner, with
+//! tool outputs, await answers and time taken from the recording, and
+//! each decision compared as the machine makes it.
+
+use std::sync::Arc;
+
+use weft_core::event::EventKind;
+use weft_core::planner::{NoopEvents, PlanInput, PlanResumeInput, RunContext, Termination};
+use weft_core::run::{
+    InvalidToolCallContext, PlanKind, PlanOutcome, RunConfig, RunFailure, RunMachine, RunOutcome,
+    Step, ToolCall,
+};
+use weft_core::tool::ToolSpec;
+use weft_core::{Timestamp, TurnId};
+
+use super::{Decision, Difference, Recording, ReplayReport, Verdict};
+use crate::agent::Agent;
+use crate::context::Ctx;
+use crate::error::RuntimeError;
+use crate::tools::AgentTools;
+use crate::toolsets::remind_availability;
+
+/// Replays `recording` with `agent`; see the module docs. Fails only when
+/// the agent's tools cannot be listed.
+pub async fn replay(agent: &Agent, recording: &Recording) -> Result<ReplayReport, RuntimeError> {
+    let tools = agent.current_tools(true).await?;
+    let machine = RunMachine::new(
+        RunConfig::new(
+            agent.id.clone(),
+            recording.session_id.clone(),
+            recording.input.clone(),
+        )
+        .with_policy(agent.policy.clone()),
+        recording.started_at,
+    );
+    let mut r = Replayer {
+        agent,
+        tools,
+        recording,
+        machine,
+        next: 0,
+        answers: 0,
+        clock: recording.started_at,
+        yielded_at: None,
+    };
+    let verdict = r.run().await;
+    Ok(ReplayReport {
+        run_id: recording.run_id.clone(),
+        matched: r.next,
+        verdict,
+    })
+}
+
+/// Why the loop stopped early.
+enum Stop {
+    Differs(Box<Difference>),
+    SoFar(String),
+}
+
+type Flow = Result<(), Stop>;
+
+struct Replayer<'a> {
+    agent: &'a Agent,
+    tools: Arc<AgentTools>,
+    recording: &'a Recording,
+    machine: RunMachine,
+    /// The position of the next recorded decision to match.
+    next: usize,
+    /// How many recorded answers were given.
+    answers: usize,
+    /// The recorded time of the last decision matched or answer given.
+    clock: Timestamp,
+    /// The decision position at which a batch last stepped back so the
+    /// machine could apply a recorded termination first.
+    yielded_at: Option<usize>,
+}
+
+impl Replayer<'_> {
+    async fn run(&mut self) -> Verdict {
+        match self.drive().await {
+            Ok(()) => Verdict::Identical,
+            Err(Stop::SoFar(reason)) => Verdict::IdenticalSoFar { reason },
+            Err(Stop::Differs(difference)) => Verdict::Differs { difference },
+        }
+    }
+
+    async fn drive(&mut self) -> Flow {
+        loop {
+            self.compare()?;
+            let now = self.now();
+            if let Some(Decision::Finish {
+                outcome: RunOutcome::Cancelled { reason },
+            }) = self.expected()
+            {
+                let reason = reason.clone();
+                let _ = self.machine.cancel(reason);
+                continue;
+            }
+            match self.machine.next_step(now) {
+                Step::Plan { kind, finalize } => {
+                    let finalize = finalize.cloned();
+                    self.plan(kind, finalize, now).await;
+                }
+                Step::Resolve { context } => {
+                    let context = context.clone();
+                    self.resolve(context, now);
+                }
+                Step::ExecuteTools { calls } => {
+                    let calls: Vec<ToolCall> = calls.iter().cloned().collect();
+                    self.execute(calls, now)?;
+                }
+                Step::Await { items, .. } => {
+                    let ids: Vec<_> = items.iter().map(|i| i.id().clone()).collect();
+                    self.answer(&ids)?;
+                }
+                Step::Finish { .. } => {
+                    self.compare()?;
+                    return match self.expected() {
+                        Some(_) => Err(self.differs(None, None)),
+                        None => Ok(()),
+                    };
+                }
+            }
+        }
+    }
+
+    /// The recorded decision to match next.
+    fn expected(&self) -> Option<&Decision> {
+        self.recording.decisions.get(self.next).map(|r| &r.decision)
+    }
+
+    /// The time the machine takes its next step at: the recorded time of
+    /// the last decision matched (or answer given), or that of the next
+    /// decision when it is a termination, so a time budget runs out where
+    /// it ran out. A termination that cut a batch in flight (tool calls
+    /// follow it) waits until that batch is being executed.
+    fn now(&self) -> Timestamp {
+        let decisions = &self.recording.decisions;
+        match decisions.get(self.next) {
+            Some(r) if matches!(r.decision, Decision::Termination { .. }) => {
+                let cut_a_batch = matches!(
+                    decisions.get(self.next + 1).map(|r| &r.decision),
+                    Some(Decision::ToolCall { .. })
+                );
+                if cut_a_batch && self.yielded_at != Some(self.next) {
+                    self.clock
+                } else {
+                    r.at.max(self.clock)
+                }
+            }
+            _ => self.clock,
+        }
+    }
+
+    fn differs(&self, got: Option<Decision>, note: Option<String>) -> Stop {
+        Stop::Differs(Box::new(Difference {
+            index: self.next + 1,
+            turn: self.machine.turn().max(1),
+            expected: self.expected().cloned(),
+            got,
+            note,
+        }))
+    }
+
+    /// Compares the machine's new decisions with the recording's.
+    fn compare(&mut self) -> Flow {
+        let got: Vec<Decision> = self
+            .machine
+            .drain_events()
+            .filter_map(|e| Decision::of(&e))
+            .collect();
+        for d in got {
+            match self.recording.decisions.get(self.next) {
+                Some(e) if e.decision.same_as(&d) => {
+                    self.clock = self.clock.max(e.at);
+                    self.next += 1;
+                }
+                None if !self.recording.finished => {
+                    return Err(Stop::SoFar(format!(
+                        "the recording stops after {} decisions, before the run's end",
+                        self.next
+                    )));
+                }
+                _ => return Err(self.differs(Some(d), None)),
+            }
+        }
+        Ok(())
+    }
+
+    async fn plan(&mut self, kind: PlanKind, finalize: Option<Termination>, now: Timestamp) {
+        remind_availability(&mut self.machine, &self.tools);
+        let run_id = &self.recording.run_id;
+        let run = RunContext {
+            agent_id: self.agent.id.clone(),
+            run_id: run_id.clone(),
+            session_id: self.recording.session_id.clone(),
+            turn_id: TurnId::new(format!("{run_id}/{}", self.machine.turn() + 1)),
+            labels: Arc::default(),
+        };
+        let tools: Vec<ToolSpec> = self
+            .tools
+            .specs
+            .iter()
+            .filter(|s| self.machine.is_allowed(s))
+            .cloned()
+            .collect();
+        let reminders = self.machine.take_due_reminders();
+        let ctx = Ctx::new(self.agent, run_id, self.machine.state());
+        let base = PlanInput {
+            messages: self.machine.transcript(),
+            run: &run,
+            context: &ctx,
+            events: &NoopEvents,
+            reminders: &reminders,
+            tools: &tools,
+        };
+        let planner = &self.agent.planner;
+        let result = match kind {
+            PlanKind::Start => planner.plan_start(base).await,
+            PlanKind::Resume => {
+                planner
+                    .plan_resume(PlanResumeInput {
+                        base,
+                        tool_outputs: self.machine.tool_outputs(),
+                        finalize: finalize.as_ref(),
+                    })
+                    .await
+            }
+        };
+        if let Some(changes) = ctx.into_changes() {
+            changes.apply(&mut self.machine);
+        }
+        let result = match result {
+            Ok(r) => r,
+            Err(e) => {
+                let _ = self
+                    .machine
+                    .fail(RunFailure::Planner { message: e.message });
+                return;
+            }
+        };
+        match self.machine.plan_result(result, now, &self.tools.catalog) {
+            Ok(PlanOutcome::NeedsResolution(context)) => self.resolve(*context, now),
+            Ok(_) => {}
+            Err(e) => {
+                let _ = self.machine.fail(RunFailure::Planner {
+                    message: format!("the planner broke the run protocol: {e}"),
+                });
+            }
+        }
+    }
+
+    /// Answers invalid calls with the agent's policy, as the driver does.
+    fn resolve(&mut self, mut context: InvalidToolCallContext, now: Timestamp) {
+        loop {
+            let resolution = self.agent.invalid_calls.resolve(&context);
+            let catalog = &self.tools.catalog;
+            match self.machine.resolve_or_fail(resolution, now, catalog) {
+                Ok(PlanOutcome::NeedsResolution(next)) => context = *next,
+                Ok(_) => return,
+                Err(e) => {
+                    let _ = self.machine.fail(RunFailure::Other {
+                        message: format!("invalid-call resolution failed: {e}"),
+                    });
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Feeds each call its recorded output, in the order they were recorded.
+    fn execute(&mut self, mut calls: Vec<ToolCall>, now: Timestamp) -> Flow {
+        let position = |call: &ToolCall| {
+            self.recording.decisions[self.next..]
+                .iter()
+                .position(|r| matches!(&r.decision, Decision::ToolCall { tool_call_id, .. } if *tool_call_id == call.id))
+                .unwrap_or(usize::MAX)
+        };
+        calls.sort_by_key(position);
+        for call in calls {
+            // The recording ended the batch with a termination here: step
+            // back once so the machine applies it (at its time) first.
+            if matches!(self.expected(), Some(Decision::Termination { .. }))
+                && self.yielded_at != Some(self.next)
+            {
+                self.yielded_at = Some(self.next);
+                return Ok(());
+            }
+            let Some(output) = self.recording.outputs.get(&call.id) else {
+                let got = Decision::ToolCall {
+                    tool_call_id: call.id.clone(),
+                    tool: call.name.clone(),
+                    arguments: (*call.payload).clone(),
+                    result: serde_json::Value::Null,
+                };
+                if self.expected().is_none() && !self.recording.finished {
+                    return Err(Stop::SoFar(format!(
+                        "the recording stops while `{}` runs",
+                        call.name
+                    )));
+                }
+                return Err(self.differs(
+                    Some(got),
+                    Some("the recording has no result for this call".to_owned()),
+                ));
+            };
+            if output.name != call.name || *output.payload != *call.payload {
+                let mut output = (**output).clone();
+                output.name = call.name.clone();
+                output.payload = call.payload.clone();
+                let got = Decision::of(&EventKind::ToolFinished {
+                    output: Arc::new(output),
+                });
+                return Err(self.differs(got, None));
+            }
+            if let Err(e) = self.machine.tool_result(output.clone(), now) {
+                return Err(
+                    self.differs(None, Some(format!("the recorded result was refused: {e}")))
+                );
+            }
+            self.compare()?;
+        }
+        Ok(())
+    }
+
+    /// Gives the await the recorded answers to its items.
+    fn answer(&mut self, items: &[weft_core::AwaitItemId]) -> Flow {
+        loop {
+            let Some(a) = self.recording.answers.get(self.answers) else {
+                return Err(Stop::SoFar(
+                    "the recording stops while the run awaits answers".to_owned(),
+                ));
+            };
+            if !items.contains(&a.item_id) {
+                return Err(self.differs(
+                    None,
+                    Some(format!(
+                        "the recording answers `{}`, which the replay did not ask",
+                        a.item_id
+                    )),
+                ));
+            }
+            self.answers += 1;
+            self.clock = self.clock.max(a.at);
+            match self.machine.answer(&a.item_id, a.answer.clone(), a.at) {
+                Ok(weft_core::run::AwaitProgress::Satisfied) => return Ok(()),
+                Ok(_) => {}
+                Err(e) => {
+                    return Err(
+                        self.differs(None, Some(format!("the recorded answer was refused: {e}")))
+                    );
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,310 @@
+// A run's live timeline, folded from its events as they arrive: turns of the
+// model (streamed assistant text, thinking, tool calls with their arguments,
+// output, results and durations), awaits with the forms that answer them,
+// pauses, terminations and the outcome. Usage is summed into totals.
+
+import { awaitForm, describeAnswer } from "./awaits.js";
+import { append, duration, h, messageText, pre, when } from "./dom.js";
+
+/** The most entries shown; older ones are dropped from the page. */
+export const MAX_ENTRIES = 5000;
+
+/** The timeline of one run, in `list` (an <ol>). */
+export class Timeline {
+  constructor(list, { onAnswer, onTotals, onOutcome }) {
+    this.list = list;
+    this.onAnswer = onAnswer;
+    this.onTotals = onTotals;
+    this.onOutcome = onOutcome;
+    this.turn = 0;
+    this.inTurn = false;
+    this.text = null;
+    this.calls = new Map();
+    this.running = new Set();
+    this.awaits = new Map();
+    this.totals = { turns: 0, tool_calls: 0, input_tokens: 0, output_tokens: 0, cache_read_tokens: 0, cache_creation_tokens: 0 };
+    this.lastSeq = 0;
+  }
+
+  /** Adds one event (a RunEvent as the API sends it). */
+  apply(event) {
+    if (typeof event.seq === "number") {
+      if (event.seq <= this.lastSeq) return;
+      this.lastSeq = event.seq;
+    }
+    const handler = this[`on_${event.type}`];
+    if (handler) handler.call(this, event);
+    else this.entry(event, "event", event.type, pre(event));
+  }
+
+  entry(event, cls, title, ...body) {
+    const li = h("li", { class: `entry entry-${cls}`, dataset: { seq: event.seq ?? "" } },
+      h("div", { class: "entry-head" },
+        h("span", { class: "entry-title" }, title),
+        h("span", { class: "entry-meta", title: `event ${event.seq}` }, `#${event.seq} · ${when(event.at)}`)),
+      h("div", { class: "entry-body" }, ...body));
+    this.list.append(li);
+    this.trim();
+    return li;
+  }
+
+  /** Keeps at most MAX_ENTRIES entries: drops the oldest, and says so. */
+  trim() {
+    let dropped = 0;
+    while (this.list.children.length > MAX_ENTRIES) {
+      const first = this.list.firstElementChild;
+      if (first.dataset.call) this.calls.delete(first.dataset.call);
+      if (first.dataset.item) this.awaits.delete(first.dataset.item);
+      first.remove();
+      dropped += 1;
+    }
+    if (dropped) {
+      this.dropped = (this.dropped ?? 0) + dropped;
+      this.list.dataset.dropped = String(this.dropped);
+      this.list.title = `${this.dropped} older entries are not shown`;
+    }
+  }
+
+  /** Model output: opens a new turn unless one is open. */
+  modelOutput() {
+    if (this.inTurn) return;
+    this.inTurn = true;
+    this.turn += 1;
+    this.totals.turns = this.turn;
+    this.turnLabel = h("li", { class: "turn", dataset: { turn: this.turn } }, `Turn ${this.turn}`);
+    if (this.prompt) {
+      // The prompt the planner rendered for this turn, on hover.
+      this.turnLabel.title = this.prompt;
+      this.turnLabel.dataset.prompt = this.prompt;
+      this.prompt = null;
+    }
+    this.list.append(this.turnLabel);
+    this.onTotals(this.totals);
+  }
+
+  /** Anything that is not the model's: the next model output is a new turn. */
+  endTurn() {
+    this.inTurn = false;
+    this.text = null;
+  }
+
+  on_run_started(e) {
+    const input = (e.input ?? []).map((m) => h("div", { class: "message" }, h("b", {}, m.role), " ", messageText(m)));
+    this.entry(e, "start", `Run started · ${e.agent_id}`, ...input);
+    this.endTurn();
+  }
+
+  on_assistant_chunk(e) {
+    this.modelOutput();
+    if (!this.text) {
+      this.text = h("div", { class: "assistant-text", dataset: { kind: "assistant" } });
+      this.entry(e, "assistant", "Assistant", this.text);
+    }
+    this.text.append(document.createTextNode(e.text ?? ""));
+  }
+
+  on_thinking(e) {
+    this.modelOutput();
+    const t = e.thinking ?? {};
+    const text = t.kind === "text" ? t.text : t.kind === "redacted" ? "(redacted)" : "(encrypted reasoning)";
+    this.entry(e, "thinking", "Thinking", h("details", {}, h("summary", {}, "show"), h("div", { class: "thinking-text" }, text)));
+  }
+
+  /** A model call's whole answer, recorded for replay: its parts are
+   * already on the page, so only the model's name is shown, on the turn. */
+  on_model_output(e) {
+    if (this.turnLabel && e.model) this.turnLabel.textContent = `Turn ${this.turn} · ${e.model}`;
+  }
+
+  /** A prompt rendered through the prompt registry: told on the next turn. */
+  on_prompt_rendered(e) {
+    const scope = e.override ? ` (override ${JSON.stringify(e.override)})` : "";
+    this.prompt = `prompt ${e.template_id} ${e.version}${scope}`;
+  }
+
+  on_planner_thought(e) {
+    this.entry(e, "thought", "Planner note", h("div", {}, e.text));
+  }
+
+  call(id, tool, e) {
+    let call = this.calls.get(id);
+    if (call) return call;
+    call = {
+      tool: h("span", { class: "tool-name" }, tool ?? ""),
+      state: h("span", { class: "call-state" }, "requested"),
+      args: h("pre", { class: "json args" }),
+      output: h("pre", { class: "output", hidden: true }),
+      result: h("div", { class: "result" }),
+      startedAt: null,
+    };
+    const li = this.entry(e, "call", "Tool call", h("div", { class: "call-head" }, call.tool, " ", call.state),
+      h("div", { class: "label" }, "Arguments"), call.args, call.output, call.result);
+    li.dataset.call = id;
+    call.li = li;
+    this.calls.set(id, call);
+    this.totals.tool_calls = this.calls.size;
+    this.onTotals(this.totals);
+    return call;
+  }
+
+  on_tool_call_args_delta(e) {
+    this.modelOutput();
+    this.text = null;
+    const call = this.call(e.tool_call_id, e.tool, e);
+    call.state.textContent = "streaming arguments";
+    call.args.append(document.createTextNode(e.delta ?? ""));
+  }
+
+  on_tool_started(e) {
+    this.modelOutput();
+    this.text = null;
+    const call = this.call(e.tool_call_id, e.tool, e);
+    call.tool.textContent = e.tool;
+    call.args.textContent = JSON.stringify(e.payload ?? {}, null, 2);
+    if (e.description) call.li.querySelector(".call-head").append(h("span", { class: "muted" }, ` — ${e.description}`));
+    call.state.textContent = "running";
+    call.li.classList.add("running");
+    call.startedAt = e.at;
+    this.running.add(e.tool_call_id);
+  }
+
+  on_tool_output_delta(e) {
+    const call = this.calls.get(e.tool_call_id) ?? this.call(e.tool_call_id, "", e);
+    call.output.hidden = false;
+    call.output.append(document.createTextNode(e.stream && e.stream !== "stdout" ? `[${e.stream}] ${e.delta}` : e.delta));
+  }
+
+  on_tool_finished(e) {
+    const out = e.output ?? {};
+    const call = this.calls.get(out.tool_call_id) ?? this.call(out.tool_call_id, out.name, e);
+    if (!call.startedAt && call.args.textContent === "") call.args.textContent = JSON.stringify(out.payload ?? {}, null, 2);
+    this.running.delete(out.tool_call_id);
+    const took = out.telemetry?.duration_ms ?? (call.startedAt ? e.at - call.startedAt : undefined);
+    const failed = out.result?.kind === "error";
+    call.li.classList.remove("running");
+    call.li.classList.add(failed ? "failed" : "done");
+    call.state.textContent = `${failed ? "failed" : "done"}${took !== undefined ? ` in ${duration(took)}` : ""}`;
+    call.result.replaceChildren(h("div", { class: "label" }, failed ? "Error" : "Result"), resultView(out.result));
+    if (out.retry_hint) append(call.result, [h("div", { class: "label" }, "Retry hint"), pre(out.retry_hint)]);
+    if (this.running.size === 0) this.endTurn();
+  }
+
+  /** A call runs an agent as a child run: linked from the call. */
+  on_child_run_linked(e) {
+    const call = this.calls.get(e.tool_call_id) ?? this.call(e.tool_call_id, "", e);
+    if (call.child) return;
+    call.child = h("ul", { class: "child-events", dataset: { child: e.child_run_id } });
+    call.li.append(h("div", { class: "label" }, "Child run ",
+      h("a", { href: `#/runs/${encodeURIComponent(e.child_run_id)}` }, e.child_run_id), ` (${e.agent_id})`), call.child);
+  }
+
+  /** A child's tool calls and outcome, nested under the parent's call. */
+  on_child_event(e) {
+    const list = this.list.querySelector(`ul.child-events[data-child="${CSS.escape(e.child_run_id)}"]`);
+    const ev = e.event ?? {};
+    let line = null;
+    if (ev.type === "tool_started") line = `→ ${ev.tool}`;
+    else if (ev.type === "tool_finished") line = `← ${ev.output?.name} ${ev.output?.result?.kind === "error" ? "failed" : "done"}`;
+    else if (ev.type === "await_requested") line = "waiting for an answer";
+    else if (ev.type === "run_finished") line = `finished: ${ev.outcome?.kind}`;
+    if (list && line) list.append(h("li", { dataset: { childSeq: String(e.child_seq) } }, line));
+  }
+
+  on_await_requested(e) {
+    this.modelOutput();
+    for (const item of e.items ?? []) {
+      const status = h("p", { class: "await-state" }, "waiting for an answer");
+      const li = this.entry(e, "await", `Awaiting ${item.kind.replace("_", " ")}`, status,
+        awaitForm(item, (answer) => this.onAnswer(item.id, answer)));
+      li.dataset.item = item.id;
+      this.awaits.set(item.id, { li, status });
+    }
+    this.endTurn();
+  }
+
+  on_await_satisfied(e) {
+    const a = this.awaits.get(e.item_id);
+    if (!a) return;
+    a.li.classList.add("answered");
+    a.status.textContent = `answered: ${describeAnswer(e.answer)}`;
+    for (const el of a.li.querySelectorAll("input, textarea, select, button")) el.disabled = true;
+    this.endTurn();
+  }
+
+  on_await_withdrawn(e) {
+    const a = this.awaits.get(e.item_id);
+    if (!a) return;
+    a.li.classList.add("withdrawn");
+    a.status.textContent = "withdrawn: the call or the run that asked ended";
+    for (const el of a.li.querySelectorAll("input, textarea, select, button")) el.disabled = true;
+  }
+
+  on_usage(e) {
+    const u = e.usage ?? {};
+    for (const k of ["input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens"]) {
+      this.totals[k] += Number(u[k] ?? 0);
+    }
+    this.onTotals(this.totals);
+  }
+
+  on_termination(e) {
+    const t = e.termination ?? {};
+    this.entry(e, "termination", `Termination: ${t.reason}`, h("div", {}, t.message));
+    this.endTurn();
+  }
+
+  on_run_paused(e) {
+    this.entry(e, "pause", "Paused", h("div", {}, e.reason));
+    this.endTurn();
+  }
+
+  on_run_continued(e) {
+    this.entry(e, "continue", "Continued");
+    this.endTurn();
+  }
+
+  on_run_finished(e) {
+    this.entry(e, "finish", `Finished: ${e.outcome?.kind}`, outcomeView(e.outcome));
+    this.endTurn();
+    this.onOutcome(e.outcome);
+  }
+}
+
+/** A tool result body: JSON, content parts, an omission or an error. */
+function resultView(result) {
+  switch (result?.kind) {
+    case "json":
+      return pre(result.value);
+    case "content": {
+      const parts = (result.value?.parts ?? []).map((p) =>
+        p.type === "text" ? h("div", { class: "part" }, p.text) : h("div", { class: "part muted" }, `[${p.type}]`));
+      if (result.value?.structured !== undefined) parts.push(pre(result.value.structured));
+      return h("div", {}, ...parts);
+    }
+    case "omitted":
+      return h("div", { class: "muted" }, `omitted: ${JSON.stringify(result.value)}`);
+    case "error":
+      return h("div", { class: "error" }, `${result.value?.code ?? "error"}: ${result.value?.message ?? JSON.stringify(result.value)}`);
+    default:
+      return pre(result ?? null);
+  }
+}
+
+/** How a run ended. */
+export function outcomeView(outcome) {
+  switch (outcome?.kind) {
+    case "response":
+      return h("div", { class: "outcome-text" }, messageText(outcome.message),
+        outcome.termination ? h("p", { class: "muted" }, `forced by ${outcome.termination.reason}: ${outcome.termination.message}`) : null);
+    case "tool_result":
+      return pre(outcome.result);
+    case "failed": {
+      const f = outcome.failure ?? {};
+      return h("div", { class: "error" }, `${f.kind}: ${f.message ?? f.tool_name ?? JSON.stringify(f)}`);
+    }
+    case "cancelled":
+      return h("div", {}, `cancelled: ${outcome.reason}`);
+    default:
+      return pre(outcome ?? null);
+  }
+}

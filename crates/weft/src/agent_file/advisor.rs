@@ -1,0 +1,76 @@
+//! The agent file's `[advisor]` section: the built-in `advisor` tool's model
+//! and per-run budget.
+
+use std::num::NonZeroU32;
+
+use serde::Deserialize;
+use weft_core::model::ModelError;
+use weft_models::ModelConfig;
+use weft_runtime::advisor::AdvisorConfig;
+
+use super::model::local_loader;
+
+/// The `[advisor]` section.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdvisorSpec {
+    /// The advisor's model id (`anthropic/<model>`, `scripted/<file>`, ...).
+    pub model: String,
+    /// The server's base URL (required for `compat/` models).
+    #[serde(default)]
+    pub base_url: Option<String>,
+    /// Advices per run (never reset).
+    pub max_uses_per_run: NonZeroU32,
+    /// Output token limit of one advice (default 16,384).
+    #[serde(default)]
+    pub max_output_tokens: Option<NonZeroU32>,
+}
+
+impl AdvisorSpec {
+    /// The runtime's advisor: its model built, inheriting the agent's
+    /// `system` prompt and sampling `temperature`.
+    pub fn config(
+        &self,
+        system: Option<String>,
+        temperature: Option<f32>,
+    ) -> Result<AdvisorConfig, ModelError> {
+        let model = weft_models::build_model(&ModelConfig {
+            base_url: self.base_url.clone(),
+            local_loader: local_loader(),
+            ..ModelConfig::new(&self.model)
+        })?;
+        let mut config = AdvisorConfig::new(model, self.max_uses_per_run);
+        if let Some(max) = self.max_output_tokens {
+            config.max_output_tokens = max;
+        }
+        config.system = system;
+        config.temperature = temperature;
+        Ok(config)
+    }
+}
+
+impl super::AgentFile {
+    /// The model planner's system prompt before reminders: the instruction,
+    /// then the toolsets' instructions (the advisor's guidance block among
+    /// them, which the advisor strips from what it inherits).
+    pub(super) fn system_prompt(&self) -> Option<String> {
+        let sections: Vec<String> = self
+            .instructions
+            .iter()
+            .cloned()
+            .chain(self.planner_toolsets().iter().filter_map(|t| {
+                weft_tools::capability::find_instructions(&**t).map(|i| i.instructions_text())
+            }))
+            .filter(|s| !s.trim().is_empty())
+            .collect();
+        (!sections.is_empty()).then(|| sections.join("\n\n"))
+    }
+
+    /// The planner's sampling temperature, passed through to the advisor.
+    pub(super) fn temperature(&self) -> Option<f32> {
+        match &self.planner {
+            super::PlannerSpec::Model { temperature, .. } => *temperature,
+            super::PlannerSpec::Scripted { .. } => None,
+        }
+    }
+}

@@ -1,0 +1,327 @@
+// The run viewer in a real browser: playwright-core drives the system's
+// headless Chromium against a running `weft serve` (started by
+// crates/weft/tests/ui_browser.rs, which passes its address and token).
+//
+// The flow: with no token the list says so; paste the token; start a run
+// of the `clarify` agent from the start form; on the run's page watch the
+// timeline fill in live (the tool call with its arguments, result and
+// duration, then the clarification with its form); answer it in the form;
+// watch the run continue and finish without reloading; then the run list
+// with its filters and "load more".
+//
+// Last, a run of the `streamer` agent (a model on a slow local provider):
+// its answer grows in the timeline while it streams, and the token totals
+// add up.
+//
+// Environment: WEFT_URL (server), WEFT_TOKEN (a tenant's token),
+// WEFT_STREAM_WORDS (the streamer's answer, pieces joined by `|`),
+// WEFT_CHROMIUM (default /usr/bin/chromium), WEFT_OUT_DIR (where a failure
+// screenshot goes), WEFT_SCREENSHOT (where the screenshot of the finished
+// run goes on success; none when unset). Exits 0 on success, 1 on failure.
+
+import { chromium } from "playwright-core";
+import assert from "node:assert/strict";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+
+const base = process.env.WEFT_URL;
+const token = process.env.WEFT_TOKEN;
+const outDir = process.env.WEFT_OUT_DIR ?? ".";
+const executablePath = process.env.WEFT_CHROMIUM ?? "/usr/bin/chromium";
+const STEP = 15_000;
+
+if (!base || !token) {
+  console.error("set WEFT_URL and WEFT_TOKEN");
+  process.exit(2);
+}
+
+/** Calls the JSON API directly (to set up runs the UI then shows). */
+async function api(path, body) {
+  const r = await fetch(`${base}${path}`, {
+    method: body ? "POST" : "GET",
+    headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  assert.ok(r.ok, `${path}: HTTP ${r.status} ${await r.clone().text()}`);
+  return r.json();
+}
+
+const problems = [];
+const browser = await chromium.launch({
+  executablePath,
+  headless: true,
+  args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
+});
+const page = await browser.newPage({ viewport: { width: 1180, height: 1000 } });
+page.setDefaultTimeout(STEP);
+page.on("console", (m) => {
+  if (m.type() === "error") problems.push(`console: ${m.text()}`);
+});
+page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+
+const step = (name) => console.log(`viewer: ${name}`);
+
+try {
+  step("open the viewer without a token");
+  await page.goto(`${base}/ui/`);
+  await page.locator("#token-state[data-set='no']").waitFor();
+  await page.locator("main .error", { hasText: "token" }).waitFor();
+  // The failed list call is logged by the browser as a 401; nothing else may be.
+  problems.length = 0;
+
+  step("paste the token");
+  await page.fill("#token", token);
+  await page.click("#token-form button[type=submit]");
+  await page.locator("#token-state[data-set='yes']").waitFor();
+  const stored = await page.evaluate(() => sessionStorage.getItem("weft.token"));
+  assert.equal(stored, token, "the token is kept in sessionStorage");
+  assert.equal(await page.inputValue("#token"), "", "the token field is emptied");
+
+  step("start a run from the form");
+  await page.click("a[href='#/new']");
+  await page.fill("#start-agent", "clarify");
+  await page.fill("#start-input", "Add 2 and 3, then <b>multiply</b>");
+  await page.click("#start-form button[type=submit]");
+  await page.waitForURL(/#\/runs\/run_[0-9a-f]+$/);
+  const runId = decodeURIComponent(new URL(page.url()).hash.slice("#/runs/".length));
+  // A marker that a reload or a navigation would lose.
+  await page.evaluate(() => {
+    window.weftMarker = "same page";
+  });
+
+  step("watch the tool call and the clarification arrive");
+  const call = page.locator("li.entry-call");
+  await call.locator(".call-state", { hasText: /^done in / }).waitFor();
+  assert.equal(await call.locator(".tool-name").textContent(), "calc.add");
+  assert.deepEqual(JSON.parse(await call.locator("pre.args").textContent()), { a: 2, b: 3 });
+  assert.equal((await call.locator(".result pre").textContent()).trim(), "5");
+  // The user's text is shown as text: the markup in it is not parsed.
+  const start = page.locator("li.entry-start .message");
+  assert.match(await start.textContent(), /<b>multiply<\/b>/);
+  assert.equal(await start.locator("b").count(), 1, "only the role label is bold");
+  const ask = page.locator("li.entry-await[data-item='ask-2']");
+  await ask.locator(".question", { hasText: "Which two numbers should I multiply next?" }).waitFor();
+  assert.doesNotMatch(await ask.textContent(), /null|undefined/, "no absent field printed");
+  await page.locator("[data-field=status] .badge", { hasText: "awaiting" }).waitFor();
+  await page.locator("[data-field=stream][data-state=live]").waitFor();
+  assert.equal(await page.locator("#outcome").isHidden(), true, "no outcome yet");
+
+  step("answer the clarification in the form");
+  await ask.locator("textarea").fill("3 and 4");
+  await ask.locator("button[type=submit]").click();
+  await ask.locator(".await-state", { hasText: "answered: 3 and 4" }).waitFor();
+  assert.equal(await ask.locator("textarea").isDisabled(), true);
+
+  step("watch the run continue and finish live");
+  await page.locator("li.entry-continue").waitFor();
+  const text = page.locator("[data-kind=assistant]");
+  await text.waitFor();
+  assert.equal(await text.textContent(), "Thanks! 3 * 4 = 12.");
+  await page.locator("#outcome[data-kind=response] .outcome-text", { hasText: "3 * 4 = 12" }).waitFor();
+  await page.locator("li.entry-finish").waitFor();
+  await page.locator("[data-field=status] .badge", { hasText: "completed" }).waitFor();
+  await page.locator("[data-field=stream][data-state=ended]").waitFor();
+  assert.equal(await page.evaluate(() => window.weftMarker), "same page", "the page was not reloaded");
+  assert.equal(await page.locator("[data-total='Turns']").textContent(), "3");
+  assert.equal(await page.locator("[data-total='Tool calls']").textContent(), "1");
+  // Every event once, in order.
+  const seqs = await page.locator("li.entry").evaluateAll((els) => els.map((e) => Number(e.dataset.seq)));
+  assert.deepEqual(seqs, [...seqs].sort((a, b) => a - b), "events in order");
+  assert.equal(new Set(seqs).size, seqs.length, "no event twice");
+  const view = await api(`/v1/runs/${runId}`);
+  assert.equal(view.status, "completed");
+  assert.equal(Math.max(...seqs) <= view.event_seq, true);
+
+  const shot = process.env.WEFT_SCREENSHOT;
+  if (shot) {
+    await page.screenshot({ path: shot, fullPage: true });
+    step(`screenshot of the finished run: ${shot}`);
+  }
+
+  step("the run list: filters and load more");
+  // Runs that stop at the clarification, so they stay awaiting.
+  const waiting = [];
+  for (let i = 0; i < 26; i++) {
+    const r = await api("/v1/runs", { agent: "clarify", input: `run ${i}`, labels: { batch: "b1" } });
+    waiting.push(r.run_id);
+  }
+  await page.click("a[href='#/']");
+  const rows = page.locator("#runs tr");
+  await page.locator(`#runs tr[data-run='${waiting[25]}']`).waitFor();
+  assert.equal(await rows.count(), 25, "one page of 25");
+  await page.click("#load-more");
+  await page.locator(`#runs tr[data-run='${runId}']`).waitFor();
+  assert.equal(await rows.count(), 27);
+  assert.equal(await page.locator("#load-more").isHidden(), true, "the last page has no cursor");
+  assert.equal(await page.locator(`#runs tr[data-run='${runId}']`).getAttribute("data-status"), "completed");
+
+  await page.selectOption("#filter-status", "completed");
+  await page.click("#filters button[type=submit]");
+  await page.waitForURL(/status=completed/);
+  // The old list stays on screen until the router swaps pages.
+  await page.locator("#runs[data-loaded='status=completed']").waitFor({ state: "attached" });
+  await page.locator(`#runs tr[data-run='${runId}']`).waitFor();
+  assert.equal(await rows.count(), 1, "only the completed run");
+
+  await page.selectOption("#filter-status", "");
+  await page.fill("#filter-label", "batch=b1");
+  await page.click("#filters button[type=submit]");
+  await page.waitForURL(/label=batch/);
+  await page.locator(`#runs tr[data-run='${waiting[25]}']`).waitFor();
+  assert.equal(await page.locator(`#runs tr[data-run='${runId}']`).count(), 0, "the unlabelled run is filtered out");
+
+  await page.fill("#filter-label", "");
+  await page.fill("#filter-agent", "nobody");
+  await page.click("#filters button[type=submit]");
+  await page.waitForURL(/agent=nobody/);
+  await page.locator("main p.muted", { hasText: "No runs." }).waitFor();
+
+  step("auto-refresh shows a new run without a reload");
+  await page.fill("#filter-agent", "clarify");
+  await page.click("#filters button[type=submit]");
+  await page.waitForURL(/agent=clarify/);
+  await page.locator(`#runs tr[data-run='${waiting[25]}']`).waitFor();
+  const fresh = await api("/v1/runs", { agent: "clarify", input: "late" });
+  await page.locator(`#runs tr[data-run='${fresh.run_id}']`).waitFor({ timeout: 10_000 });
+  assert.equal(await rows.first().getAttribute("data-run"), fresh.run_id, "the newest run on top");
+
+  step("a model's answer streams into the timeline word by word");
+  const words = (process.env.WEFT_STREAM_WORDS ?? "").split("|");
+  const streamed = await api("/v1/runs", { agent: "streamer", input: "What is 20 + 22?" });
+  await page.goto(`${base}/ui/#/runs/${encodeURIComponent(streamed.run_id)}`);
+  const answer = page.locator("[data-kind=assistant]");
+  // Part of the answer is there while the rest is still coming.
+  await page.waitForFunction(
+    ([first, last]) => {
+      const t = document.querySelector("[data-kind=assistant]")?.textContent ?? "";
+      return t.startsWith(first) && !t.includes(last);
+    },
+    [words[0], words[words.length - 1]],
+  );
+  assert.equal(await page.locator("#outcome").isHidden(), true, "no outcome while streaming");
+  await page.locator("#outcome[data-kind=response]").waitFor();
+  assert.equal(await answer.textContent(), words.join(""));
+  const add = page.locator("li.entry-call");
+  assert.equal(await add.locator(".tool-name").textContent(), "calc.add");
+  assert.deepEqual(JSON.parse(await add.locator("pre.args").textContent()), { a: 20, b: 22 });
+  assert.equal((await add.locator(".result pre").textContent()).trim(), "42");
+  // Two model calls of 40 input and 9 output tokens each.
+  await page.locator("[data-total='Input tokens']", { hasText: /^80$/ }).waitFor();
+  assert.equal(await page.locator("[data-total='Output tokens']").textContent(), "18");
+  assert.equal(await page.locator("[data-total='Turns']").textContent(), "2");
+  assert.equal(await page.locator("li.entry-event").count(), 0, "every event type has its own view");
+
+  step("the page reconnects with Last-Event-ID when the server restarts");
+  const again = await api("/v1/runs", { agent: "clarify", input: "once more" });
+  await page.goto(`${base}/ui/#/runs/${encodeURIComponent(again.run_id)}`);
+  const againAsk = page.locator("li.entry-await[data-item='ask-2']");
+  await againAsk.locator("textarea").waitFor();
+  await page.locator("[data-field=stream][data-state=live]").waitFor();
+  const stream = page.locator("[data-field=stream]");
+  const before = Number(await stream.getAttribute("data-received"));
+  writeFileSync(join(outDir, "restart-server"), "");
+  await page.locator("[data-field=stream]:not([data-reconnects='0'])").waitFor();
+  const deadline = Date.now() + STEP;
+  while (!existsSync(join(outDir, "server-restarted"))) {
+    assert.ok(Date.now() < deadline, "the server was not restarted");
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  await page.locator("[data-field=stream][data-state=live]").waitFor();
+  // The browser logged the refused connections while the server was down.
+  assert.ok(problems.every((p) => /ERR_CONNECTION_REFUSED|ERR_EMPTY_RESPONSE|Failed to load resource/.test(p)), problems.join("\n"));
+  problems.length = 0;
+  await againAsk.locator("textarea").fill("5 and 6");
+  await againAsk.locator("button[type=submit]").click();
+  await page.locator("[data-field=stream][data-state=ended]").waitFor();
+  const finished = await api(`/v1/runs/${again.run_id}`);
+  assert.equal(finished.status, "completed");
+  // Every event exactly once: the reconnection asked for what came after.
+  assert.equal(Number(await stream.getAttribute("data-received")), finished.event_seq);
+  assert.ok(before < finished.event_seq);
+  const againSeqs = await page.locator("li.entry").evaluateAll((els) => els.map((e) => Number(e.dataset.seq)));
+  assert.equal(new Set(againSeqs).size, againSeqs.length, "no event twice");
+
+  step("every kind of await gets its form; untrusted text stays text");
+  await page.goto(`${base}/ui/#/new`);
+  await page.evaluate(async () => {
+    const { Timeline } = await import("/ui/timeline.js");
+    const list = document.createElement("ol");
+    list.id = "synthetic";
+    document.getElementById("app").replaceChildren(list);
+    window.answers = [];
+    const timeline = new Timeline(list, {
+      onAnswer: async (id, answer) => {
+        window.answers.push({ id, answer });
+      },
+      onTotals() {},
+      onOutcome() {},
+    });
+    const evil = "<img src=x onerror=\"window.pwned=1\">";
+    timeline.apply({ seq: 1, at: 0, type: "tool_started", tool_call_id: "c0", tool: "web.fetch", payload: { url: evil } });
+    timeline.apply({
+      seq: 2, at: 5, type: "tool_finished",
+      output: { tool_call_id: "c0", name: "web.fetch", payload: {}, result: { kind: "error", value: { code: "timeout", message: evil } } },
+    });
+    timeline.apply({
+      seq: 3, at: 6, type: "await_requested", items: [
+        { kind: "questions", id: "q", tool_name: "t.choose", tool_call_id: "c1", payload: {}, title: evil,
+          questions: [{ id: "color", prompt: "Which color?", allow_multiple: false,
+            options: [{ id: "red", label: "Red" }, { id: "blue", label: "Blue" }] }] },
+        { kind: "confirmation", id: "ok", tool_name: "fs.delete", tool_call_id: "c2", payload: { path: "/tmp/x" } },
+        { kind: "elicitation", id: "el", tool_call_id: "c3", tool: "crm.lookup", message: "Who is it?", mode: "form",
+          requested_schema: { type: "object", required: ["name"], properties: {
+            name: { type: "string", title: "Name" }, age: { type: "integer" },
+            vip: { type: "boolean" }, tier: { type: "string", enum: ["gold", "silver"] } } } },
+        { kind: "elicitation", id: "link", tool_call_id: "c4", tool: "crm.login", message: "Sign in", mode: "url",
+          url: "javascript:window.pwned=1" },
+      ],
+    });
+    timeline.apply({ seq: 4, at: 7, type: "await_withdrawn", item_id: "link" });
+  });
+  const form = (id) => page.locator(`#synthetic li[data-item='${id}']`);
+  await form("q").locator("input[value=blue]").check();
+  await form("q").locator("button[type=submit]").click();
+  await form("ok").locator("input[name=reason]").fill("not today");
+  await form("ok").locator("button.deny").click();
+  await form("el").getByLabel("Name").fill("Ada");
+  await form("el").getByLabel("age").fill("36");
+  await form("el").getByLabel("vip").check();
+  await form("el").getByLabel("tier").selectOption({ label: "silver" });
+  await form("el").locator("button.approve").click();
+  await page.waitForFunction(() => window.answers.length === 3);
+  assert.deepEqual(await page.evaluate(() => window.answers), [
+    { id: "q", answer: { kind: "questions", answers: { color: ["blue"] } } },
+    { id: "ok", answer: { kind: "confirmation", approved: false, reason: "not today" } },
+    { id: "el", answer: { kind: "elicitation", action: "accept", content: { name: "Ada", age: 36, vip: true, tier: "silver" } } },
+  ]);
+  assert.equal(await form("link").locator("a").count(), 0, "a javascript: URL is not a link");
+  assert.match(await form("link").locator(".await-state").textContent(), /withdrawn/);
+  assert.equal(await form("link").locator("button:enabled").count(), 0, "a withdrawn item cannot be answered");
+  assert.equal(await page.locator("#synthetic img").count(), 0, "no markup from event data");
+  assert.match(await page.locator("#synthetic li.entry-call .error").textContent(), /timeout: <img src=x/);
+  assert.equal(await page.evaluate(() => window.pwned), undefined);
+  // A long log: the page keeps the newest MAX_ENTRIES entries.
+  const bounded = await page.evaluate(async () => {
+    const { Timeline, MAX_ENTRIES } = await import("/ui/timeline.js");
+    const list = document.createElement("ol");
+    const timeline = new Timeline(list, { onAnswer() {}, onTotals() {}, onOutcome() {} });
+    for (let seq = 1; seq <= MAX_ENTRIES + 10; seq++) {
+      timeline.apply({ seq, at: seq, type: "planner_thought", text: `note ${seq}` });
+    }
+    return { max: MAX_ENTRIES, shown: list.children.length, dropped: list.dataset.dropped, first: list.firstElementChild.dataset.seq };
+  });
+  assert.deepEqual(bounded, { max: 5000, shown: 5000, dropped: "10", first: "11" });
+
+  assert.deepEqual(problems, [], "no console errors or CSP violations");
+  step("ok");
+  await browser.close();
+} catch (error) {
+  mkdirSync(outDir, { recursive: true });
+  const path = join(outDir, "viewer-failure.png");
+  await page.screenshot({ path, fullPage: true }).catch(() => {});
+  console.error(`viewer: FAILED: ${error.stack ?? error}`);
+  console.error(`viewer: screenshot of the failure: ${path}`);
+  if (problems.length) console.error(`viewer: console:\n  ${problems.join("\n  ")}`);
+  await browser.close().catch(() => {});
+  process.exit(1);
+}
