@@ -19,6 +19,7 @@ const TOKEN: &str = "team-token";
 struct Server {
     child: Child,
     addr: String,
+    log: common::LogTail,
 }
 
 impl Server {
@@ -36,6 +37,7 @@ impl Server {
                 "1000",
             ])
             .env("WEFT_TOKENS", format!("team={TOKEN}"))
+            .env("RUST_LOG", "info,weft_runtime=debug")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -43,9 +45,8 @@ impl Server {
             .unwrap();
         let mut stderr = BufReader::new(child.stderr.take().unwrap());
         let addr = common::served_address(&mut stderr);
-        // Keep draining the log so the server never blocks on a full pipe.
-        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-        Self { child, addr }
+        let log = common::keep_log(stderr);
+        Self { child, addr, log }
     }
 
     async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
@@ -75,7 +76,11 @@ impl Server {
             if done(&view) {
                 return view;
             }
-            assert!(Instant::now() < deadline, "{what}: {view}");
+            assert!(
+                Instant::now() < deadline,
+                "{what}: {view}\nthe server's log ends with:\n{}",
+                self.log.text()
+            );
             tokio::time::sleep(Duration::from_millis(25)).await;
         }
     }

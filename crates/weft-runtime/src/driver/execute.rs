@@ -3,11 +3,17 @@
 //! each result committed as it lands; calls cut by a crash are answered as
 //! interrupted unless their tool is idempotent. Running calls may ask the
 //! human meanwhile ([`super::elicit`]).
+//!
+//! Each call runs as a task of its own (aborted when the batch is dropped),
+//! never as a future the driver polls: while the driver awaits a commit, a
+//! call must still make progress, since it may hold what that commit waits
+//! for (an agent called as a tool writes its child run through the same
+//! store, whose SQLite writer is a single connection).
 
-use std::future::Future;
 use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
+use tokio::task::JoinSet;
 
 use super::elicit::Waiting;
 use super::log::FLUSH_EVERY;
@@ -42,7 +48,7 @@ impl RunTask {
             (None, None)
         };
         let mut waiting = Waiting::default();
-        let running = FuturesUnordered::new();
+        let mut running = JoinSet::new();
         let mut interrupted = Vec::new();
         let turn_id = TurnId::new(format!("{}/{}", self.shared.run_id, self.machine.turn()));
         // What is left of the time budget: child runs get no more.
@@ -147,12 +153,16 @@ impl RunTask {
                 });
                 out
             };
-            running.push(timed.instrument(genai).instrument(span));
+            running.spawn(timed.instrument(genai).instrument(span));
         }
         drop(inbox);
         let result = self
-            .run_batch(running, interrupted, messages.as_mut(), &mut waiting)
+            .run_batch(&mut running, interrupted, messages.as_mut(), &mut waiting)
             .await;
+        // Calls the batch abandoned (a cancel, the time budget, a failed
+        // commit) end before the driver moves on, while it still holds the
+        // run's lease: an agent called as a tool cancels its child then.
+        running.shutdown().await;
         if eliciting {
             self.shared.inbox.close();
         }
@@ -163,7 +173,7 @@ impl RunTask {
     /// batch is over, committing after each.
     async fn run_batch(
         &mut self,
-        mut running: FuturesUnordered<impl Future<Output = ToolOutput>>,
+        running: &mut JoinSet<ToolOutput>,
         interrupted: Vec<ToolOutput>,
         mut messages: Option<&mut mpsc::UnboundedReceiver<DriverMsg>>,
         waiting: &mut Waiting,
@@ -181,9 +191,12 @@ impl RunTask {
             let deadline = self.machine.poll_timeout().map(|d| (d, self.now()));
             tokio::select! {
                 biased;
-                out = running.next() => match out {
-                    Some(out) => self.finish_call(out),
-                    None => break,
+                out = running.join_next() => match out {
+                    Some(Ok(out)) => self.finish_call(out),
+                    // A tool's own panic is its call's error already; one
+                    // outside it is the driver's, as if it ran here.
+                    Some(Err(e)) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                    Some(Err(_)) | None => break,
                 },
                 Some(msg) = next_message(&mut messages) => self.on_message(msg, waiting),
                 () = cancel.cancelled() => {

@@ -24,7 +24,6 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use futures_util::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::OwnedMutexGuard;
 use weft_core::event::EventKind;
 use weft_core::planner::{

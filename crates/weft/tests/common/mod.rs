@@ -28,6 +28,40 @@ pub fn served_address(stderr: &mut impl BufRead) -> String {
     }
 }
 
+/// The last lines a server wrote to its log, kept by [`keep_log`] so a
+/// failing test can show them.
+#[derive(Clone, Default)]
+pub struct LogTail(std::sync::Arc<std::sync::Mutex<std::collections::VecDeque<String>>>);
+
+impl LogTail {
+    /// Most lines kept.
+    const LINES: usize = 60;
+
+    /// The kept lines, oldest first.
+    pub fn text(&self) -> String {
+        let lines = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        lines.iter().map(String::as_str).collect::<Vec<_>>().join("")
+    }
+}
+
+/// Drains `stderr` on a thread of its own (so the server never blocks on a
+/// full pipe), keeping its last lines.
+pub fn keep_log(mut stderr: impl BufRead + Send + 'static) -> LogTail {
+    let tail = LogTail::default();
+    let kept = tail.clone();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        while stderr.read_line(&mut line).is_ok_and(|n| n > 0) {
+            let mut lines = kept.0.lock().unwrap_or_else(|e| e.into_inner());
+            if lines.len() == LogTail::LINES {
+                lines.pop_front();
+            }
+            lines.push_back(std::mem::take(&mut line));
+        }
+    });
+    tail
+}
+
 /// The PostgreSQL server the tests use: `WEFT_TEST_POSTGRES_URL`, by default
 /// `postgres://postgres@127.0.0.1:5432/test`.
 pub fn postgres_url() -> String {
