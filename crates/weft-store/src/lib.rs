@@ -17,6 +17,7 @@
 //! - `commit`, `sql_commit`: a commit encoded for the SQL backends, and applied.
 //! - `parts`, `sql_snapshots`: snapshots stored as a head and append-only
 //!   parts (transcript messages, tool outputs), written and loaded.
+//! - [`durability`]: what an acknowledged commit survives, per store.
 //! - `group`: SQLite's group commit.
 //! - `retry`: retrying safe operations after a lost connection.
 //!
@@ -40,6 +41,7 @@
 pub mod bench;
 mod codec;
 mod commit;
+pub mod durability;
 mod error;
 mod group;
 mod paging;
@@ -63,6 +65,7 @@ use std::sync::Arc;
 use weft_core::session::FullStore;
 
 pub use bench::{bench_commit, bench_commit_concurrent};
+pub use durability::{Durability, UnknownDurability};
 pub use error::{MigrationFailure, OpenError};
 pub use postgres::{PostgresOptions, PostgresStore};
 pub use sqlite::{SqliteOptions, SqliteStore, Synchronous};
@@ -74,11 +77,26 @@ pub use sqlite::{SqliteOptions, SqliteStore, Synchronous};
 ///
 /// The result coerces to `Arc<dyn RunStore>` or any other store trait.
 pub async fn connect(url: &str) -> Result<Arc<dyn FullStore>, OpenError> {
+    connect_with(url, None).await
+}
+
+/// [`connect`] with the [`Durability`] its commits need; `None` keeps what
+/// the URL says (SQLite's `synchronous=`), or `sync`.
+pub async fn connect_with(
+    url: &str,
+    durability: Option<Durability>,
+) -> Result<Arc<dyn FullStore>, OpenError> {
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        return Ok(Arc::new(PostgresStore::open(url).await?));
+        let mut options = PostgresOptions::from_url(url);
+        options.durability = durability.unwrap_or_default();
+        return Ok(Arc::new(PostgresStore::open_with(options).await?));
     }
     if url.starts_with("sqlite:") || !url.contains("://") {
-        return Ok(Arc::new(SqliteStore::open(url).await?));
+        let mut options = SqliteOptions::from_url(url)?;
+        if let Some(durability) = durability {
+            options = options.with_durability(durability);
+        }
+        return Ok(Arc::new(SqliteStore::open_with(options).await?));
     }
     Err(OpenError::UnsupportedUrl {
         url: error::redact(url),

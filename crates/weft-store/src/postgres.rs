@@ -18,6 +18,7 @@ use std::time::Duration;
 use sqlx::Connection;
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
 
+use crate::durability::Durability;
 use crate::error::{MigrationFailure, OpenError, redact};
 use crate::parts::PartCache;
 use crate::schema;
@@ -45,6 +46,9 @@ pub struct PostgresOptions {
     pub max_lifetime: Duration,
     /// The `application_name` the connections report (in `pg_stat_activity`).
     pub application_name: String,
+    /// What a commit survives: [`Durability::Process`] turns
+    /// `synchronous_commit` off for weft's connections.
+    pub durability: Durability,
 }
 
 impl PostgresOptions {
@@ -58,6 +62,7 @@ impl PostgresOptions {
             idle_timeout: Duration::from_secs(60),
             max_lifetime: Duration::from_secs(30 * 60),
             application_name: "weft".to_owned(),
+            durability: Durability::Sync,
         }
     }
 
@@ -121,6 +126,9 @@ impl PostgresStore {
         let mut base = PgConnectOptions::from_str(&options.url)
             .map_err(connect)?
             .application_name(&options.application_name);
+        if options.durability == Durability::Process {
+            base = base.options([("synchronous_commit", "off")]);
+        }
         if let Some(name) = &options.schema {
             if !is_identifier(name) {
                 return Err(OpenError::InvalidSchema {
@@ -155,6 +163,19 @@ impl PostgresStore {
             pool,
             label,
             parts: PartCache::default(),
+        })
+    }
+
+    /// What the commits survive, read back from a connection
+    /// (`synchronous_commit`: only `off` acknowledges before the WAL flush).
+    pub async fn durability(&self) -> Result<Durability, sqlx::Error> {
+        let (setting,): (String,) = sqlx::query_as("SHOW synchronous_commit")
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(if setting == "off" {
+            Durability::Process
+        } else {
+            Durability::Sync
         })
     }
 

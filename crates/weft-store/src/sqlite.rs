@@ -28,6 +28,7 @@ use sqlx::sqlite::{
 };
 
 use crate::commit::CommitJob;
+use crate::durability::Durability;
 use crate::error::{Failure, MigrationFailure, OpenError, redact};
 use crate::group::GroupCommitter;
 use crate::parts::PartCache;
@@ -37,7 +38,8 @@ use crate::sql_prompts::impl_prompt_store;
 use crate::sql_runs::impl_run_store;
 use crate::sql_sessions::impl_session_store;
 
-/// When SQLite syncs the file to disk; see the module docs.
+/// When SQLite syncs the file to disk; see the module docs and
+/// [`Durability`], which picks one.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Synchronous {
     /// Sync the WAL on every commit: commits survive power loss.
@@ -74,6 +76,15 @@ impl SqliteOptions {
             busy_timeout: Duration::from_secs(5),
             group_commit: true,
         }
+    }
+
+    /// These options with the sync mode `durability` asks for.
+    pub fn with_durability(mut self, durability: Durability) -> Self {
+        self.synchronous = match durability {
+            Durability::Sync => Synchronous::Full,
+            Durability::Process => Synchronous::Normal,
+        };
+        self
     }
 
     /// Options from `sqlite://PATH`, `sqlite:PATH` or a plain path, with an
@@ -147,7 +158,13 @@ impl SqliteStore {
             })
             .busy_timeout(options.busy_timeout)
             .foreign_keys(true);
+        // No idle timeout and no lifetime: a local file's connections need
+        // no reaping, and without them the pool runs no maintenance task
+        // (whose reaper can spin forever in sqlx 0.8, launchbadge/sqlx#3645,
+        // hanging the runtime's shutdown).
         let writer = SqlitePoolOptions::new()
+            .idle_timeout(None)
+            .max_lifetime(None)
             .max_connections(1)
             .acquire_timeout(Duration::from_secs(30))
             .connect_with(base.clone().create_if_missing(true))
@@ -155,6 +172,8 @@ impl SqliteStore {
             .map_err(connect)?;
         migrate(&writer).await?;
         let reader = SqlitePoolOptions::new()
+            .idle_timeout(None)
+            .max_lifetime(None)
             .max_connections(options.read_connections.max(1))
             .connect_with(base.read_only(true))
             .await
@@ -174,6 +193,19 @@ impl SqliteStore {
     /// The database file's path as opened.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// What the writer's commits survive, read back from its connection
+    /// (`PRAGMA synchronous`: FULL or EXTRA sync each commit).
+    pub async fn durability(&self) -> Result<Durability, sqlx::Error> {
+        let (level,): (i64,) = sqlx::query_as("PRAGMA synchronous")
+            .fetch_one(&self.writer)
+            .await?;
+        Ok(if level >= 2 {
+            Durability::Sync
+        } else {
+            Durability::Process
+        })
     }
 
     /// Closes every connection, waiting for running operations.

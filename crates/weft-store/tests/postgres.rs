@@ -397,3 +397,26 @@ async fn a_commit_refused_by_the_database_is_rolled_back() {
         std::panic::resume_unwind(e.into_panic());
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn process_durability_turns_synchronous_commit_off_for_weft_alone() {
+    use weft_store::Durability;
+    with_db(|db| async move {
+        let store = db.open().await;
+        assert_eq!(store.durability().await.unwrap(), Durability::Sync);
+        store.close().await;
+        let mut options = db.options();
+        options.durability = Durability::Process;
+        let store = PostgresStore::open_with(options).await.unwrap();
+        assert_eq!(store.durability().await.unwrap(), Durability::Process);
+        // A session of its own, not the server's setting.
+        let mut raw = db.raw().await;
+        let (other,): (String,) = sqlx::query_as("SHOW synchronous_commit")
+            .fetch_one(&mut raw)
+            .await
+            .unwrap();
+        assert_ne!(other, "off");
+        store.close().await;
+    })
+    .await;
+}

@@ -303,3 +303,39 @@ async fn a_whole_snapshot_from_before_parts_still_loads() {
     )
     .await;
 }
+
+#[tokio::test]
+async fn durability_sets_the_sync_mode_and_commits_survive_reopening_in_both() {
+    use weft_store::{Durability, SqliteOptions};
+    let db = TestDb::new();
+    let store = db.open().await;
+    assert_eq!(store.durability().await.unwrap(), Durability::Sync);
+    store.close().await;
+    // A URL's own `synchronous=` is kept unless a durability is asked for.
+    let normal = format!("{}?synchronous=normal", db.url());
+    let from_url = SqliteOptions::from_url(&normal).unwrap();
+    let store = SqliteStore::open_with(from_url.clone()).await.unwrap();
+    assert_eq!(store.durability().await.unwrap(), Durability::Process);
+    store.close().await;
+    let store = SqliteStore::open_with(from_url.with_durability(Durability::Sync))
+        .await
+        .unwrap();
+    assert_eq!(store.durability().await.unwrap(), Durability::Sync);
+    store.close().await;
+
+    let process = SqliteOptions::from_url(&db.url())
+        .unwrap()
+        .with_durability(Durability::Process);
+    let store = SqliteStore::open_with(process).await.unwrap();
+    assert_eq!(store.durability().await.unwrap(), Durability::Process);
+    suite::stored_run(&store, suite::record("r1", "s1", 1), 3).await;
+    store.close().await;
+    let reopened = db.open().await;
+    assert_eq!(
+        reopened
+            .read_events(&RunId::new("r1"), 0, None)
+            .await
+            .unwrap(),
+        suite::events(1, 3)
+    );
+}

@@ -46,6 +46,10 @@ enum Command {
         /// session's earlier runs and memory. A new session when absent.
         #[arg(long, requires = "db")]
         session: Option<String>,
+        /// What a commit survives (with --db): `sync` (power loss; the
+        /// default) or `process` (a crash of this process; no sync per commit).
+        #[arg(long, requires = "db")]
+        durability: Option<weft_store::Durability>,
         /// How to show the run.
         #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
         output: OutputFormat,
@@ -76,6 +80,10 @@ enum Command {
         /// server that died continue on another within about this long.
         #[arg(long, default_value_t = 5_000)]
         lease_ttl_ms: u64,
+        /// What a commit survives: `sync` (power loss; the default) or
+        /// `process` (a crash of this process; no sync per commit).
+        #[arg(long)]
+        durability: Option<weft_store::Durability>,
         #[command(flatten)]
         limits: serve::ServeLimits,
     },
@@ -277,6 +285,7 @@ fn main() -> ExitCode {
             model,
             db,
             session,
+            durability,
             output,
             json,
         } => {
@@ -290,6 +299,7 @@ fn main() -> ExitCode {
                 model,
                 db,
                 session,
+                durability,
                 output: if json { OutputFormat::Jsonl } else { output },
             })
         }
@@ -300,6 +310,7 @@ fn main() -> ExitCode {
             tokens_file,
             log_format,
             lease_ttl_ms,
+            durability,
             limits,
         } => serve::serve(ServeArgs {
             agents,
@@ -308,6 +319,7 @@ fn main() -> ExitCode {
             tokens_file,
             log_format,
             lease_ttl: std::time::Duration::from_millis(lease_ttl_ms),
+            durability,
             limits,
         }),
         Command::Runs { db, command } => admin::runs(

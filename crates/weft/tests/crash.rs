@@ -20,6 +20,10 @@
 //! "interrupted" result is only allowed for a call that was in flight at
 //! some crash. Most kills must land while the killed server held runs.
 //!
+//! The servers alternate between the two durability modes (`--durability
+//! sync` and `process`), so kills land on servers in each: a commit a
+//! killed server acknowledged must be there in both.
+//!
 //! The PostgreSQL server is `WEFT_TEST_POSTGRES_URL`, by default
 //! `postgres://postgres@127.0.0.1:5432/test`, in a fresh schema dropped at
 //! the end. The kill delays come from a seed printed at the start; set
@@ -932,6 +936,11 @@ async fn list_runs(
     }
 }
 
+/// The durability mode of the `n`th server started.
+fn durability(n: usize) -> &'static str {
+    if n % 2 == 0 { "process" } else { "sync" }
+}
+
 /// Starts servers over one store.
 struct Harness {
     db: String,
@@ -963,6 +972,11 @@ impl Harness {
                 .arg(format!("127.0.0.1:{port}"))
                 .arg("--lease-ttl-ms")
                 .arg(LEASE_TTL_MS.to_string())
+                // Servers alternate between the two durability modes, so
+                // kills land in both: `sync` (a sync per commit group) and
+                // `process` (none; a killed process loses nothing either).
+                .arg("--durability")
+                .arg(durability(self.incarnations))
                 .env("WEFT_TOKENS", format!("crash={TOKEN}"))
                 .env("WEFT_JOURNAL_DIR", &self.journal)
                 .stdin(Stdio::null())

@@ -95,7 +95,7 @@ pub fn serve(args: McpServeArgs) -> anyhow::Result<ExitCode> {
     let agent = file.agent(planner)?;
     let tokio = super::async_runtime()?;
     tokio.block_on(async move {
-        let builder = super::runtime_for(agent, args.db.as_deref()).await?;
+        let builder = super::runtime_for(agent, args.db.as_deref(), None).await?;
         let tool = AgentTool {
             name: file.id.clone(),
             description: file

@@ -24,14 +24,15 @@ pub(crate) fn async_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 }
 
 /// A runtime builder with `agent`, on the store at `db` when one is given
-/// (in memory otherwise).
+/// (in memory otherwise), whose commits survive what `durability` says.
 pub(crate) async fn runtime_for(
     agent: weft_runtime::Agent,
     db: Option<&str>,
+    durability: Option<weft_store::Durability>,
 ) -> anyhow::Result<weft_runtime::RuntimeBuilder> {
     let mut builder = weft_runtime::Runtime::builder().agent(agent);
     if let Some(url) = db {
-        let store = weft_store::connect(url).await?;
+        let store = weft_store::connect_with(url, durability).await?;
         builder = builder.session_store(store.clone()).prompts(store);
     }
     Ok(builder)

@@ -27,6 +27,8 @@ pub struct RunArgs {
     pub db: Option<String>,
     /// The session to run in (a new one when absent).
     pub session: Option<String>,
+    /// What the store's commits survive (with `db`); `sync` when absent.
+    pub durability: Option<weft_store::Durability>,
     /// How to show the run.
     pub output: OutputFormat,
 }
@@ -65,7 +67,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let tokio = super::async_runtime()?;
     tokio.block_on(async move {
         let builder = agents.fold(
-            super::runtime_for(agent, args.db.as_deref()).await?,
+            super::runtime_for(agent, args.db.as_deref(), args.durability).await?,
             |b, a| b.agent(a),
         );
         let runtime = builder.build();

@@ -32,6 +32,8 @@ pub struct ServeArgs {
     pub log_format: LogFormat,
     /// How long a run's lease lasts unless renewed.
     pub lease_ttl: std::time::Duration,
+    /// What the store's commits survive; `sync` when absent.
+    pub durability: Option<weft_store::Durability>,
     /// The server's limits.
     pub limits: ServeLimits,
 }
@@ -119,7 +121,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     }
     let tokio = super::async_runtime()?;
     tokio.block_on(async move {
-        let store = weft_store::connect(&args.db).await?;
+        let store = weft_store::connect_with(&args.db, args.durability).await?;
         let metrics = Arc::new(Metrics::new());
         let mut builder = Runtime::builder()
             .session_store(store.clone())

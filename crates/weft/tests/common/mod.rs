@@ -40,7 +40,11 @@ impl LogTail {
     /// The kept lines, oldest first.
     pub fn text(&self) -> String {
         let lines = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        lines.iter().map(String::as_str).collect::<Vec<_>>().join("")
+        lines
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .join("")
     }
 }
 
