@@ -140,6 +140,27 @@ fn report(runs: usize, steps: usize, snapshot_bytes: usize, elapsed: Duration) -
     })
 }
 
+/// The median time of one `fdatasync` in `dir` on this machine: `samples`
+/// appends of 4 KiB to a scratch file, each synced (`File::sync_data`); the
+/// floor under a durable commit. The file is removed afterwards.
+pub fn fdatasync_p50(dir: &std::path::Path, samples: usize) -> std::io::Result<Duration> {
+    use std::io::Write as _;
+    let path = dir.join("weft-fdatasync-probe");
+    let mut file = std::fs::File::create(&path)?;
+    let block = [0x5au8; 4096];
+    let mut times = Vec::with_capacity(samples.max(1));
+    for _ in 0..samples.max(1) {
+        file.write_all(&block)?;
+        let started = Instant::now();
+        file.sync_data()?;
+        times.push(started.elapsed());
+    }
+    drop(file);
+    std::fs::remove_file(&path)?;
+    times.sort();
+    Ok(times[times.len() / 2])
+}
+
 /// The bytes one commit of a run writes to `runs.snapshot` and the parts
 /// table (JSON: the head and the parts the store does not hold yet), at
 /// each of `steps` of one run, next to the bytes of the whole machine (what

@@ -11,6 +11,7 @@
 //! waiting for company.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures_util::future::BoxFuture;
 use sqlx::{Acquire, Sqlite, SqlitePool, Transaction};
@@ -39,11 +40,51 @@ struct Pending {
     reply: oneshot::Sender<Result<(), Failure>>,
 }
 
+/// How the commits written so far were grouped: a benchmark's figure.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GroupCommitStats {
+    /// Transactions written (each one sync to disk).
+    pub batches: u64,
+    /// Commits they carried.
+    pub commits: u64,
+    /// Most commits one transaction carried.
+    pub largest: u64,
+}
+
+impl GroupCommitStats {
+    /// Commits per transaction on average (0 before the first).
+    pub fn mean(&self) -> f64 {
+        if self.batches == 0 {
+            0.0
+        } else {
+            self.commits as f64 / self.batches as f64
+        }
+    }
+
+    /// What was written after `earlier` was taken (`largest` stays the
+    /// largest of all).
+    pub fn since(&self, earlier: &Self) -> Self {
+        Self {
+            batches: self.batches.saturating_sub(earlier.batches),
+            commits: self.commits.saturating_sub(earlier.commits),
+            largest: self.largest,
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    batches: AtomicU64,
+    commits: AtomicU64,
+    largest: AtomicU64,
+}
+
 /// The handle to the group-commit task; the task ends when every handle is
 /// dropped.
 #[derive(Debug, Clone)]
 pub(crate) struct GroupCommitter {
     queue: mpsc::Sender<Pending>,
+    counters: Arc<Counters>,
 }
 
 impl GroupCommitter {
@@ -51,8 +92,18 @@ impl GroupCommitter {
     /// `writer` with `apply`.
     pub(crate) fn start(writer: SqlitePool, apply: Apply) -> Self {
         let (queue, rx) = mpsc::channel(QUEUE);
-        tokio::spawn(run(writer, apply, rx));
-        Self { queue }
+        let counters = Arc::new(Counters::default());
+        tokio::spawn(run(writer, apply, rx, counters.clone()));
+        Self { queue, counters }
+    }
+
+    /// How the commits so far were grouped.
+    pub(crate) fn stats(&self) -> GroupCommitStats {
+        GroupCommitStats {
+            batches: self.counters.batches.load(Ordering::Relaxed),
+            commits: self.counters.commits.load(Ordering::Relaxed),
+            largest: self.counters.largest.load(Ordering::Relaxed),
+        }
     }
 
     /// Queues `job` and waits until it is durable or refused.
@@ -73,9 +124,18 @@ fn stopped() -> Failure {
     })
 }
 
-async fn run(writer: SqlitePool, apply: Apply, mut rx: mpsc::Receiver<Pending>) {
+async fn run(
+    writer: SqlitePool,
+    apply: Apply,
+    mut rx: mpsc::Receiver<Pending>,
+    counters: Arc<Counters>,
+) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
     while rx.recv_many(&mut batch, MAX_BATCH).await > 0 {
+        let size = batch.len() as u64;
+        counters.batches.fetch_add(1, Ordering::Relaxed);
+        counters.commits.fetch_add(size, Ordering::Relaxed);
+        counters.largest.fetch_max(size, Ordering::Relaxed);
         let jobs: Vec<&CommitJob> = batch.iter().map(|p| &*p.job).collect();
         match write_batch(&writer, apply, &jobs).await {
             Ok(outcomes) => {

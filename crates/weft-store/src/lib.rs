@@ -67,6 +67,7 @@ use weft_core::session::FullStore;
 pub use bench::{bench_commit, bench_commit_concurrent};
 pub use durability::{Durability, UnknownDurability};
 pub use error::{MigrationFailure, OpenError};
+pub use group::GroupCommitStats;
 pub use postgres::{PostgresOptions, PostgresStore};
 pub use sqlite::{SqliteOptions, SqliteStore, Synchronous};
 

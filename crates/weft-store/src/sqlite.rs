@@ -30,7 +30,7 @@ use sqlx::sqlite::{
 use crate::commit::CommitJob;
 use crate::durability::Durability;
 use crate::error::{Failure, MigrationFailure, OpenError, redact};
-use crate::group::GroupCommitter;
+use crate::group::{GroupCommitStats, GroupCommitter};
 use crate::parts::PartCache;
 use crate::schema;
 use crate::sql_leases::impl_leases;
@@ -206,6 +206,11 @@ impl SqliteStore {
         } else {
             Durability::Process
         })
+    }
+
+    /// How group commit has grouped the commits so far (`None` when it is off).
+    pub fn group_commit_stats(&self) -> Option<GroupCommitStats> {
+        self.committer.as_ref().map(GroupCommitter::stats)
     }
 
     /// Closes every connection, waiting for running operations.

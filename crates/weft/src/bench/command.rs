@@ -12,6 +12,8 @@ use super::{
 /// The benchmarks `weft bench` runs.
 #[derive(Debug, Subcommand)]
 pub enum BenchCommand {
+    /// Every benchmark below with its defaults, each in its own process.
+    All,
     /// Workload W(k): runtime overhead per step and memory per concurrent run.
     AgentLoop {
         /// Tool-calling turns per run.
@@ -117,6 +119,7 @@ impl BenchCommand {
     /// Runs the benchmark and prints its JSON lines.
     pub fn run(self) -> anyhow::Result<ExitCode> {
         match self {
+            BenchCommand::All => return super::all::run(),
             BenchCommand::AgentLoop {
                 k,
                 seconds,

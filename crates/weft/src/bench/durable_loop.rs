@@ -1,12 +1,16 @@
 //! `weft bench durable-loop`: workload W(k) (see [`super::agent_loop`]) with
-//! each store behind the runtime — in memory, SQLite, PostgreSQL — so the
-//! cost of durability per step is visible.
+//! each store behind the runtime — in memory, SQLite, PostgreSQL, the
+//! durable ones in each durability mode — so the cost of durability per step
+//! is visible.
 //!
-//! For each store it prints one JSON line: µs per step over sequential runs
-//! (a step commits the plan, then the tool result: two durable writes), and
-//! durable steps per second with `concurrent` runs at once. The durable
-//! stores' lines also carry `snapshot_write_bytes`: what one commit of a
-//! run writes to `runs.snapshot` and its parts at step 10 and at step 1,000
+//! For each store it prints one JSON line: µs per step over sequential runs,
+//! and durable steps per second with `concurrent` runs at once. SQLite's
+//! lines also carry the machine's `fdatasync` p50 (the floor under a synced
+//! commit), the commits per step of the sequential runs, and how group
+//! commit grouped the concurrent runs' commits (transactions, commits,
+//! mean and largest batch). The durable stores' lines carry
+//! `snapshot_write_bytes`: what one commit of a run writes to
+//! `runs.snapshot` and its parts at step 10 and at step 1,000
 //! ([`weft_store::bench::snapshot_write_bytes`]), next to the bytes of the
 //! whole machine at those steps.
 
@@ -16,6 +20,7 @@ use std::time::Instant;
 use serde_json::{Value, json};
 use weft_core::store::RunStore;
 use weft_runtime::{Agent, MemoryStore, Runtime, RuntimeError, StartRequest};
+use weft_store::{Durability, GroupCommitStats, SqliteOptions, SqliteStore};
 
 use super::agent_loop::LoopPlanner;
 use super::runs_for;
@@ -34,6 +39,9 @@ pub struct Settings {
     pub postgres: Option<String>,
 }
 
+/// Unmeasured runs first, per store.
+const WARMUP: u32 = 5;
+
 fn runtime(k: u32, store: Arc<dyn RunStore>) -> Runtime {
     let agent = Agent::builder("w", Arc::new(LoopPlanner { k }))
         // No caps: W(k) runs k turns whatever k is.
@@ -43,14 +51,18 @@ fn runtime(k: u32, store: Arc<dyn RunStore>) -> Runtime {
     Runtime::builder().agent(agent).store(store).build()
 }
 
+/// Measures W(k) on `store`; `groups` reads its group-commit counters.
 async fn measure(
     name: &str,
     store: Arc<dyn RunStore>,
+    groups: Option<&dyn Fn() -> GroupCommitStats>,
     s: &Settings,
 ) -> Result<Value, RuntimeError> {
     let rt = runtime(s.k, store);
-    let (runs, seq_secs) = runs_for(&rt, 5, s.seconds).await?;
+    let before = groups.map(|g| g());
+    let (runs, seq_secs) = runs_for(&rt, WARMUP, s.seconds).await?;
     let steps = (runs * u64::from(s.k)) as f64;
+    let sequential = groups.map(|g| g());
     let started = Instant::now();
     let mut handles = Vec::with_capacity(s.concurrent);
     for _ in 0..s.concurrent {
@@ -61,7 +73,7 @@ async fn measure(
     }
     let conc_secs = started.elapsed().as_secs_f64();
     let conc_steps = (s.concurrent as u64 * u64::from(s.k)) as f64;
-    Ok(json!({
+    let mut line = json!({
         "bench": "durable-loop",
         "store": name,
         "k": s.k,
@@ -70,39 +82,77 @@ async fn measure(
         "sequential_steps_per_s": round(steps / seq_secs),
         "concurrent_runs": s.concurrent,
         "durable_steps_per_s": round(conc_steps / conc_secs),
-    }))
+    });
+    if let (Some(g), Some(before), Some(sequential)) = (groups, before, sequential) {
+        let seq = sequential.since(&before);
+        let all_steps = ((runs + u64::from(WARMUP)) * u64::from(s.k)) as f64;
+        line["commits_per_step"] = json!(round(seq.commits as f64 / all_steps));
+        let conc = g().since(&sequential);
+        line["group_commit"] = json!({
+            "transactions": conc.batches,
+            "commits": conc.commits,
+            "mean_batch": round(conc.mean()),
+            "largest_batch": conc.largest,
+        });
+    }
+    Ok(line)
 }
 
 fn round(v: f64) -> f64 {
     (v * 100.0).round() / 100.0
 }
 
-/// Runs the benchmark on every store, one JSON line each (a store that cannot
-/// be opened gets a line with its error).
+/// SQLite in `mode`, in a fresh file under `dir`.
+async fn sqlite(dir: &std::path::Path, mode: Durability, s: &Settings) -> anyhow::Result<Value> {
+    let path = dir.join(format!("bench-{mode}.db"));
+    let store =
+        Arc::new(SqliteStore::open_with(SqliteOptions::new(path).with_durability(mode)).await?);
+    let counters = store.clone();
+    let groups = move || counters.group_commit_stats().unwrap_or_default();
+    let line = measure(&format!("sqlite/{mode}"), store.clone(), Some(&groups), s).await?;
+    store.close().await;
+    Ok(line)
+}
+
+/// PostgreSQL at `url` in `mode`; a line with the error when it cannot be opened.
+async fn postgres(url: &str, mode: Durability, s: &Settings) -> anyhow::Result<Value> {
+    let name = format!("postgres/{mode}");
+    match weft_store::connect_with(url, Some(mode)).await {
+        Ok(pg) => Ok(measure(&name, pg, None, s).await?),
+        Err(e) => Ok(json!({"bench": "durable-loop", "store": name, "error": e.to_string()})),
+    }
+}
+
+/// Runs the benchmark on every store, one JSON line each.
 pub fn run(s: &Settings) -> anyhow::Result<Vec<Value>> {
+    let dir = tempfile::tempdir()?;
+    let fdatasync = weft_store::bench::fdatasync_p50(dir.path(), 200)?;
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
     tokio.block_on(async {
         let mut lines = Vec::new();
-        lines.push(measure("memory", Arc::new(MemoryStore::keep_finished(1000)), s).await?);
-        let dir = tempfile::tempdir()?;
-        let path = dir.path().join("bench.db");
-        let sqlite: Arc<dyn RunStore> = weft_store::connect(&path.display().to_string()).await?;
+        lines.push(
+            measure(
+                "memory",
+                Arc::new(MemoryStore::keep_finished(1000)),
+                None,
+                s,
+            )
+            .await?,
+        );
         let written = weft_store::bench::snapshot_write_bytes(&[10, 1000]);
-        let mut line = measure("sqlite", sqlite, s).await?;
-        line["snapshot_write_bytes"] = written.clone();
-        lines.push(line);
+        for mode in [Durability::Sync, Durability::Process] {
+            let mut line = sqlite(dir.path(), mode, s).await?;
+            line["fdatasync_p50_us"] = json!(round(fdatasync.as_secs_f64() * 1e6));
+            line["snapshot_write_bytes"] = written.clone();
+            lines.push(line);
+        }
         if let Some(url) = &s.postgres {
-            match weft_store::connect(url).await {
-                Ok(pg) => {
-                    let mut line = measure("postgres", pg, s).await?;
-                    line["snapshot_write_bytes"] = written;
-                    lines.push(line);
-                }
-                Err(e) => lines.push(
-                    json!({"bench": "durable-loop", "store": "postgres", "error": e.to_string()}),
-                ),
+            for mode in [Durability::Sync, Durability::Process] {
+                let mut line = postgres(url, mode, s).await?;
+                line["snapshot_write_bytes"] = written.clone();
+                lines.push(line);
             }
         }
         Ok(lines)

@@ -1,6 +1,7 @@
 //! Benchmarks behind `weft bench`: each prints JSON lines that anyone can rerun.
 
 pub mod agent_loop;
+pub mod all;
 mod command;
 pub mod durable_loop;
 pub mod mcp;
