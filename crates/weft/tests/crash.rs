@@ -938,7 +938,11 @@ async fn list_runs(
 
 /// The durability mode of the `n`th server started.
 fn durability(n: usize) -> &'static str {
-    if n % 2 == 0 { "process" } else { "sync" }
+    if n.is_multiple_of(2) {
+        "process"
+    } else {
+        "sync"
+    }
 }
 
 /// Starts servers over one store.
