@@ -3,21 +3,26 @@
 //! finished run's log is kept in.
 //!
 //! A live run's events are kept as values, ready to read. Once the run has
-//! finished its log is sealed: encoded as one JSON array (a fraction of the
-//! memory of the values it was decoded from), and decoded again only when
-//! it is read. A sealed log that gets more events is opened first.
+//! finished its log is sealed ([`Sealed`]: compressed JSON, a fraction of
+//! the memory of the values), and decoded again only when it is read. A
+//! sealed log that gets more events is opened first.
 
 use weft_core::RunId;
 use weft_core::event::RunEvent;
 use weft_core::store::StoreError;
+
+use super::sealed::Sealed;
 
 /// A run's events, oldest first.
 #[derive(Debug)]
 pub(super) enum EventLog {
     /// Kept as values.
     Live(Vec<RunEvent>),
-    /// Kept as a JSON array of events, with the last sequence number.
-    Sealed { last_seq: u64, json: Box<[u8]> },
+    /// Kept compactly, with the last sequence number.
+    Sealed {
+        last_seq: u64,
+        events: Sealed<Vec<RunEvent>>,
+    },
 }
 
 impl Default for EventLog {
@@ -67,10 +72,10 @@ impl EventLog {
         let Self::Live(events) = self else {
             return;
         };
-        if let Ok(json) = serde_json::to_vec(&*events) {
+        if let Some(sealed) = Sealed::seal(events) {
             *self = Self::Sealed {
                 last_seq: events.last().map_or(0, |e| e.seq),
-                json: json.into_boxed_slice(),
+                events: sealed,
             };
         }
     }
@@ -91,14 +96,14 @@ impl EventLog {
         };
         match self {
             Self::Live(events) => Ok(page(events)),
-            Self::Sealed { json, .. } => Ok(page(&decode(run_id, json)?)),
+            Self::Sealed { events, .. } => Ok(page(&decode(run_id, events)?)),
         }
     }
 
     /// The log as values, decoding a sealed one.
     fn open(&mut self, run_id: &RunId) -> Result<&mut Vec<RunEvent>, StoreError> {
-        if let Self::Sealed { json, .. } = self {
-            *self = Self::Live(decode(run_id, json)?);
+        if let Self::Sealed { events, .. } = self {
+            *self = Self::Live(decode(run_id, events)?);
         }
         match self {
             Self::Live(events) => Ok(events),
@@ -109,8 +114,8 @@ impl EventLog {
     }
 }
 
-fn decode(run_id: &RunId, json: &[u8]) -> Result<Vec<RunEvent>, StoreError> {
-    serde_json::from_slice(json).map_err(|e| StoreError::Corrupt {
+fn decode(run_id: &RunId, events: &Sealed<Vec<RunEvent>>) -> Result<Vec<RunEvent>, StoreError> {
+    events.open().map_err(|e| StoreError::Corrupt {
         message: format!("events of run `{run_id}` cannot be decoded: {e}"),
     })
 }

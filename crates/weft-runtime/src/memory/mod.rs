@@ -4,6 +4,7 @@
 
 mod lease;
 mod log;
+mod sealed;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
@@ -19,6 +20,7 @@ use weft_core::{AwaitItemId, RunId};
 
 use lease::Lease;
 use log::{EventLog, not_found};
+use sealed::Snapshot;
 
 /// Keeps runs, events and snapshots in process memory.
 ///
@@ -35,7 +37,7 @@ pub struct MemoryStore {
 #[derive(Debug)]
 struct Entry {
     record: RunRecord,
-    snapshot: RunMachine,
+    snapshot: Snapshot,
     events: EventLog,
     lease: Lease,
     /// A pause or cancel asked by a process that does not drive the run.
@@ -91,7 +93,7 @@ impl MemoryStore {
             record.run_id.clone(),
             Entry {
                 record: record.clone(),
-                snapshot: snapshot.clone(),
+                snapshot: Snapshot::Live(snapshot.clone()),
                 events: log,
                 lease,
                 control: None,
@@ -286,7 +288,7 @@ impl RunStore for MemoryStore {
         }
         entry.events.append(commit.run_id, commit.events)?;
         if let Some(s) = commit.snapshot {
-            entry.snapshot = s.clone();
+            entry.snapshot = Snapshot::Live(s.clone());
         }
         if commit.status != RunStatus::Running {
             entry.control = None;
@@ -297,8 +299,9 @@ impl RunStore for MemoryStore {
         }
         let newly_finished = commit.status.is_finished() && !entry.record.status.is_finished();
         if newly_finished {
-            // The log is complete: keep it compact.
+            // The log and the snapshot are complete: keep them compact.
             entry.events.seal();
+            entry.snapshot.seal();
         }
         entry.record.status = commit.status;
         entry.record.updated_at = commit.now;
@@ -310,9 +313,13 @@ impl RunStore for MemoryStore {
     }
 
     async fn load_run(&self, run_id: &RunId) -> Result<Option<StoredRun>, StoreError> {
-        Ok(self.lock().get(run_id).map(|e| StoredRun {
+        let runs = self.lock();
+        let Some(e) = runs.get(run_id) else {
+            return Ok(None);
+        };
+        Ok(Some(StoredRun {
             record: e.record.clone(),
-            snapshot: e.snapshot.clone(),
+            snapshot: e.snapshot.get(run_id)?,
             last_seq: e.events.last_seq(),
             lease_owner: e.lease.owner().map(str::to_owned),
         }))
