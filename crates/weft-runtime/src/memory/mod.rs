@@ -93,7 +93,7 @@ impl MemoryStore {
             record.run_id.clone(),
             Entry {
                 record: record.clone(),
-                snapshot: Snapshot::Live(snapshot.clone()),
+                snapshot: Snapshot::Live(Box::new(snapshot.clone())),
                 events: log,
                 lease,
                 control: None,
@@ -288,7 +288,7 @@ impl RunStore for MemoryStore {
         }
         entry.events.append(commit.run_id, commit.events)?;
         if let Some(s) = commit.snapshot {
-            entry.snapshot = Snapshot::Live(s.clone());
+            entry.snapshot = Snapshot::Live(Box::new(s.clone()));
         }
         if commit.status != RunStatus::Running {
             entry.control = None;

@@ -43,10 +43,11 @@ impl<T: Serialize + DeserializeOwned> Sealed<T> {
 }
 
 /// A run's last snapshot: a value while the run may still move, sealed
-/// once it has finished.
+/// once it has finished (boxed, so a sealed one does not keep a machine's
+/// worth of bytes inline).
 #[derive(Debug)]
 pub(super) enum Snapshot {
-    Live(RunMachine),
+    Live(Box<RunMachine>),
     Sealed(Sealed<RunMachine>),
 }
 
@@ -54,7 +55,7 @@ impl Snapshot {
     /// The snapshot as a value (decoded when sealed).
     pub(super) fn get(&self, run_id: &RunId) -> Result<RunMachine, StoreError> {
         match self {
-            Self::Live(machine) => Ok(machine.clone()),
+            Self::Live(machine) => Ok((**machine).clone()),
             Self::Sealed(sealed) => sealed.open().map_err(|e| StoreError::Corrupt {
                 message: format!("the snapshot of run `{run_id}` cannot be decoded: {e}"),
             }),
@@ -64,7 +65,7 @@ impl Snapshot {
     /// Keeps the snapshot compactly; one that cannot be encoded stays as it is.
     pub(super) fn seal(&mut self) {
         if let Self::Live(machine) = self
-            && let Some(sealed) = Sealed::seal(machine)
+            && let Some(sealed) = Sealed::seal(&**machine)
         {
             *self = Self::Sealed(sealed);
         }
