@@ -13,7 +13,7 @@ use weft::cli::mcp::{self, McpServeArgs};
 use weft::cli::models;
 use weft::cli::prompts;
 use weft::cli::provider::{self, ProviderArgs};
-use weft::cli::registry::{self, RegistryArgs};
+use weft::cli::registry::{self, RegistryArgs, RegistryCmd};
 use weft::cli::replay::{self, ReplayArgs};
 use weft::cli::run::{self, RunArgs};
 use weft::cli::serve::{self, ServeArgs};
@@ -229,31 +229,6 @@ enum SessionsCmd {
     End {
         /// The session id.
         session: String,
-    },
-}
-
-#[derive(Subcommand)]
-enum RegistryCmd {
-    /// Serves the registry gateway (register, pong, list, search, call) with its health pinger.
-    Serve {
-        /// The Redis URL.
-        #[arg(long, default_value = "redis://127.0.0.1:6379")]
-        redis: String,
-        /// Address to listen on.
-        #[arg(long, default_value = "127.0.0.1:8790")]
-        addr: String,
-        /// Milliseconds between health pings.
-        #[arg(long, default_value_t = 10_000)]
-        ping_interval_ms: u64,
-        /// Pongs a toolset may miss before it is unhealthy.
-        #[arg(long, default_value_t = 3)]
-        missed_pongs: u32,
-        /// Default bound of a toolset's queue.
-        #[arg(long, default_value_t = 10_000)]
-        max_queue: u64,
-        /// The registry's key prefix in Redis (default `weft:registry`).
-        #[arg(long)]
-        namespace: Option<String>,
     },
 }
 

@@ -326,7 +326,10 @@ async fn check_metrics(http: &reqwest::Client, addr: &str) {
         ),
         18.0
     );
-    assert!(sample(&s, "weft_store_commit_duration_seconds_count") >= 3.0);
+    // The plan with its call, then the answer: the call's result is
+    // committed with the answer's plan, or on its own when that plan takes
+    // longer than a flush interval.
+    assert!(sample(&s, "weft_store_commit_duration_seconds_count") >= 2.0);
     assert!(sample(&s, "weft_store_commit_events_sum") >= 5.0);
     assert_eq!(sample(&s, "weft_event_streams_open"), 0.0);
 }

@@ -217,7 +217,12 @@ impl RunTask {
             if self.machine.outcome().is_some() {
                 self.hold_control().await;
             }
-            self.commit().await?;
+            if self.machine.phase_name() == PhaseName::Planning {
+                // The batch is over and the next plan follows.
+                self.defer();
+            } else {
+                self.commit().await?;
+            }
             waiting.flush(&self.machine);
         }
         Ok(())

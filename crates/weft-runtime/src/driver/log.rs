@@ -96,10 +96,15 @@ impl LogWriter<'_> {
     }
 
     /// Runs `plan`, committing the events it streams every [`FLUSH_EVERY`]
-    /// (without a snapshot: the machine has not moved). `None` when the
-    /// lease was lost meanwhile; a failed flush otherwise keeps its events
-    /// for the next commit.
-    pub(super) async fn streaming<T>(&self, plan: impl Future<Output = T>) -> Option<T> {
+    /// (without a snapshot: the machine has not moved, except for a step
+    /// whose commit was `deferred`, whose snapshot the first flush writes).
+    /// `None` when the lease was lost meanwhile; a failed flush otherwise
+    /// keeps its events for the next commit.
+    pub(super) async fn streaming<T>(
+        &self,
+        plan: impl Future<Output = T>,
+        mut deferred: Option<&RunMachine>,
+    ) -> Option<T> {
         tokio::pin!(plan);
         // A plan that is ready at once (a scripted planner) never arms the timer.
         let timer = tokio::time::sleep(FLUSH_EVERY);
@@ -109,8 +114,19 @@ impl LogWriter<'_> {
                 biased;
                 r = &mut plan => return Some(r),
                 () = &mut timer => {
-                    if self.flush().await.is_err() {
-                        return None;
+                    let flushed = match deferred {
+                        Some(machine) => self.commit(Some(machine), RunStatus::Running, &[]).await,
+                        None => self.flush().await,
+                    };
+                    match flushed {
+                        Err(RuntimeError::Store(StoreError::LeaseLost { .. })) => return None,
+                        // Only the deferred step's commit fails here (a flush
+                        // keeps its events itself): the step stays for the
+                        // commit after the plan.
+                        Err(e) => {
+                            tracing::warn!(run_id = %self.shared.run_id, error = %e, "step not stored yet");
+                        }
+                        Ok(()) => deferred = None,
                     }
                     timer.as_mut().reset(tokio::time::Instant::now() + FLUSH_EVERY);
                 }

@@ -106,6 +106,10 @@ pub(crate) struct RunTask {
     pub(crate) leases: Arc<Leases>,
     /// Set when a commit while planning found the lease gone.
     pub(crate) lease_lost: bool,
+    /// Set when the machine moved past its last commit on purpose: a
+    /// batch's last result waits to be committed with the next plan
+    /// ([`RunTask::defer`]).
+    pub(crate) deferred: bool,
     pub(crate) observer: Arc<dyn Observer>,
     /// Starts the child runs of agents called as tools.
     pub(crate) children: Arc<dyn weft_core::child::ChildRunner>,
@@ -235,8 +239,22 @@ impl RunTask {
         self.clock.now()
     }
 
+    /// Leaves the step just taken (a batch's last result, the machine now
+    /// planning) to be committed with the next: when the plan comes at once
+    /// both share one write, and one sync to disk. A plan that takes longer
+    /// commits it at its first flush, [`log::FLUSH_EVERY`] later, with the
+    /// same snapshot (the machine does not move while it plans). So a crash
+    /// in that window takes the result back as if the crash came just
+    /// before it: the call counts as in flight, as the crash rules say.
+    fn defer(&mut self) {
+        self.collect();
+        self.machine.set_event_seq(self.shared.seq());
+        self.deferred = true;
+    }
+
     /// Commits pending events with the current snapshot, retrying briefly.
     async fn commit(&mut self) -> Result<(), RuntimeError> {
+        self.deferred = false;
         self.collect();
         self.machine.set_event_seq(self.shared.seq());
         let status = status_of(&self.machine);

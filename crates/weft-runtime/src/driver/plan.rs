@@ -75,9 +75,10 @@ impl RunTask {
         let deadline = self.machine.poll_timeout().map(|d| (d, self.clock.now()));
         let cancel = self.shared.cancel.clone();
         let log = self.log();
+        let deferred = self.deferred.then_some(&self.machine);
         let result = tokio::select! {
             biased;
-            r = log.streaming(fut) => r,
+            r = log.streaming(fut, deferred) => r,
             () = cancel.cancelled() => None,
             // The deadline passed while planning: the plan is dropped and the
             // next step (finalize, or a finalizer timeout) takes over.

@@ -324,6 +324,7 @@ impl Inner {
             epoch,
             leases: self.leases.clone(),
             lease_lost: false,
+            deferred: false,
             observer: self.observer.clone(),
             children: Arc::new(children::ChildRuns(Arc::downgrade(self))),
         };

@@ -7,6 +7,32 @@ use std::time::Duration;
 use anyhow::Context as _;
 use weft_registry::{Gateway, GatewayConfig, Namespace};
 
+/// `weft registry`'s subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum RegistryCmd {
+    /// Serves the registry gateway (register, pong, list, search, call) with its health pinger.
+    Serve {
+        /// The Redis URL.
+        #[arg(long, default_value = "redis://127.0.0.1:6379")]
+        redis: String,
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:8790")]
+        addr: String,
+        /// Milliseconds between health pings.
+        #[arg(long, default_value_t = 10_000)]
+        ping_interval_ms: u64,
+        /// Pongs a toolset may miss before it is unhealthy.
+        #[arg(long, default_value_t = 3)]
+        missed_pongs: u32,
+        /// Default bound of a toolset's queue.
+        #[arg(long, default_value_t = 10_000)]
+        max_queue: u64,
+        /// The registry's key prefix in Redis (default `weft:registry`).
+        #[arg(long)]
+        namespace: Option<String>,
+    },
+}
+
 /// What `weft registry serve` was asked to do.
 #[derive(Debug, Clone)]
 pub struct RegistryArgs {
