@@ -1,6 +1,7 @@
 //! Executing a batch of tool calls: concurrently, under their timeouts and
 //! the payload budget, raced against cancellation and the run's deadline,
-//! each result committed as it lands; calls cut by a crash are answered as
+//! each result committed as it lands (the batch's last with the next plan,
+//! see `RunTask::defer`); calls cut by a crash are answered as
 //! interrupted unless their tool is idempotent. Running calls may ask the
 //! human meanwhile ([`super::elicit`]).
 //!
