@@ -470,10 +470,11 @@ async fn serve_exports_genai_traces_and_counts_the_run() {
     assert_eq!(sent, expected);
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn run_flushes_its_traces_on_exit() {
-    let (otlp, received) = otlp_receiver().await;
-    let (model, traceparents) = model_server().await;
+/// `weft run` on the test model at `model`, with `env` set and any
+/// `OTEL_EXPORTER_OTLP_ENDPOINT` of the test's own environment removed;
+/// fails the test unless it succeeds.
+async fn run_on_model(model: &str, env: Vec<(&'static str, String)>) {
+    let model = model.to_owned();
     let out = tokio::task::spawn_blocking(move || {
         Command::new(env!("CARGO_BIN_EXE_weft"))
             .args([
@@ -484,13 +485,10 @@ async fn run_flushes_its_traces_on_exit() {
                 "openai/gpt-test",
                 "What is 2 + 3?",
             ])
+            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
             .env("OPENAI_BASE_URL", format!("{model}/v1"))
             .env("OPENAI_API_KEY", "sk-test")
-            .env(
-                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
-                format!("{otlp}/v1/traces"),
-            )
-            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+            .envs(env)
             .output()
             .unwrap()
     })
@@ -501,6 +499,20 @@ async fn run_flushes_its_traces_on_exit() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn run_flushes_its_traces_on_exit() {
+    let (otlp, received) = otlp_receiver().await;
+    let (model, traceparents) = model_server().await;
+    run_on_model(
+        &model,
+        vec![(
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+            format!("{otlp}/v1/traces"),
+        )],
+    )
+    .await;
     // The default batch delay is 5 s; the spans are there at exit all the same.
     let spans = received.lock().unwrap().clone();
     let invoke = spans
@@ -530,30 +542,17 @@ async fn run_flushes_its_traces_on_exit() {
 async fn message_content_is_exported_only_when_opted_in() {
     let (otlp, received) = otlp_receiver().await;
     let (model, _) = model_server().await;
-    let out = tokio::task::spawn_blocking(move || {
-        Command::new(env!("CARGO_BIN_EXE_weft"))
-            .args([
-                "run",
-                "--output",
-                "jsonl",
-                "--model",
-                "openai/gpt-test",
-                "What is 2 + 3?",
-            ])
-            .env("OPENAI_BASE_URL", format!("{model}/v1"))
-            .env("OPENAI_API_KEY", "sk-test")
-            .env("OTEL_EXPORTER_OTLP_ENDPOINT", otlp)
-            .env("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_on_model(
+        &model,
+        vec![
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", otlp),
+            (
+                "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
+                "true".to_owned(),
+            ),
+        ],
+    )
+    .await;
     let spans = received.lock().unwrap().clone();
     let first_chat = spans
         .iter()
