@@ -67,6 +67,75 @@ pub(crate) fn encode_commit(
     })
 }
 
+/// A run's creation, encoded and owned, ready to apply (or to queue for a
+/// group commit): its row, its first events and its snapshot.
+#[derive(Debug)]
+pub(crate) struct CreateJob {
+    /// The run.
+    pub(crate) run_id: RunId,
+    /// Its agent.
+    pub(crate) agent_id: String,
+    /// Its session, created when new.
+    pub(crate) session_id: String,
+    /// Its status.
+    pub(crate) status: weft_core::store::RunStatus,
+    /// Its labels (JSON).
+    pub(crate) labels: String,
+    /// When it was created and last updated, in milliseconds.
+    pub(crate) created: i64,
+    pub(crate) updated: i64,
+    /// The sequence number of its last event.
+    pub(crate) last: i64,
+    /// Its first events.
+    pub(crate) events: Vec<EncodedEvent>,
+    /// The machine's head and all its parts.
+    pub(crate) snapshot: EncodedSnapshot,
+    /// The lease the creator takes: owner and expiry in milliseconds.
+    pub(crate) lease: Option<(String, i64)>,
+}
+
+impl CreateJob {
+    /// The error for a session that has ended.
+    pub(crate) fn session_ended(&self) -> weft_core::session::SessionError {
+        weft_core::session::SessionError::Ended {
+            session_id: weft_core::SessionId::new(self.session_id.clone()),
+        }
+    }
+
+    /// The error for a run id already taken.
+    pub(crate) fn run_exists(&self) -> StoreError {
+        StoreError::RunExists {
+            run_id: self.run_id.clone(),
+        }
+    }
+}
+
+/// The creation of `record` with its first `events` and `snapshot`, and the
+/// `lease` (owner, expiry) its creator takes, encoded.
+pub(crate) fn encode_create(
+    record: &weft_core::store::RunRecord,
+    events: &[RunEvent],
+    snapshot: &weft_core::run::RunMachine,
+    lease: Option<(&str, i64)>,
+) -> Result<CreateJob, StoreError> {
+    let encoded = encode_events(events)?;
+    let (fresh, last) = fresh_events(&record.run_id, &encoded, 0)?;
+    let events = fresh.into_iter().cloned().collect();
+    Ok(CreateJob {
+        run_id: record.run_id.clone(),
+        agent_id: record.agent_id.as_str().to_owned(),
+        session_id: record.session_id.as_str().to_owned(),
+        status: record.status,
+        labels: codec::labels_json(&record.labels)?,
+        created: codec::int(record.created_at.as_millis(), "created_at")?,
+        updated: codec::int(record.updated_at.as_millis(), "updated_at")?,
+        last: codec::int(last, "event seq")?,
+        events,
+        snapshot: parts::encode(snapshot, Counts::default())?,
+        lease: lease.map(|(owner, expires)| (owner.to_owned(), expires)),
+    })
+}
+
 /// Most events one `INSERT` carries.
 pub(crate) const EVENTS_PER_INSERT: usize = 100;
 

@@ -24,6 +24,23 @@ pub enum OpenError {
         #[source]
         source: sqlx::Error,
     },
+    /// The group committer's own connection to a SQLite file could not be
+    /// opened or configured.
+    #[error("cannot open database `{target}` for commits: {source}")]
+    CommitConnection {
+        /// The file being opened.
+        target: String,
+        /// What failed.
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// The group committer's thread could not be started.
+    #[error("cannot start the SQLite commit thread: {source}")]
+    CommitThread {
+        /// What failed.
+        #[source]
+        source: std::io::Error,
+    },
     /// The schema to keep the tables in is not a plain SQL identifier.
     #[error(
         "cannot open database `{target}`: schema name `{schema}` must be letters, digits and `_`, not starting with a digit"
@@ -77,6 +94,8 @@ impl From<MigrationFailure> for OpenError {
 pub(crate) enum Failure {
     /// The database driver failed.
     Db(sqlx::Error),
+    /// SQLite failed on the group committer's own connection.
+    Sqlite(rusqlite::Error),
     /// The operation was refused for a reason the caller can act on.
     Session(SessionError),
 }
@@ -84,6 +103,12 @@ pub(crate) enum Failure {
 impl From<sqlx::Error> for Failure {
     fn from(e: sqlx::Error) -> Self {
         Failure::Db(e)
+    }
+}
+
+impl From<rusqlite::Error> for Failure {
+    fn from(e: rusqlite::Error) -> Self {
+        Failure::Sqlite(e)
     }
 }
 
@@ -105,6 +130,12 @@ impl Failure {
     pub(crate) fn is_retryable(&self) -> bool {
         match self {
             Failure::Db(e) => is_connection_error(e) || is_transient_conflict(e),
+            // Busy or locked past the busy timeout: the transaction was
+            // rolled back whole.
+            Failure::Sqlite(e) => matches!(
+                e.sqlite_error_code(),
+                Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+            ),
             Failure::Session(_) => false,
         }
     }
@@ -113,6 +144,9 @@ impl Failure {
     pub(crate) fn into_store(self) -> StoreError {
         match self {
             Failure::Db(e) => backend(&e),
+            Failure::Sqlite(e) => StoreError::Backend {
+                message: e.to_string(),
+            },
             Failure::Session(SessionError::Store(e)) => e,
             // `StoreError` has no variant for an ended session; `start_run`
             // reports it typed.
@@ -125,8 +159,8 @@ impl Failure {
     /// The failure as a session store error.
     pub(crate) fn into_session(self) -> SessionError {
         match self {
-            Failure::Db(e) => SessionError::Store(backend(&e)),
             Failure::Session(e) => e,
+            other => SessionError::Store(other.into_store()),
         }
     }
 }

@@ -2,24 +2,31 @@
 //! share the next transaction, so they share its sync to disk.
 //!
 //! With `synchronous = FULL` a commit's cost is the disk sync; runs
-//! committing concurrently would each pay it in turn. Instead one task owns
+//! committing concurrently would each pay it in turn. Instead one thread owns
 //! the writes of commits: it takes every commit waiting, applies each in its
 //! own savepoint (so one commit's failure, such as a gap, leaves the others
 //! alone), and ends the transaction once. A commit is acknowledged only after
 //! that transaction is durable, so the contract is unchanged: a commit either
 //! lands whole or not at all. A lone commit is written at once, without
 //! waiting for company.
+//!
+//! The batch is written by a thread of its own through a connection of its
+//! own ([`crate::sqlite_commit`]), statement after statement with no handoff
+//! between threads per statement. While it writes, the thread holds the
+//! store's one pooled writer connection: that is the store's write lock in
+//! this process, so the two connections never wait on SQLite's busy handler
+//! for each other.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use futures_util::future::BoxFuture;
-use sqlx::{Acquire, Sqlite, SqlitePool, Transaction};
+use rusqlite::{Connection, TransactionBehavior};
+use sqlx::SqlitePool;
 use tokio::sync::{mpsc, oneshot};
 use weft_core::store::StoreError;
 
-use crate::commit::CommitJob;
-use crate::error::{Failure, backend};
+use crate::commit::{CommitJob, CreateJob};
+use crate::error::Failure;
 
 /// Most commits one transaction carries.
 const MAX_BATCH: usize = 256;
@@ -27,16 +34,27 @@ const MAX_BATCH: usize = 256;
 /// How many commits may wait for the writer before senders wait too.
 const QUEUE: usize = 4096;
 
-/// Applies one commit inside a transaction the writer opens and ends: the
-/// store's `commit_in`.
-pub(crate) type Apply = for<'a, 't> fn(
-    &'a mut Transaction<'t, Sqlite>,
-    &'a CommitJob,
-) -> BoxFuture<'a, Result<(), Failure>>;
+/// A write the committer applies: a run's commit or its creation.
+#[derive(Debug, Clone)]
+pub(crate) enum Job {
+    /// A commit of run state.
+    Commit(Arc<CommitJob>),
+    /// A run's creation.
+    Create(Arc<CreateJob>),
+}
 
-/// A commit waiting for the writer, and where to send its outcome.
+impl Job {
+    fn apply(&self, conn: &Connection) -> Result<(), Failure> {
+        match self {
+            Job::Commit(job) => crate::sqlite_commit::commit_in(conn, job),
+            Job::Create(job) => crate::sqlite_commit::create_in(conn, job),
+        }
+    }
+}
+
+/// A write waiting for the writer, and where to send its outcome.
 struct Pending {
-    job: Arc<CommitJob>,
+    job: Job,
     reply: oneshot::Sender<Result<(), Failure>>,
 }
 
@@ -79,8 +97,8 @@ struct Counters {
     largest: AtomicU64,
 }
 
-/// The handle to the group-commit task; the task ends when every handle is
-/// dropped.
+/// The handle to the group-commit thread; the thread ends when every
+/// handle is dropped.
 #[derive(Debug, Clone)]
 pub(crate) struct GroupCommitter {
     queue: mpsc::Sender<Pending>,
@@ -88,13 +106,22 @@ pub(crate) struct GroupCommitter {
 }
 
 impl GroupCommitter {
-    /// Starts the task on the current tokio runtime, writing through
-    /// `writer` with `apply`.
-    pub(crate) fn start(writer: SqlitePool, apply: Apply) -> Self {
+    /// Starts the thread, writing through `conn` while it holds `writer`'s
+    /// connection, which it takes through the current tokio runtime.
+    pub(crate) fn start(writer: SqlitePool, conn: Connection) -> std::io::Result<Self> {
         let (queue, rx) = mpsc::channel(QUEUE);
         let counters = Arc::new(Counters::default());
-        tokio::spawn(run(writer, apply, rx, counters.clone()));
-        Self { queue, counters }
+        let tokio = tokio::runtime::Handle::current();
+        let thread = Thread {
+            tokio,
+            writer,
+            conn,
+            counters: counters.clone(),
+        };
+        std::thread::Builder::new()
+            .name("weft-sqlite-commit".into())
+            .spawn(move || thread.run(rx))?;
+        Ok(Self { queue, counters })
     }
 
     /// How the commits so far were grouped.
@@ -107,7 +134,7 @@ impl GroupCommitter {
     }
 
     /// Queues `job` and waits until it is durable or refused.
-    pub(crate) async fn commit(&self, job: Arc<CommitJob>) -> Result<(), Failure> {
+    pub(crate) async fn write(&self, job: Job) -> Result<(), Failure> {
         let (reply, outcome) = oneshot::channel();
         self.queue
             .send(Pending { job, reply })
@@ -119,70 +146,93 @@ impl GroupCommitter {
 
 fn stopped() -> Failure {
     Failure::from(StoreError::Backend {
-        message: "the SQLite commit task has stopped (was the store's tokio runtime shut down?)"
-            .into(),
+        message: "the SQLite commit thread has stopped".into(),
     })
 }
 
-async fn run(
+/// What the commit thread owns.
+struct Thread {
+    tokio: tokio::runtime::Handle,
     writer: SqlitePool,
-    apply: Apply,
-    mut rx: mpsc::Receiver<Pending>,
+    conn: Connection,
     counters: Arc<Counters>,
-) {
-    let mut batch = Vec::with_capacity(MAX_BATCH);
-    while rx.recv_many(&mut batch, MAX_BATCH).await > 0 {
-        let size = batch.len() as u64;
-        counters.batches.fetch_add(1, Ordering::Relaxed);
-        counters.commits.fetch_add(size, Ordering::Relaxed);
-        counters.largest.fetch_max(size, Ordering::Relaxed);
-        let jobs: Vec<&CommitJob> = batch.iter().map(|p| &*p.job).collect();
-        match write_batch(&writer, apply, &jobs).await {
-            Ok(outcomes) => {
-                for (pending, outcome) in batch.drain(..).zip(outcomes) {
-                    // The caller may have given up waiting; the commit stands.
-                    let _ = pending.reply.send(outcome);
-                }
+}
+
+impl Thread {
+    /// Writes every write waiting, batch after batch, until every sender
+    /// is gone.
+    fn run(mut self, mut rx: mpsc::Receiver<Pending>) {
+        let mut batch = Vec::with_capacity(MAX_BATCH);
+        while let Some(first) = rx.blocking_recv() {
+            batch.push(first);
+            while batch.len() < MAX_BATCH
+                && let Ok(next) = rx.try_recv()
+            {
+                batch.push(next);
             }
-            Err(e) => {
-                let message = backend(&e);
-                for pending in batch.drain(..) {
-                    let _ = pending.reply.send(Err(Failure::from(message.clone())));
+            let size = batch.len() as u64;
+            self.counters.batches.fetch_add(1, Ordering::Relaxed);
+            self.counters.commits.fetch_add(size, Ordering::Relaxed);
+            self.counters.largest.fetch_max(size, Ordering::Relaxed);
+            match self.write(&batch) {
+                Ok(outcomes) => {
+                    for (pending, outcome) in batch.drain(..).zip(outcomes) {
+                        // The caller may have given up waiting; the write stands.
+                        let _ = pending.reply.send(outcome);
+                    }
+                }
+                Err(message) => {
+                    for pending in batch.drain(..) {
+                        let _ = pending.reply.send(Err(Failure::from(StoreError::Backend {
+                            message: message.clone(),
+                        })));
+                    }
                 }
             }
         }
+    }
+
+    /// Writes `batch` while holding the pooled writer connection; the
+    /// outcome of each write, or why none could be written.
+    fn write(&mut self, batch: &[Pending]) -> Result<Vec<Result<(), Failure>>, String> {
+        // The pool returns its connection through the runtime.
+        let _context = self.tokio.enter();
+        let gate = self
+            .tokio
+            .block_on(self.writer.acquire())
+            .map_err(|e| e.to_string())?;
+        let written = write_batch(&mut self.conn, batch).map_err(|e| e.to_string());
+        drop(gate);
+        written
     }
 }
 
 /// Applies `jobs` in one transaction, each in its own savepoint; the outcome
 /// of each, or the error that lost them all.
-async fn write_batch(
-    writer: &SqlitePool,
-    apply: Apply,
-    jobs: &[&CommitJob],
-) -> Result<Vec<Result<(), Failure>>, sqlx::Error> {
-    let mut tx = writer.begin_with("BEGIN IMMEDIATE").await?;
-    if let [job] = jobs {
+fn write_batch(
+    conn: &mut Connection,
+    jobs: &[Pending],
+) -> Result<Vec<Result<(), Failure>>, rusqlite::Error> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    if let [Pending { job, .. }] = jobs {
         // Alone, the commit needs no savepoint: the transaction is its own.
-        return match apply(&mut tx, job).await {
-            Ok(()) => tx.commit().await.map(|()| vec![Ok(())]),
-            Err(failure) => tx.rollback().await.map(|()| vec![Err(failure)]),
+        return match job.apply(&tx) {
+            Ok(()) => tx.commit().map(|()| vec![Ok(())]),
+            Err(failure) => tx.rollback().map(|()| vec![Err(failure)]),
         };
     }
     let mut outcomes = Vec::with_capacity(jobs.len());
-    for job in jobs {
-        let mut savepoint = tx.begin().await?;
-        match apply(&mut savepoint, job).await {
-            Ok(()) => {
-                savepoint.commit().await?;
-                outcomes.push(Ok(()));
-            }
-            Err(failure) => {
-                savepoint.rollback().await?;
-                outcomes.push(Err(failure));
-            }
+    // Savepoints by prepared statements: rusqlite's own parse theirs anew.
+    let step = |sql: &str| tx.prepare_cached(sql)?.execute([]).map(drop);
+    for Pending { job, .. } in jobs {
+        step("SAVEPOINT w")?;
+        let outcome = job.apply(&tx);
+        if outcome.is_err() {
+            step("ROLLBACK TO w")?;
         }
+        step("RELEASE w")?;
+        outcomes.push(outcome);
     }
-    tx.commit().await?;
+    tx.commit()?;
     Ok(outcomes)
 }

@@ -51,6 +51,7 @@ mod retry;
 mod rows;
 mod schema;
 mod sql_commit;
+mod sql_create;
 mod sql_leases;
 mod sql_pages;
 mod sql_prompts;
@@ -59,6 +60,7 @@ mod sql_session_log;
 mod sql_sessions;
 mod sql_snapshots;
 pub mod sqlite;
+mod sqlite_commit;
 
 use std::sync::Arc;
 

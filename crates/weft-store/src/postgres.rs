@@ -206,6 +206,16 @@ impl PostgresStore {
         Ok(())
     }
 
+    async fn create_job(
+        &self,
+        job: std::sync::Arc<crate::commit::CreateJob>,
+    ) -> Result<(), crate::error::Failure> {
+        let mut tx = self.write_tx().await?;
+        Self::create_in(&mut tx, &job).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
     fn write_pool(&self) -> &PgPool {
         &self.pool
     }

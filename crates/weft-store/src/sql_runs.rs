@@ -6,10 +6,11 @@
 //! A backend type provides `write_tx()` (a transaction that may write; SQLite
 //! takes the write lock up front), `read_tx()` (a read-only transaction
 //! whose reads see one state of the database), `write_pool()`, `read_pool()`,
-//! `retry_label()`, `part_cache()` (see [`crate::parts`]), and
-//! `commit_job()`, which applies a
-//! [`CommitJob`](crate::commit::CommitJob) with the macro's `commit_in` in a
-//! transaction of its choosing.
+//! `retry_label()`, `part_cache()` (see [`crate::parts`]), `commit_job()`,
+//! which applies a [`CommitJob`](crate::commit::CommitJob) with the macro's
+//! `commit_in` in a transaction of its choosing, and `create_job()`, which
+//! does the same for a [`CreateJob`](crate::commit::CreateJob) with
+//! `create_in` ([`crate::sql_create`]).
 //!
 //! Each run row carries `last_seq`, the sequence number of its last stored
 //! event, so a commit checks for gaps and duplicates with one indexed read of
@@ -32,116 +33,63 @@ macro_rules! impl_run_store {
                 lease: Option<weft_core::lease::LeaseRequest<'_>>,
             ) -> Result<(), $crate::error::Failure> {
                 let lease = match lease {
-                    Some(l) => Some((l.owner, $crate::codec::int(l.expires_at.as_millis(), "lease expiry")?)),
+                    Some(l) => Some((
+                        l.owner,
+                        $crate::codec::int(l.expires_at.as_millis(), "lease expiry")?,
+                    )),
                     None => None,
                 };
-                let events = $crate::commit::encode_events(events)?;
-                let snapshot = $crate::parts::encode(snapshot, $crate::parts::Counts::default())?;
-                let labels = $crate::codec::labels_json(&record.labels)?;
+                let job = std::sync::Arc::new($crate::commit::encode_create(
+                    record, events, snapshot, lease,
+                )?);
                 let mut attempts = 0u32;
                 $crate::retry::retrying(self.retry_label(), || {
                     attempts += 1;
                     let retry = attempts > 1;
-                    let (events, snapshot, labels) = (&events, &snapshot, &labels);
+                    let job = job.clone();
                     async move {
-                        match self.create_run_once(record, events, snapshot, labels, lease).await {
+                        match self.create_job(job).await {
                             // The attempt whose connection died may have
                             // landed: then the run is the caller's own.
                             Err(e) if retry && $crate::commit::is_run_exists(&e) => {
-                                if self.is_same_run(record).await? { Ok(()) } else { Err(e) }
+                                if self.is_same_run(record).await? {
+                                    Ok(())
+                                } else {
+                                    Err(e)
+                                }
                             }
                             other => other,
                         }
                     }
                 })
                 .await?;
-                self.part_cache().stored(&record.run_id, snapshot.counts, record.status);
+                self.part_cache()
+                    .stored(&record.run_id, job.snapshot.counts, record.status);
                 Ok(())
             }
 
             /// Whether the stored run `record.run_id` is the one `record` describes.
-            async fn is_same_run(&self, record: &weft_core::store::RunRecord) -> Result<bool, $crate::error::Failure> {
-                let row: Option<(String, String, i64)> =
-                    sqlx::query_as("SELECT agent_id, session_id, created_at FROM runs WHERE run_id = $1")
-                        .bind(record.run_id.as_str())
-                        .fetch_optional(self.write_pool())
-                        .await?;
-                let created = $crate::codec::int(record.created_at.as_millis(), "created_at")?;
-                Ok(row.is_some_and(|(agent, session, at)| {
-                    agent == record.agent_id.as_str() && session == record.session_id.as_str() && at == created
-                }))
-            }
-
-            async fn create_run_once(
+            async fn is_same_run(
                 &self,
                 record: &weft_core::store::RunRecord,
-                events: &[(i64, String)],
-                snapshot: &$crate::parts::EncodedSnapshot,
-                labels: &str,
-                lease: Option<(&str, i64)>,
-            ) -> Result<(), $crate::error::Failure> {
-                use weft_core::session::SessionError;
-                use weft_core::store::StoreError;
-                let (fresh, last) = $crate::commit::fresh_events(&record.run_id, events, 0)?;
-                let created = $crate::codec::int(record.created_at.as_millis(), "created_at")?;
-                let updated = $crate::codec::int(record.updated_at.as_millis(), "updated_at")?;
-                let last = $crate::codec::int(last, "event seq")?;
-                let mut tx = self.write_tx().await?;
-                sqlx::query(
-                    "INSERT INTO sessions (session_id, labels, created_at, ended_at, transcript_seq) \
-                     VALUES ($1, '{}', $2, NULL, 0) ON CONFLICT (session_id) DO NOTHING",
-                )
-                .bind(record.session_id.as_str())
-                .bind(created)
-                .execute(&mut *tx)
-                .await?;
-                let ended: Option<(Option<i64>,)> = sqlx::query_as(concat!(
-                    "SELECT ended_at FROM sessions WHERE session_id = $1",
-                    $share
-                ))
-                .bind(record.session_id.as_str())
-                .fetch_optional(&mut *tx)
-                .await?;
-                if let Some((Some(_),)) = ended {
-                    return Err(SessionError::Ended {
-                        session_id: record.session_id.clone(),
-                    }
-                    .into());
-                }
-                let inserted = sqlx::query(
-                    "INSERT INTO runs (run_id, agent_id, session_id, status, labels, created_at, updated_at, \
-                     last_seq, snapshot, lease_owner, lease_epoch, lease_expires) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
-                     ON CONFLICT (run_id) DO NOTHING",
+            ) -> Result<bool, $crate::error::Failure> {
+                let row: Option<(String, String, i64)> = sqlx::query_as(
+                    "SELECT agent_id, session_id, created_at FROM runs WHERE run_id = $1",
                 )
                 .bind(record.run_id.as_str())
-                .bind(record.agent_id.as_str())
-                .bind(record.session_id.as_str())
-                .bind(record.status.as_str())
-                .bind(labels)
-                .bind(created)
-                .bind(updated)
-                .bind(last)
-                .bind(snapshot.head.as_str())
-                .bind(lease.map(|l| l.0))
-                .bind(i64::from(lease.is_some()))
-                .bind(lease.map_or(0, |l| l.1))
-                .execute(&mut *tx)
+                .fetch_optional(self.write_pool())
                 .await?;
-                if inserted.rows_affected() == 0 {
-                    return Err(StoreError::RunExists {
-                        run_id: record.run_id.clone(),
-                    }
-                    .into());
-                }
-                Self::insert_events(&mut tx, &record.run_id, &fresh).await?;
-                Self::insert_parts(&mut tx, &record.run_id, Some(snapshot)).await?;
-                tx.commit().await?;
-                Ok(())
+                let created = $crate::codec::int(record.created_at.as_millis(), "created_at")?;
+                Ok(row.is_some_and(|(agent, session, at)| {
+                    agent == record.agent_id.as_str()
+                        && session == record.session_id.as_str()
+                        && at == created
+                }))
             }
         }
 
         $crate::sql_commit::impl_commit!($store, $db, lock = $lock);
+        $crate::sql_create::impl_create!($store, $db, share = $share);
         $crate::sql_snapshots::impl_load_run!($store, $db);
         $crate::sql_pages::impl_log_page!($store, $db);
 
@@ -177,9 +125,11 @@ macro_rules! impl_run_store {
                 lease: weft_core::lease::LeaseRequest<'_>,
                 now: weft_core::Timestamp,
             ) -> Result<weft_core::lease::LeaseClaim, weft_core::store::StoreError> {
-                $crate::retry::retrying(self.retry_label(), || self.acquire_lease_inner(run_id, lease, now))
-                    .await
-                    .map_err($crate::error::Failure::into_store)
+                $crate::retry::retrying(self.retry_label(), || {
+                    self.acquire_lease_inner(run_id, lease, now)
+                })
+                .await
+                .map_err($crate::error::Failure::into_store)
             }
 
             async fn renew_leases(
@@ -188,9 +138,11 @@ macro_rules! impl_run_store {
                 leases: &[weft_core::lease::HeldLease],
                 expires_at: weft_core::Timestamp,
             ) -> Result<Vec<weft_core::RunId>, weft_core::store::StoreError> {
-                $crate::retry::retrying(self.retry_label(), || self.renew_leases_inner(owner, leases, expires_at))
-                    .await
-                    .map_err($crate::error::Failure::into_store)
+                $crate::retry::retrying(self.retry_label(), || {
+                    self.renew_leases_inner(owner, leases, expires_at)
+                })
+                .await
+                .map_err($crate::error::Failure::into_store)
             }
 
             async fn release_lease(
@@ -198,9 +150,11 @@ macro_rules! impl_run_store {
                 run_id: &weft_core::RunId,
                 epoch: u64,
             ) -> Result<(), weft_core::store::StoreError> {
-                $crate::retry::retrying(self.retry_label(), || self.release_lease_inner(run_id, epoch))
-                    .await
-                    .map_err($crate::error::Failure::into_store)
+                $crate::retry::retrying(self.retry_label(), || {
+                    self.release_lease_inner(run_id, epoch)
+                })
+                .await
+                .map_err($crate::error::Failure::into_store)
             }
 
             async fn request_control(
@@ -208,9 +162,11 @@ macro_rules! impl_run_store {
                 run_id: &weft_core::RunId,
                 request: &weft_core::lease::ControlRequest,
             ) -> Result<bool, weft_core::store::StoreError> {
-                $crate::retry::retrying(self.retry_label(), || self.request_control_inner(run_id, request))
-                    .await
-                    .map_err($crate::error::Failure::into_store)
+                $crate::retry::retrying(self.retry_label(), || {
+                    self.request_control_inner(run_id, request)
+                })
+                .await
+                .map_err($crate::error::Failure::into_store)
             }
 
             async fn request_answer(
@@ -219,9 +175,11 @@ macro_rules! impl_run_store {
                 item: &weft_core::AwaitItemId,
                 answer: &weft_core::awaiting::AwaitAnswer,
             ) -> Result<bool, weft_core::store::StoreError> {
-                $crate::retry::retrying(self.retry_label(), || self.request_answer_inner(run_id, item, answer))
-                    .await
-                    .map_err($crate::error::Failure::into_store)
+                $crate::retry::retrying(self.retry_label(), || {
+                    self.request_answer_inner(run_id, item, answer)
+                })
+                .await
+                .map_err($crate::error::Failure::into_store)
             }
 
             async fn pending_answers(
@@ -229,9 +187,11 @@ macro_rules! impl_run_store {
                 owner: &str,
                 limit: u32,
             ) -> Result<Vec<weft_core::lease::RemoteAnswer>, weft_core::store::StoreError> {
-                $crate::retry::retrying(self.retry_label(), || self.pending_answers_inner(owner, limit))
-                    .await
-                    .map_err($crate::error::Failure::into_store)
+                $crate::retry::retrying(self.retry_label(), || {
+                    self.pending_answers_inner(owner, limit)
+                })
+                .await
+                .map_err($crate::error::Failure::into_store)
             }
 
             async fn delete_answer(
@@ -239,15 +199,23 @@ macro_rules! impl_run_store {
                 run_id: &weft_core::RunId,
                 item: &weft_core::AwaitItemId,
             ) -> Result<(), weft_core::store::StoreError> {
-                $crate::retry::retrying(self.retry_label(), || self.delete_answer_inner(run_id, item))
-                    .await
-                    .map_err($crate::error::Failure::into_store)
+                $crate::retry::retrying(self.retry_label(), || {
+                    self.delete_answer_inner(run_id, item)
+                })
+                .await
+                .map_err($crate::error::Failure::into_store)
             }
 
             async fn pending_controls(
                 &self,
                 owner: &str,
-            ) -> Result<Vec<(weft_core::lease::HeldLease, weft_core::lease::ControlRequest)>, weft_core::store::StoreError> {
+            ) -> Result<
+                Vec<(
+                    weft_core::lease::HeldLease,
+                    weft_core::lease::ControlRequest,
+                )>,
+                weft_core::store::StoreError,
+            > {
                 $crate::retry::retrying(self.retry_label(), || self.pending_controls_inner(owner))
                     .await
                     .map_err($crate::error::Failure::into_store)
@@ -266,7 +234,10 @@ macro_rules! impl_run_store {
                     .map_err($crate::error::Failure::into_store)
             }
 
-            async fn commit(&self, commit: weft_core::store::Commit<'_>) -> Result<(), weft_core::store::StoreError> {
+            async fn commit(
+                &self,
+                commit: weft_core::store::Commit<'_>,
+            ) -> Result<(), weft_core::store::StoreError> {
                 self.commit_with_transcript(commit, &[]).await
             }
 
@@ -279,7 +250,8 @@ macro_rules! impl_run_store {
                     Some(_) => self.part_cache().known(commit.run_id),
                     None => $crate::parts::Counts::default(),
                 };
-                let job = std::sync::Arc::new($crate::commit::encode_commit(&commit, transcript, known)?);
+                let job =
+                    std::sync::Arc::new($crate::commit::encode_commit(&commit, transcript, known)?);
                 // Safe to retry after a lost connection: events already
                 // stored are skipped and the snapshot write is the same (a
                 // transcript is appended only with new events).
@@ -287,7 +259,8 @@ macro_rules! impl_run_store {
                     .await
                     .map_err($crate::error::Failure::into_store)?;
                 if let Some(snapshot) = &job.snapshot {
-                    self.part_cache().stored(&job.run_id, snapshot.counts, job.status);
+                    self.part_cache()
+                        .stored(&job.run_id, snapshot.counts, job.status);
                 }
                 Ok(())
             }
@@ -309,7 +282,9 @@ macro_rules! impl_run_store {
                     .log_page($crate::paging::RUN_EVENTS, run_id.as_str(), after, limit)
                     .await
                     .map_err($crate::error::Failure::into_store)?
-                    .ok_or_else(|| weft_core::store::StoreError::RunNotFound { run_id: run_id.clone() })?;
+                    .ok_or_else(|| weft_core::store::StoreError::RunNotFound {
+                        run_id: run_id.clone(),
+                    })?;
                 rows.iter()
                     .map(|(body,)| $crate::codec::from_json(body, "event"))
                     .collect()
@@ -338,30 +313,34 @@ macro_rules! impl_run_store {
                 let sql = query.newest_first("run_id");
                 let limit = $crate::paging::limit(filter.limit);
                 let before = match &filter.before {
-                    Some(c) => Some(($crate::codec::int(c.created_at.as_millis(), "cursor")?, c.id.as_str())),
+                    Some(c) => Some((
+                        $crate::codec::int(c.created_at.as_millis(), "cursor")?,
+                        c.id.as_str(),
+                    )),
                     None => None,
                 };
-                let rows: Vec<$crate::rows::RunRow> = $crate::retry::retrying(self.retry_label(), || async {
-                    let mut q = sqlx::query_as(&sql);
-                    if let Some(s) = &filter.session_id {
-                        q = q.bind(s.as_str());
-                    }
-                    if let Some(a) = &filter.agent_id {
-                        q = q.bind(a.as_str());
-                    }
-                    for status in &filter.statuses {
-                        q = q.bind(status.as_str());
-                    }
-                    for (key, value) in &filter.labels {
-                        q = q.bind(key.as_str()).bind(value.as_str());
-                    }
-                    if let Some((at, id)) = before {
-                        q = q.bind(at).bind(id);
-                    }
-                    Ok(q.bind(limit).fetch_all(self.read_pool()).await?)
-                })
-                .await
-                .map_err($crate::error::Failure::into_store)?;
+                let rows: Vec<$crate::rows::RunRow> =
+                    $crate::retry::retrying(self.retry_label(), || async {
+                        let mut q = sqlx::query_as(&sql);
+                        if let Some(s) = &filter.session_id {
+                            q = q.bind(s.as_str());
+                        }
+                        if let Some(a) = &filter.agent_id {
+                            q = q.bind(a.as_str());
+                        }
+                        for status in &filter.statuses {
+                            q = q.bind(status.as_str());
+                        }
+                        for (key, value) in &filter.labels {
+                            q = q.bind(key.as_str()).bind(value.as_str());
+                        }
+                        if let Some((at, id)) = before {
+                            q = q.bind(at).bind(id);
+                        }
+                        Ok(q.bind(limit).fetch_all(self.read_pool()).await?)
+                    })
+                    .await
+                    .map_err($crate::error::Failure::into_store)?;
                 rows.into_iter().map($crate::rows::run_record).collect()
             }
         }

@@ -4,9 +4,10 @@
 //! `BEGIN IMMEDIATE`, so writers in this process queue instead of failing
 //! with `SQLITE_BUSY`, and a writer never has to upgrade a read lock (which
 //! WAL mode refuses when another process wrote in between). Commits go
-//! through a group-commit task ([`crate::group`]) started on the tokio
-//! runtime that opens the store: concurrent commits share one transaction
-//! and one sync to disk. Reads use a
+//! through a group-commit thread ([`crate::group`]), and so do run
+//! creations: concurrent writes share one transaction and one sync to disk,
+//! written through the thread's own connection while it holds the pooled
+//! writer. Reads use a
 //! separate pool of read-only connections, which WAL lets run alongside the
 //! writer. Other processes on the same file wait up to the busy timeout.
 //!
@@ -21,16 +22,14 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::future::BoxFuture;
-
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
 
-use crate::commit::CommitJob;
+use crate::commit::{CommitJob, CreateJob};
 use crate::durability::Durability;
 use crate::error::{Failure, MigrationFailure, OpenError, redact};
-use crate::group::{GroupCommitStats, GroupCommitter};
+use crate::group::{GroupCommitStats, GroupCommitter, Job};
 use crate::parts::PartCache;
 use crate::schema;
 use crate::sql_leases::impl_leases;
@@ -178,10 +177,19 @@ impl SqliteStore {
             .connect_with(base.read_only(true))
             .await
             .map_err(connect)?;
+        let committer = if options.group_commit {
+            let conn =
+                commit_connection(&options).map_err(|source| OpenError::CommitConnection {
+                    target: target.clone(),
+                    source,
+                })?;
+            let started = GroupCommitter::start(writer.clone(), conn);
+            Some(started.map_err(|source| OpenError::CommitThread { source })?)
+        } else {
+            None
+        };
         Ok(Self {
-            committer: options
-                .group_commit
-                .then(|| GroupCommitter::start(writer.clone(), apply_commit)),
+            committer,
             writer,
             reader,
             path: options.path,
@@ -231,10 +239,24 @@ impl SqliteStore {
 
     async fn commit_job(&self, job: Arc<CommitJob>) -> Result<(), Failure> {
         if let Some(committer) = &self.committer {
-            return committer.commit(job).await;
+            return committer.write(Job::Commit(job)).await;
         }
         let mut tx = self.write_tx().await?;
         match Self::commit_in(&mut tx, &job).await {
+            Ok(()) => Ok(tx.commit().await?),
+            Err(failure) => {
+                tx.rollback().await?;
+                Err(failure)
+            }
+        }
+    }
+
+    async fn create_job(&self, job: Arc<CreateJob>) -> Result<(), Failure> {
+        if let Some(committer) = &self.committer {
+            return committer.write(Job::Create(job)).await;
+        }
+        let mut tx = self.write_tx().await?;
+        match Self::create_in(&mut tx, &job).await {
             Ok(()) => Ok(tx.commit().await?),
             Err(failure) => {
                 tx.rollback().await?;
@@ -260,15 +282,30 @@ impl SqliteStore {
     }
 }
 
-/// [`SqliteStore::commit_in`] as the group committer calls it.
-fn apply_commit<'a>(
-    tx: &'a mut sqlx::Transaction<'_, sqlx::Sqlite>,
-    job: &'a CommitJob,
-) -> BoxFuture<'a, Result<(), Failure>> {
-    Box::pin(SqliteStore::commit_in(tx, job))
+/// The group committer's connection: the pooled writer's settings (the file
+/// is in WAL mode already: the pool opened it first), and
+/// room for the commit's prepared statements.
+fn commit_connection(options: &SqliteOptions) -> Result<rusqlite::Connection, rusqlite::Error> {
+    let conn = rusqlite::Connection::open(&options.path)?;
+    conn.busy_timeout(options.busy_timeout)?;
+    conn.pragma_update(
+        None,
+        "synchronous",
+        match options.synchronous {
+            Synchronous::Full => "FULL",
+            Synchronous::Normal => "NORMAL",
+        },
+    )?;
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+    // A batch's savepoints journal the pages they change: kept in memory,
+    // with a page cache large enough that a batch of a hundred runs does
+    // not spill (16 MiB; SQLite's default is 2 MiB).
+    conn.pragma_update(None, "temp_store", "MEMORY")?;
+    conn.pragma_update(None, "cache_size", -16384)?;
+    conn.set_prepared_statement_cache_capacity(32);
+    Ok(conn)
 }
 
-/// Refuses a newer schema, then applies this build's migrations.
 async fn migrate(pool: &SqlitePool) -> Result<(), OpenError> {
     let fail = |e: sqlx::Error| OpenError::from(MigrationFailure::from(e));
     let (tables,): (i64,) = sqlx::query_as(

@@ -64,10 +64,12 @@ async fn measure(
     let steps = (runs * u64::from(s.k)) as f64;
     let sequential = groups.map(|g| g());
     let started = Instant::now();
-    let mut handles = Vec::with_capacity(s.concurrent);
-    for _ in 0..s.concurrent {
-        handles.push(rt.start("w", StartRequest::user("go")).await?);
-    }
+    // Started at once, as that many clients would: their creations share
+    // commits too.
+    let handles = futures_util::future::try_join_all(
+        (0..s.concurrent).map(|_| rt.start("w", StartRequest::user("go"))),
+    )
+    .await?;
     for h in &handles {
         h.outcome().await?;
     }
