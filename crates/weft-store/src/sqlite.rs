@@ -302,6 +302,7 @@ fn commit_connection(options: &SqliteOptions) -> Result<rusqlite::Connection, ru
     // not spill (16 MiB; SQLite's default is 2 MiB).
     conn.pragma_update(None, "temp_store", "MEMORY")?;
     conn.pragma_update(None, "cache_size", -16384)?;
+    conn.pragma_update(None, "wal_autocheckpoint", 8192)?;
     conn.set_prepared_statement_cache_capacity(32);
     Ok(conn)
 }

@@ -4,7 +4,8 @@
 //! is visible.
 //!
 //! For each store it prints one JSON line: µs per step over sequential runs,
-//! and durable steps per second with `concurrent` runs at once. SQLite's
+//! and durable steps per second with `concurrent` runs at once (started
+//! together, round after round for a third of the sequential time). SQLite's
 //! lines also carry the machine's `fdatasync` p50 (the floor under a synced
 //! commit), the commits per step of the sequential runs, and how group
 //! commit grouped the concurrent runs' commits (transactions, commits,
@@ -63,18 +64,24 @@ async fn measure(
     let (runs, seq_secs) = runs_for(&rt, WARMUP, s.seconds).await?;
     let steps = (runs * u64::from(s.k)) as f64;
     let sequential = groups.map(|g| g());
+    // Rounds of `concurrent` runs, each round started at once as that many
+    // clients would (their creations share commits too), until a third of
+    // the sequential time has passed: one round of short runs is over too
+    // soon to measure.
     let started = Instant::now();
-    // Started at once, as that many clients would: their creations share
-    // commits too.
-    let handles = futures_util::future::try_join_all(
-        (0..s.concurrent).map(|_| rt.start("w", StartRequest::user("go"))),
-    )
-    .await?;
-    for h in &handles {
-        h.outcome().await?;
+    let mut rounds = 0u64;
+    while rounds == 0 || started.elapsed().as_secs_f64() < s.seconds / 3.0 {
+        let handles = futures_util::future::try_join_all(
+            (0..s.concurrent).map(|_| rt.start("w", StartRequest::user("go"))),
+        )
+        .await?;
+        for h in &handles {
+            h.outcome().await?;
+        }
+        rounds += 1;
     }
     let conc_secs = started.elapsed().as_secs_f64();
-    let conc_steps = (s.concurrent as u64 * u64::from(s.k)) as f64;
+    let conc_steps = (rounds * s.concurrent as u64 * u64::from(s.k)) as f64;
     let mut line = json!({
         "bench": "durable-loop",
         "store": name,
@@ -83,6 +90,7 @@ async fn measure(
         "us_per_step": round(seq_secs * 1e6 / steps),
         "sequential_steps_per_s": round(steps / seq_secs),
         "concurrent_runs": s.concurrent,
+        "concurrent_rounds": rounds,
         "durable_steps_per_s": round(conc_steps / conc_secs),
     });
     if let (Some(g), Some(before), Some(sequential)) = (groups, before, sequential) {
