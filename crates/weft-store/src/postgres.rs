@@ -7,10 +7,15 @@
 //! backend). An operation that was running on a connection when it died is
 //! retried on a fresh one, with backoff, when that is safe (see [`crate::retry`]).
 //!
+//! Speed: the common commit is one statement, one round trip
+//! ([`at_once`]).
+//!
 //! Concurrency: a commit locks its run row (`FOR UPDATE`), so two processes
 //! committing to one run serialize, and the second one sees the first one's
 //! events (a duplicate is skipped, a gap refused). A new run holds its
 //! session row `FOR SHARE`, so ending the session serializes with it.
+
+mod at_once;
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -200,6 +205,9 @@ impl PostgresStore {
         &self,
         job: std::sync::Arc<crate::commit::CommitJob>,
     ) -> Result<(), crate::error::Failure> {
+        if self.commit_at_once(&job).await? {
+            return Ok(());
+        }
         let mut tx = self.write_tx().await?;
         Self::commit_in(&mut tx, &job).await?;
         tx.commit().await?;
