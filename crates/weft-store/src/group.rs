@@ -20,9 +20,12 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use std::time::Duration;
+
 use rusqlite::{Connection, TransactionBehavior};
-use sqlx::SqlitePool;
-use tokio::sync::{mpsc, oneshot};
+use sqlx::pool::PoolConnection;
+use sqlx::{Sqlite, SqlitePool};
+use tokio::sync::oneshot;
 use weft_core::store::StoreError;
 
 use crate::commit::{CommitJob, CreateJob};
@@ -101,7 +104,7 @@ struct Counters {
 /// handle is dropped.
 #[derive(Debug, Clone)]
 pub(crate) struct GroupCommitter {
-    queue: mpsc::Sender<Pending>,
+    queue: flume::Sender<Pending>,
     counters: Arc<Counters>,
 }
 
@@ -109,7 +112,7 @@ impl GroupCommitter {
     /// Starts the thread, writing through `conn` while it holds `writer`'s
     /// connection, which it takes through the current tokio runtime.
     pub(crate) fn start(writer: SqlitePool, conn: Connection) -> std::io::Result<Self> {
-        let (queue, rx) = mpsc::channel(QUEUE);
+        let (queue, rx) = flume::bounded(QUEUE);
         let counters = Arc::new(Counters::default());
         let tokio = tokio::runtime::Handle::current();
         let thread = Thread {
@@ -117,6 +120,7 @@ impl GroupCommitter {
             writer,
             conn,
             counters: counters.clone(),
+            gate: None,
         };
         std::thread::Builder::new()
             .name("weft-sqlite-commit".into())
@@ -137,7 +141,7 @@ impl GroupCommitter {
     pub(crate) async fn write(&self, job: Job) -> Result<(), Failure> {
         let (reply, outcome) = oneshot::channel();
         self.queue
-            .send(Pending { job, reply })
+            .send_async(Pending { job, reply })
             .await
             .map_err(|_| stopped())?;
         outcome.await.map_err(|_| stopped())?
@@ -150,20 +154,31 @@ fn stopped() -> Failure {
     })
 }
 
+/// How long the thread keeps the pooled writer after its last batch, for
+/// the next one: giving it back costs a round trip to sqlx's connection
+/// thread (a ping), which a run committing step after step would otherwise
+/// wait for at every step. Other writers of this process wait at most this.
+const LINGER: Duration = Duration::from_millis(2);
+
 /// What the commit thread owns.
 struct Thread {
     tokio: tokio::runtime::Handle,
     writer: SqlitePool,
     conn: Connection,
     counters: Arc<Counters>,
+    /// The pooled writer, while the thread holds it.
+    gate: Option<PoolConnection<Sqlite>>,
 }
 
 impl Thread {
     /// Writes every write waiting, batch after batch, until every sender
     /// is gone.
-    fn run(mut self, mut rx: mpsc::Receiver<Pending>) {
+    fn run(mut self, rx: flume::Receiver<Pending>) {
+        // The pool takes its connection back through the runtime.
+        let tokio = self.tokio.clone();
+        let _context = tokio.enter();
         let mut batch = Vec::with_capacity(MAX_BATCH);
-        while let Some(first) = rx.blocking_recv() {
+        while let Some(first) = self.next(&rx) {
             batch.push(first);
             while batch.len() < MAX_BATCH
                 && let Ok(next) = rx.try_recv()
@@ -190,20 +205,35 @@ impl Thread {
                 }
             }
         }
+        self.gate = None;
+    }
+
+    /// The next write: waited for [`LINGER`] while holding the pooled
+    /// writer, then without it; `None` once every sender is gone.
+    fn next(&mut self, rx: &flume::Receiver<Pending>) -> Option<Pending> {
+        match rx.try_recv() {
+            Ok(pending) => return Some(pending),
+            Err(flume::TryRecvError::Disconnected) => return None,
+            Err(flume::TryRecvError::Empty) => {}
+        }
+        if self.gate.is_some() {
+            match rx.recv_timeout(LINGER) {
+                Ok(pending) => return Some(pending),
+                Err(flume::RecvTimeoutError::Disconnected) => return None,
+                Err(flume::RecvTimeoutError::Timeout) => self.gate = None,
+            }
+        }
+        rx.recv().ok()
     }
 
     /// Writes `batch` while holding the pooled writer connection; the
     /// outcome of each write, or why none could be written.
     fn write(&mut self, batch: &[Pending]) -> Result<Vec<Result<(), Failure>>, String> {
-        // The pool returns its connection through the runtime.
-        let _context = self.tokio.enter();
-        let gate = self
-            .tokio
-            .block_on(self.writer.acquire())
-            .map_err(|e| e.to_string())?;
-        let written = write_batch(&mut self.conn, batch).map_err(|e| e.to_string());
-        drop(gate);
-        written
+        if self.gate.is_none() {
+            let gate = self.tokio.block_on(self.writer.acquire());
+            self.gate = Some(gate.map_err(|e| e.to_string())?);
+        }
+        write_batch(&mut self.conn, batch).map_err(|e| e.to_string())
     }
 }
 

@@ -163,9 +163,12 @@ impl SqliteStore {
         // no reaping, and without them the pool runs no maintenance task
         // (whose reaper can spin forever in sqlx 0.8, launchbadge/sqlx#3645,
         // hanging the runtime's shutdown).
+        // No test before each acquire either: a ping costs a round trip to
+        // the connection's thread and never finds a local file gone.
         let writer = SqlitePoolOptions::new()
             .idle_timeout(None)
             .max_lifetime(None)
+            .test_before_acquire(false)
             .max_connections(1)
             .acquire_timeout(Duration::from_secs(30))
             .connect_with(base.clone().create_if_missing(true))
@@ -175,6 +178,7 @@ impl SqliteStore {
         let reader = SqlitePoolOptions::new()
             .idle_timeout(None)
             .max_lifetime(None)
+            .test_before_acquire(false)
             .max_connections(options.read_connections.max(1))
             .connect_with(base.read_only(true))
             .await
