@@ -7,7 +7,8 @@
 //!   and runs per second (the store keeps the last 1000 finished runs);
 //! - concurrent: `concurrent` runs started at once; wall time and resident
 //!   memory per run (peak RSS minus the RSS before the runs, divided by the
-//!   number of runs). Runs, their event logs and snapshots stay in the
+//!   number of runs), and the heap in use and resident size per run while
+//!   all of them wait halfway ([`super::gate`]). Runs, their event logs and snapshots stay in the
 //!   in-memory store, so this counts everything a run leaves behind.
 
 use std::sync::Arc;
@@ -20,14 +21,17 @@ use weft_core::planner::{
 };
 use weft_runtime::{Agent, MemoryStore, Runtime, RuntimeError, StartRequest};
 
+use super::gate::{self, Gate};
 use super::{one_run, rss, runs_for};
 use crate::builtin;
 
 /// The W(k) planner.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Default)]
 pub struct LoopPlanner {
     /// Number of tool-calling turns.
     pub k: u32,
+    /// Where runs wait halfway through their turns, when set.
+    pub gate: Option<Arc<Gate>>,
 }
 
 impl LoopPlanner {
@@ -51,6 +55,11 @@ impl Planner for LoopPlanner {
 
     async fn plan_resume(&self, input: PlanResumeInput<'_>) -> Result<PlanResult, PlannerError> {
         let done = u32::try_from(input.tool_outputs.len()).unwrap_or(u32::MAX);
+        if let Some(gate) = &self.gate
+            && done == (self.k / 2).max(1)
+        {
+            gate.pass().await;
+        }
         Ok(self.turn(done.saturating_add(1)))
     }
 }
@@ -70,8 +79,8 @@ pub struct Settings {
     pub keep_finished: Option<usize>,
 }
 
-fn runtime(k: u32, store: MemoryStore) -> Runtime {
-    let agent = Agent::builder("w", Arc::new(LoopPlanner { k }))
+fn runtime(k: u32, store: MemoryStore, gate: Option<Arc<Gate>>) -> Runtime {
+    let agent = Agent::builder("w", Arc::new(LoopPlanner { k, gate }))
         // No caps: W(k) runs k turns whatever k is.
         .policy(weft_core::run::Policy::default())
         .toolset(builtin::calc())
@@ -90,7 +99,7 @@ pub fn sequential(s: Settings) -> anyhow::Result<Value> {
     tokio.block_on(async {
         // Finished runs beyond the last 1000 are dropped, so the figure is the
         // runtime's cost per step, not the cost of a store growing for ever.
-        let rt = runtime(s.k, MemoryStore::keep_finished(1000));
+        let rt = runtime(s.k, MemoryStore::keep_finished(1000), None);
         let (runs, secs) = runs_for(&rt, 100, s.seconds).await?;
         let steps = runs * u64::from(s.k);
         Ok(json!({
@@ -115,7 +124,10 @@ pub fn concurrent(s: Settings) -> anyhow::Result<Value> {
             Some(n) => MemoryStore::keep_finished(n),
             None => MemoryStore::new(),
         };
-        let rt = runtime(s.k, store);
+        // Runs wait halfway (when they have a half to wait at), so memory
+        // is read with all of them in flight.
+        let gate = (s.k >= 1).then(|| Arc::new(Gate::default()));
+        let rt = runtime(s.k, store, gate.clone());
         // Warm up: list tools, fill allocator caches.
         for _ in 0..10 {
             match one_run(&rt).await {
@@ -123,12 +135,23 @@ pub fn concurrent(s: Settings) -> anyhow::Result<Value> {
                 other => other?,
             }
         }
+        if let Some(gate) = &gate {
+            gate.arm();
+        }
         let peak_reset = rss::reset_peak();
         let baseline = rss::current_kib().unwrap_or(0);
+        let heap_baseline = gate::heap_in_use();
         let started = Instant::now();
         let mut handles = Vec::with_capacity(s.concurrent);
         for _ in 0..s.concurrent {
             handles.push(rt.start("w", StartRequest::user("go")).await?);
+        }
+        let (mut in_flight_rss, mut in_flight_heap) = (None, None);
+        if let Some(gate) = &gate {
+            gate.all_arrived(s.concurrent).await;
+            in_flight_rss = rss::current_kib();
+            in_flight_heap = gate::heap_in_use();
+            gate.open();
         }
         for h in &handles {
             match h.outcome().await {
@@ -142,7 +165,11 @@ pub fn concurrent(s: Settings) -> anyhow::Result<Value> {
         }
         let wall = started.elapsed();
         let peak = rss::peak_kib().unwrap_or(0);
-        let per_run = peak.saturating_sub(baseline) as f64 / s.concurrent as f64;
+        let runs = s.concurrent as f64;
+        let per_run = peak.saturating_sub(baseline) as f64 / runs;
+        let kib_per = |now: Option<u64>, before: u64, unit: f64| {
+            now.map(|n| round(n.saturating_sub(before) as f64 / unit / runs, 2))
+        };
         Ok(json!({
             "bench": "agent-loop",
             "mode": "concurrent",
@@ -154,6 +181,8 @@ pub fn concurrent(s: Settings) -> anyhow::Result<Value> {
             "peak_reset": peak_reset,
             "store_keeps_finished": s.keep_finished,
             "kib_per_run": round(per_run, 2),
+            "in_flight_rss_kib_per_run": kib_per(in_flight_rss, baseline, 1.0),
+            "in_flight_heap_kib_per_run": heap_baseline.and_then(|b| kib_per(in_flight_heap, b, 1024.0)),
         }))
     })
 }

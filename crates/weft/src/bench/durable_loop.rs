@@ -44,7 +44,7 @@ pub struct Settings {
 const WARMUP: u32 = 5;
 
 fn runtime(k: u32, store: Arc<dyn RunStore>) -> Runtime {
-    let agent = Agent::builder("w", Arc::new(LoopPlanner { k }))
+    let agent = Agent::builder("w", Arc::new(LoopPlanner { k, gate: None }))
         // No caps: W(k) runs k turns whatever k is.
         .policy(weft_core::run::Policy::default())
         .toolset(builtin::calc())

@@ -4,6 +4,7 @@ pub mod agent_loop;
 pub mod all;
 mod command;
 pub mod durable_loop;
+pub mod gate;
 pub mod mcp;
 pub mod registry;
 pub mod rss;
