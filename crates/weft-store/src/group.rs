@@ -196,11 +196,9 @@ impl Thread {
                         let _ = pending.reply.send(outcome);
                     }
                 }
-                Err(message) => {
+                Err(lost) => {
                     for pending in batch.drain(..) {
-                        let _ = pending.reply.send(Err(Failure::from(StoreError::Backend {
-                            message: message.clone(),
-                        })));
+                        let _ = pending.reply.send(Err(lost.failure()));
                     }
                 }
             }
@@ -228,12 +226,47 @@ impl Thread {
 
     /// Writes `batch` while holding the pooled writer connection; the
     /// outcome of each write, or why none could be written.
-    fn write(&mut self, batch: &[Pending]) -> Result<Vec<Result<(), Failure>>, String> {
+    fn write(&mut self, batch: &[Pending]) -> Result<Vec<Result<(), Failure>>, Lost> {
         if self.gate.is_none() {
             let gate = self.tokio.block_on(self.writer.acquire());
-            self.gate = Some(gate.map_err(|e| e.to_string())?);
+            self.gate = Some(gate.map_err(|e| Lost::Other(e.to_string()))?);
         }
-        write_batch(&mut self.conn, batch).map_err(|e| e.to_string())
+        write_batch(&mut self.conn, batch).map_err(|e| match e.sqlite_error_code() {
+            Some(
+                code @ (rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked),
+            ) => Lost::Conflict(code, e.to_string()),
+            _ => Lost::Other(e.to_string()),
+        })
+    }
+}
+
+/// Why a whole batch was lost.
+enum Lost {
+    /// Another process held the database past the busy timeout: worth a
+    /// retry, which each write's caller makes.
+    Conflict(rusqlite::ErrorCode, String),
+    /// Anything else.
+    Other(String),
+}
+
+impl Lost {
+    /// The failure each write of the batch reports.
+    fn failure(&self) -> Failure {
+        match self {
+            Lost::Conflict(code, message) => {
+                let primary = match code {
+                    rusqlite::ErrorCode::DatabaseLocked => rusqlite::ffi::SQLITE_LOCKED,
+                    _ => rusqlite::ffi::SQLITE_BUSY,
+                };
+                Failure::Sqlite(rusqlite::Error::SqliteFailure(
+                    rusqlite::ffi::Error::new(primary),
+                    Some(message.clone()),
+                ))
+            }
+            Lost::Other(message) => Failure::from(StoreError::Backend {
+                message: message.clone(),
+            }),
+        }
     }
 }
 

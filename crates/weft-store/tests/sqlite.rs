@@ -208,6 +208,41 @@ async fn a_write_lock_held_past_the_busy_timeout_is_waited_out() {
     release.await.unwrap();
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commits_and_creations_wait_out_a_write_lock_held_past_the_busy_timeout() {
+    let db = TestDb::new();
+    let mut options = weft_store::SqliteOptions::new(db.dir.path().join("weft.db"));
+    options.busy_timeout = std::time::Duration::from_millis(20);
+    let store = SqliteStore::open_with(options).await.unwrap();
+    suite::stored_run(&store, suite::record("r1", "s1", 1), 1).await;
+    // Another process holds the write lock for 300 ms, far past the 20 ms
+    // busy timeout: the commit thread's batch is lost to it and each write
+    // in it is retried, not failed.
+    let raw = db.raw().await;
+    let mut other = raw.acquire().await.unwrap();
+    sqlx::query("BEGIN IMMEDIATE")
+        .execute(&mut *other)
+        .await
+        .unwrap();
+    let release = tokio::spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        sqlx::query("COMMIT").execute(&mut *other).await.unwrap();
+    });
+    let run = RunId::new("r1");
+    let events = suite::events(2, 3);
+    let commit = suite::commit(&run, &events, weft_core::store::RunStatus::Running, 2);
+    let (second, machine) = (suite::record("r2", "s1", 2), suite::machine());
+    let (committed, created) = tokio::join!(
+        store.commit(commit),
+        store.create_run(&second, &[], &machine),
+    );
+    committed.unwrap();
+    created.unwrap();
+    release.await.unwrap();
+    let log = store.read_events(&run, 0, None).await.unwrap();
+    assert_eq!(suite::seqs(&log), vec![1, 2, 3]);
+}
+
 #[tokio::test]
 async fn connect_opens_sqlite_from_a_url_or_a_path() {
     let db = TestDb::new();
