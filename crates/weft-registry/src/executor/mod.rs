@@ -14,6 +14,7 @@
 //! marked idempotent for the runtime's crash recovery.
 
 mod lazy;
+mod reap;
 mod wait;
 
 pub use lazy::LazyRegistryToolSet;
@@ -85,6 +86,8 @@ pub struct RegistryToolSet {
     config: ExecutorConfig,
     specs: Vec<ToolSpec>,
     tools: HashMap<String, RemoteTool>,
+    /// Result streams to delete ([`reap`]).
+    reaper: tokio::sync::mpsc::Sender<String>,
 }
 
 impl std::fmt::Debug for RegistryToolSet {
@@ -141,6 +144,7 @@ impl RegistryToolSet {
         }
         Ok(Self {
             name,
+            reaper: reap::start(redis.clone()),
             redis,
             config,
             specs,

@@ -172,13 +172,8 @@ async fn rewind(ex: &RegistryToolSet, key: &str) -> Result<(), RegistryError> {
     }
 }
 
-/// Deletes a result stream off the hot path.
+/// Deletes a result stream off the hot path ([`super::reap`]); when the
+/// queue is full the stream's TTL removes it.
 fn delete(ex: &RegistryToolSet, key: String) {
-    let mut mux = ex.redis.mux();
-    tokio::spawn(async move {
-        let res: Result<i64, _> = redis::cmd("DEL").arg(&key).query_async(&mut mux).await;
-        if let Err(e) = res {
-            tracing::debug!(error = %e, "deleting a result stream failed");
-        }
-    });
+    let _ = ex.reaper.try_send(key);
 }
