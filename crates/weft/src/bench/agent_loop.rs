@@ -12,7 +12,7 @@
 //!   in-memory store, so this counts everything a run leaves behind.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
@@ -148,9 +148,13 @@ pub fn concurrent(s: Settings) -> anyhow::Result<Value> {
         }
         let (mut in_flight_rss, mut in_flight_heap) = (None, None);
         if let Some(gate) = &gate {
-            gate.all_arrived(s.concurrent).await;
-            in_flight_rss = rss::current_kib();
-            in_flight_heap = gate::heap_in_use();
+            // A run that fails before the gate never arrives: then no
+            // in-flight figures, and its error is reported below.
+            let all = gate.all_arrived(s.concurrent);
+            if tokio::time::timeout(Duration::from_secs(60), all).await.is_ok() {
+                in_flight_rss = rss::current_kib();
+                in_flight_heap = gate::heap_in_use();
+            }
             gate.open();
         }
         for h in &handles {
