@@ -15,24 +15,38 @@ use crate::error::Failure;
 use crate::parts::EncodedPart;
 
 /// The run row's update: `?6` frees the lease (a fenced commit that stops
-/// the run); a commit that stops it clears a pending control request.
-macro_rules! set {
-    () => {
-        "UPDATE runs SET last_seq = ?2, status = ?3, updated_at = ?4, \
-         snapshot = COALESCE(?5, snapshot), \
-         lease_owner = CASE WHEN ?6 THEN NULL ELSE lease_owner END, \
-         lease_expires = CASE WHEN ?6 THEN 0 ELSE lease_expires END, \
-         control_request = CASE WHEN ?3 = 'running' THEN control_request ELSE NULL END \
-         WHERE run_id = ?1"
-    };
-}
+/// the run); a commit that stops it clears a pending control request. With
+/// `?7` set it applies only when the log ends at `?7` and the lease epoch is
+/// `?8` (when given): the fast path's check.
+const UPDATE_RUN: &str = "UPDATE runs SET last_seq = ?2, status = ?3, updated_at = ?4, \
+     snapshot = COALESCE(?5, snapshot), \
+     lease_owner = CASE WHEN ?6 THEN NULL ELSE lease_owner END, \
+     lease_expires = CASE WHEN ?6 THEN 0 ELSE lease_expires END, \
+     control_request = CASE WHEN ?3 = 'running' THEN control_request ELSE NULL END \
+     WHERE run_id = ?1 \
+     AND (?7 IS NULL OR (last_seq = ?7 AND lease_epoch = COALESCE(?8, lease_epoch)))";
 
 /// Applies `job` on `conn`, inside a transaction or savepoint the caller
 /// opens and ends.
 pub(crate) fn commit_in(conn: &Connection, job: &CommitJob) -> Result<(), Failure> {
-    let run_id = job.run_id.as_str();
-    let snapshot = job.snapshot.as_ref().map(|s| s.head.as_str());
-    let status = job.status.as_str();
+    // Updates the run row to end its log at `new_last`, checked against
+    // `expected` when given; whether a row was updated.
+    let update = |new_last: u64, expected: Option<u64>| -> Result<bool, Failure> {
+        let expected = expected
+            .map(|e| crate::codec::int(e, "event seq"))
+            .transpose()?;
+        let updated = conn.prepare_cached(UPDATE_RUN)?.execute(params![
+            job.run_id.as_str(),
+            crate::codec::int(new_last, "event seq")?,
+            job.status.as_str(),
+            job.now,
+            job.snapshot.as_ref().map(|s| s.head.as_str()),
+            job.release,
+            expected,
+            job.fence,
+        ])?;
+        Ok(updated == 1)
+    };
     // Fast path, the common case: the events continue the log exactly.
     if let Some(&(first, _)) = job.events.first()
         && first >= 1
@@ -40,31 +54,15 @@ pub(crate) fn commit_in(conn: &Connection, job: &CommitJob) -> Result<(), Failur
         let expected = first.unsigned_abs() - 1;
         if let Ok((fresh, new_last)) = fresh_events(&job.run_id, &job.events, expected)
             && fresh.len() == job.events.len()
+            && update(new_last, Some(expected))?
         {
-            let updated = conn
-                .prepare_cached(concat!(
-                    set!(),
-                    " AND last_seq = ?7 AND lease_epoch = COALESCE(?8, lease_epoch)"
-                ))?
-                .execute(params![
-                    run_id,
-                    crate::codec::int(new_last, "event seq")?,
-                    status,
-                    job.now,
-                    snapshot,
-                    job.release,
-                    crate::codec::int(expected, "event seq")?,
-                    job.fence,
-                ])?;
-            if updated == 1 {
-                return finish(conn, job, &fresh);
-            }
+            return finish(conn, job, &fresh);
         }
     }
     // Slow path: duplicates, gaps, no events, a lost lease, or no such run.
     let row: Option<(i64, i64)> = conn
         .prepare_cached("SELECT last_seq, lease_epoch FROM runs WHERE run_id = ?1")?
-        .query_row([run_id], |r| Ok((r.get(0)?, r.get(1)?)))
+        .query_row([job.run_id.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))
         .optional()?;
     let Some((last, epoch)) = row else {
         return Err(StoreError::RunNotFound {
@@ -83,14 +81,7 @@ pub(crate) fn commit_in(conn: &Connection, job: &CommitJob) -> Result<(), Failur
     }
     let last = crate::codec::uint(last, "last_seq")?;
     let (fresh, new_last) = fresh_events(&job.run_id, &job.events, last)?;
-    conn.prepare_cached(set!())?.execute(params![
-        run_id,
-        crate::codec::int(new_last, "event seq")?,
-        status,
-        job.now,
-        snapshot,
-        job.release,
-    ])?;
+    update(new_last, None)?;
     finish(conn, job, &fresh)
 }
 

@@ -175,6 +175,22 @@ async fn a_snapshot_whose_parts_disagree_is_corrupt_not_a_panic() {
     assert!(message.contains("r1"), "{message}");
 }
 
+/// Takes the database's write lock on a connection of its own, as another
+/// process would, and gives it back after `ms` milliseconds (when the
+/// returned task ends).
+async fn hold_write_lock(db: &TestDb, ms: u64) -> tokio::task::JoinHandle<()> {
+    let raw = db.raw().await;
+    let mut other = raw.acquire().await.unwrap();
+    sqlx::query("BEGIN IMMEDIATE")
+        .execute(&mut *other)
+        .await
+        .unwrap();
+    tokio::spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+        sqlx::query("COMMIT").execute(&mut *other).await.unwrap();
+    })
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_lock_held_past_the_busy_timeout_is_waited_out() {
     use weft_core::lease::ControlRequest;
@@ -188,16 +204,7 @@ async fn a_write_lock_held_past_the_busy_timeout_is_waited_out() {
         .unwrap();
     // Another process holds the write lock for 300 ms, far past the
     // store's 20 ms busy timeout: the store's write is retried, not failed.
-    let raw = db.raw().await;
-    let mut other = raw.acquire().await.unwrap();
-    sqlx::query("BEGIN IMMEDIATE")
-        .execute(&mut *other)
-        .await
-        .unwrap();
-    let release = tokio::spawn(async move {
-        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-        sqlx::query("COMMIT").execute(&mut *other).await.unwrap();
-    });
+    let release = hold_write_lock(&db, 300).await;
     let cancel = ControlRequest::Cancel { reason: "x".into() };
     assert!(
         store
@@ -218,16 +225,7 @@ async fn commits_and_creations_wait_out_a_write_lock_held_past_the_busy_timeout(
     // Another process holds the write lock for 300 ms, far past the 20 ms
     // busy timeout: the commit thread's batch is lost to it and each write
     // in it is retried, not failed.
-    let raw = db.raw().await;
-    let mut other = raw.acquire().await.unwrap();
-    sqlx::query("BEGIN IMMEDIATE")
-        .execute(&mut *other)
-        .await
-        .unwrap();
-    let release = tokio::spawn(async move {
-        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-        sqlx::query("COMMIT").execute(&mut *other).await.unwrap();
-    });
+    let release = hold_write_lock(&db, 300).await;
     let run = RunId::new("r1");
     let events = suite::events(2, 3);
     let commit = suite::commit(&run, &events, weft_core::store::RunStatus::Running, 2);
