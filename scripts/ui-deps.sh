@@ -4,9 +4,11 @@
 # playwright-core from npm (pinned in tests/ui/package.json and its lock
 # file) into tests/ui/node_modules. Playwright's own browser downloads are
 # never used: the test points playwright-core at /usr/bin/chromium (or
-# WEFT_CHROMIUM). Needs Node.js and npm.
+# WEFT_CHROMIUM). Node.js and npm are installed first when missing
+# (scripts/node-deps.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+bash scripts/node-deps.sh
 
 chromium="${WEFT_CHROMIUM:-/usr/bin/chromium}"
 if [ ! -x "$chromium" ]; then

@@ -13,6 +13,11 @@
 // its answer grows in the timeline while it streams, and the token totals
 // add up.
 //
+// Then a run of `coordinator` (examples/coordinator.toml), whose calls run
+// the `researcher` and `writer` agents as child runs: each child's events
+// show nested under the call that runs it, with a link to the child's own
+// page (see childRunsNestUnderTheirCalls at the end).
+//
 // Environment: WEFT_URL (server), WEFT_TOKEN (a tenant's token),
 // WEFT_STREAM_WORDS (the streamer's answer, pieces joined by `|`),
 // WEFT_CHROMIUM (default /usr/bin/chromium), WEFT_OUT_DIR (where a failure
@@ -208,6 +213,8 @@ try {
   // Two model calls of 40 input and 9 output tokens each.
   await page.locator("[data-total='Input tokens']", { hasText: /^80$/ }).waitFor();
   assert.equal(await page.locator("[data-total='Output tokens']").textContent(), "18");
+  // At the streamer's price ($100 in, $1000 out per million tokens).
+  assert.equal(await page.locator("[data-total='Cost']").textContent(), "$0.0260");
   assert.equal(await page.locator("[data-total='Turns']").textContent(), "2");
   assert.equal(await page.locator("li.entry-event").count(), 0, "every event type has its own view");
 
@@ -240,6 +247,8 @@ try {
   assert.ok(before < finished.event_seq);
   const againSeqs = await page.locator("li.entry").evaluateAll((els) => els.map((e) => Number(e.dataset.seq)));
   assert.equal(new Set(againSeqs).size, againSeqs.length, "no event twice");
+
+  await childRunsNestUnderTheirCalls();
 
   step("every kind of await gets its form; untrusted text stays text");
   await page.goto(`${base}/ui/#/new`);
@@ -324,4 +333,82 @@ try {
   if (problems.length) console.error(`viewer: console:\n  ${problems.join("\n  ")}`);
   await browser.close().catch(() => {});
   process.exit(1);
+}
+
+/** Agents called as tools: a run of `coordinator` calls `researcher`, then
+ * `writer`, each a child run. On the coordinator's page each call shows its
+ * child's tool calls, questions and outcome nested under it (ul.child-events)
+ * as they happen; the writer's question, asked through the coordinator's
+ * call, is answered in the coordinator's page; the child's link opens its
+ * own page. */
+async function childRunsNestUnderTheirCalls() {
+  step("child runs: their events nest under the calls that run them");
+  const run = await api("/v1/runs", { agent: "coordinator", input: "Report on 6 * 7" });
+  await page.goto(`${base}/ui/#/runs/${encodeURIComponent(run.run_id)}`);
+  const callOf = (tool) =>
+    page.locator("li.entry-call", { has: page.locator(".tool-name", { hasText: new RegExp(`^${tool.replace(".", "\\.")}$`) }) });
+  const nestedLines = (call) => call.locator("ul.child-events > li").allTextContents();
+
+  const researcher = callOf("team.researcher");
+  await researcher.locator("ul.child-events > li", { hasText: "finished: response" }).waitFor();
+  assert.deepEqual(await nestedLines(researcher), ["→ calc.multiply", "← calc.multiply done", "finished: response"]);
+  await researcher.locator(".call-state", { hasText: /^done/ }).waitFor();
+
+  step("child runs: the writer's question is answered in the parent's page");
+  const writer = callOf("team.writer");
+  await writer.locator("ul.child-events > li", { hasText: "waiting for an answer" }).waitFor();
+  const ask = page.locator("li.entry-await", { hasText: "Which tone should the report take?" });
+  await ask.getByLabel("answer").fill("cheerful");
+  await ask.locator("button.approve").click();
+  await ask.locator(".await-state", { hasText: /^answered/ }).waitFor();
+  await page.locator("#outcome[data-kind=response] .outcome-text", { hasText: "the writer reported it" }).waitFor();
+  await writer.locator("ul.child-events > li", { hasText: "finished: response" }).waitFor();
+  assert.deepEqual(await nestedLines(writer), ["waiting for an answer", "finished: response"]);
+  await page.locator("[data-field=stream][data-state=ended]").waitFor();
+  assert.equal(await page.locator("li.entry-event").count(), 0, "child events have their own view");
+
+  // Each nested list is the child the API links to the parent, and links to it.
+  const children = await api(`/v1/runs?label=${encodeURIComponent(`weft.parent_run=${run.run_id}`)}`);
+  const childOf = (agent) => children.runs.find((r) => r.agent_id === agent)?.run_id;
+  for (const [call, agent] of [[researcher, "researcher"], [writer, "writer"]]) {
+    const id = childOf(agent);
+    assert.ok(id, `a ${agent} child run in ${JSON.stringify(children)}`);
+    assert.equal(await call.locator("ul.child-events").getAttribute("data-child"), id);
+    assert.equal(await call.locator(`a[href='#/runs/${encodeURIComponent(id)}']`).textContent(), id);
+  }
+  // Each child line is there once.
+  const childSeqs = await page.locator("ul.child-events > li").evaluateAll((els) =>
+    els.map((e) => `${e.parentElement.dataset.child}#${e.dataset.childSeq}`));
+  assert.equal(new Set(childSeqs).size, childSeqs.length, "no child event twice");
+
+  step("child runs: the link opens the child's own page");
+  await researcher.locator("a", { hasText: childOf("researcher") }).click();
+  await page.waitForURL((url) => decodeURIComponent(url.hash) === `#/runs/${childOf("researcher")}`);
+  await page.locator("#run-id", { hasText: childOf("researcher") }).waitFor();
+  await page.locator("[data-field=agent]", { hasText: "researcher" }).waitFor();
+  const own = page.locator("li.entry-call");
+  await own.locator(".call-state", { hasText: /^done/ }).waitFor();
+  assert.equal(await own.locator(".tool-name").textContent(), "calc.multiply");
+  assert.equal((await own.locator(".result pre").textContent()).trim(), "42");
+  await page.locator("[data-field=status] .badge", { hasText: "completed" }).waitFor();
+
+  step("child runs: a child's event shown again (its call ran again) is listed once");
+  const lines = await page.evaluate(async () => {
+    const { Timeline } = await import("/ui/timeline.js");
+    const list = document.createElement("ol");
+    const timeline = new Timeline(list, { onAnswer() {}, onTotals() {}, onOutcome() {} });
+    const child = "run_p.call_1";
+    const linked = { type: "child_run_linked", tool_call_id: "call_1", child_run_id: child, agent_id: "researcher" };
+    const started = { type: "tool_started", tool_call_id: "call_1", tool: "calc.multiply", payload: {} };
+    const finished = { type: "run_finished", outcome: { kind: "response" } };
+    timeline.apply({ seq: 1, at: 0, type: "tool_started", tool_call_id: "call_1", tool: "team.researcher", payload: {} });
+    timeline.apply({ seq: 2, at: 1, ...linked });
+    timeline.apply({ seq: 3, at: 2, type: "child_event", child_run_id: child, child_seq: 2, event: started });
+    // After a crash the call runs again: it links the same child and shows its events again.
+    timeline.apply({ seq: 4, at: 3, ...linked });
+    timeline.apply({ seq: 5, at: 4, type: "child_event", child_run_id: child, child_seq: 2, event: started });
+    timeline.apply({ seq: 6, at: 5, type: "child_event", child_run_id: child, child_seq: 5, event: finished });
+    return [...list.querySelectorAll("ul.child-events > li")].map((li) => li.textContent);
+  });
+  assert.deepEqual(lines, ["→ calc.multiply", "finished: response"]);
 }

@@ -10,6 +10,8 @@
 //! - [`http`]: the shared transport (retries, timeouts, error mapping).
 //! - [`config`]: model ids, keys, base URLs and the [`ModelRegistry`].
 //! - [`planner`]: the [`ModelPlanner`], weft's default planner over any model.
+//! - [`price`]: model prices (configured, or built-in list prices of
+//!   well-known models) and the cost of a call's usage.
 //! - [`names`]: reversible tool-name mapping (`toolset.tool` ⇄ provider names).
 //! - [`bench`]: the SSE decode benchmark behind `weft bench sse-decode`.
 //! - [`scripted`]: the [`ScriptedModel`] for tests, examples and benchmarks.
@@ -35,6 +37,7 @@ pub mod names;
 pub mod openai_chat;
 pub mod openai_responses;
 pub mod planner;
+pub mod price;
 pub mod recorded;
 pub mod scripted;
 pub mod sse;
@@ -50,5 +53,6 @@ pub use http::{HttpConfig, RetryPolicy, Timeouts};
 pub use planner::{
     ASK_TOOL, DEFAULT_SYSTEM_TEMPLATE, ModelPlanner, ModelPlannerConfig, SYSTEM_PROMPT, Streaming,
 };
+pub use price::{ModelPrice, Pricing};
 pub use recorded::RecordedModel;
 pub use scripted::{ScriptCall, ScriptError, ScriptTurn, ScriptedModel};

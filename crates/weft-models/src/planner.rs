@@ -22,7 +22,9 @@
 //! from then on this planner asks it for whole answers whenever tools are
 //! offered. A whole answer reaches the event sink as the chunks a stream
 //! would have carried. An answer that reports no usage is counted at about
-//! four bytes per token.
+//! four bytes per token. Usage (each `usage` event and the call's summary)
+//! carries its cost at the model's price when one is known
+//! ([`crate::price`]).
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -38,6 +40,7 @@ use weft_core::planner::{
 use weft_core::tool::{Labels, ToolSpec};
 
 use crate::names::{ToolNames, encode};
+use crate::price::{ModelPrice, Pricing};
 
 mod answer;
 mod ask_user;
@@ -78,6 +81,9 @@ pub struct ModelPlannerConfig {
     /// question: the turn becomes a clarification await, and the answer
     /// reaches the model as the user's next message.
     pub ask_tool: bool,
+    /// The model's price; when absent, the built-in list price of a
+    /// well-known model ([`crate::price`]), else none and usage has no cost.
+    pub price: Option<ModelPrice>,
 }
 
 /// Whether the model planner asks for streamed answers.
@@ -101,6 +107,8 @@ pub struct ModelPlanner {
     config: ModelPlannerConfig,
     /// Set once the server failed a streamed request with tools (`Auto`).
     whole_with_tools: Arc<AtomicBool>,
+    /// What the model's tokens cost, when known.
+    pricing: Option<Pricing>,
 }
 
 impl std::fmt::Debug for ModelPlanner {
@@ -115,11 +123,18 @@ impl std::fmt::Debug for ModelPlanner {
 impl ModelPlanner {
     /// A planner asking `model`, prompted by `config`.
     pub fn new(model: Arc<dyn ModelClient>, config: ModelPlannerConfig) -> Self {
+        let pricing = Pricing::for_model(model.id(), config.price);
         Self {
             model,
             config,
             whole_with_tools: Arc::new(AtomicBool::new(false)),
+            pricing,
         }
+    }
+
+    /// The price this planner's usage is costed at, if known.
+    pub fn pricing(&self) -> Option<&Pricing> {
+        self.pricing.as_ref()
     }
 
     /// The request this planner sends for `input`, and the name table to
@@ -246,9 +261,10 @@ impl ModelPlanner {
         let events = DecodingEvents {
             inner: input.events,
             names: &names,
+            pricing: self.pricing.as_ref(),
         };
         let span = crate::trace::chat_span(self.model.id(), &request);
-        let summary = match self.ask(&request, &events).instrument(span.clone()).await {
+        let mut summary = match self.ask(&request, &events).instrument(span.clone()).await {
             Ok(summary) => summary,
             Err((kind, e)) => {
                 crate::trace::chat_failed(&span, kind);
@@ -256,6 +272,9 @@ impl ModelPlanner {
             }
         };
         crate::trace::chat_ended(&span, &summary);
+        if let Some(pricing) = &self.pricing {
+            summary.usage = pricing.priced(summary.usage);
+        }
         input.events.model_output(self.model.id(), &summary);
         let mut preamble: Vec<Part> = summary.thinking.into_iter().map(Part::Thinking).collect();
         let mut result = if summary.tool_calls.is_empty() || finalize.is_some() {
@@ -332,10 +351,12 @@ fn error_kind(e: &ModelError) -> &'static str {
     }
 }
 
-/// Forwards events, giving tool-call deltas their weft tool names.
+/// Forwards events, giving tool-call deltas their weft tool names and
+/// usage its cost at the model's price.
 struct DecodingEvents<'a> {
     inner: &'a dyn PlannerEvents,
     names: &'a ToolNames,
+    pricing: Option<&'a Pricing>,
 }
 
 impl PlannerEvents for DecodingEvents<'_> {
@@ -353,6 +374,11 @@ impl PlannerEvents for DecodingEvents<'_> {
         self.inner.planner_thought(text, labels);
     }
     fn usage_delta(&self, usage: &Usage) {
-        self.inner.usage_delta(usage);
+        match self.pricing {
+            // Usage events carry what changed; each change is costed on
+            // its own, so a run's costs sum like its tokens.
+            Some(pricing) => self.inner.usage_delta(&pricing.priced(*usage)),
+            None => self.inner.usage_delta(usage),
+        }
     }
 }

@@ -8,7 +8,9 @@
 //! state under [`HISTORY_LEN_KEY`], so it survives recovery on another
 //! process. Memory writes are buffered during a planning call and stored
 //! (an upsert, so a replanned turn writes again harmlessly) before the step
-//! that made them is committed.
+//! that made them is committed. The stored values a planner read are kept
+//! in the run's state under [`MEMORY_READ_KEY`] (each key as first read),
+//! so a replay gives the planner the memory the run saw.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -32,6 +34,10 @@ use crate::error::RuntimeError;
 /// The run state key holding how many of the run's first messages are its
 /// session's history.
 pub(crate) const HISTORY_LEN_KEY: &str = "weft.session.history_len";
+
+/// The run state key holding the session memory values the run's planner
+/// read from the store (not its own writes), by key, each as first read.
+pub(crate) const MEMORY_READ_KEY: &str = "weft.session.memory_read";
 
 /// A session store failure as a runtime error.
 pub(crate) fn session_error(e: SessionError) -> RuntimeError {
@@ -135,7 +141,7 @@ fn summarizer(agent: &Agent, named: Option<&str>) -> Result<Arc<dyn ModelClient>
 }
 
 /// How many of the run's first messages are session history.
-fn history_len(machine: &RunMachine) -> usize {
+pub(crate) fn history_len(machine: &RunMachine) -> usize {
     machine
         .state()
         .get(HISTORY_LEN_KEY)
@@ -150,11 +156,13 @@ pub(crate) fn transcript_of(machine: &RunMachine) -> Vec<Message> {
 }
 
 /// One planning call's view of its session's memory: the values stored when
-/// the call began, the run's history, and the call's own writes.
+/// the call began, the run's history, the call's own writes, and which
+/// stored values it read.
 pub(crate) struct SessionMemory {
     values: BTreeMap<String, Value>,
     history: Vec<Message>,
     writes: Mutex<Vec<(String, Value)>>,
+    reads: Mutex<BTreeMap<String, Value>>,
 }
 
 impl SessionMemory {
@@ -169,21 +177,58 @@ impl SessionMemory {
             Some(store) => store.memory_all(session_id).await?.into_iter().collect(),
             None => BTreeMap::new(),
         };
+        Ok(Self::over(values, machine))
+    }
+
+    /// The memory of the run `machine` holds, with `values` as stored.
+    pub(crate) fn over(values: BTreeMap<String, Value>, machine: &RunMachine) -> Self {
         let history = machine
             .transcript()
             .iter()
             .take(history_len(machine))
             .cloned()
             .collect();
-        Ok(Self {
+        Self {
             values,
             history,
             writes: Mutex::new(Vec::new()),
-        })
+            reads: Mutex::new(BTreeMap::new()),
+        }
     }
 
     fn writes(&self) -> std::sync::MutexGuard<'_, Vec<(String, Value)>> {
         self.writes.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn reads(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Value>> {
+        self.reads.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The buffered writes, taken.
+    pub(crate) fn take_writes(&self) -> Vec<(String, Value)> {
+        std::mem::take(&mut *self.writes())
+    }
+
+    /// Adds the stored values read since the last call to the run's state
+    /// under [`MEMORY_READ_KEY`]; a key already there keeps its first value.
+    pub(crate) fn record_reads(&self, machine: &mut RunMachine) {
+        let reads = std::mem::take(&mut *self.reads());
+        if reads.is_empty() {
+            return;
+        }
+        let mut kept = machine
+            .state()
+            .get(MEMORY_READ_KEY)
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        let before = kept.len();
+        for (key, value) in reads {
+            kept.entry(key).or_insert(value);
+        }
+        if kept.len() != before {
+            machine.set_state(MEMORY_READ_KEY.to_owned(), Value::Object(kept));
+        }
     }
 
     /// Buffers a write until [`store_writes`](Self::store_writes).
@@ -198,7 +243,7 @@ impl SessionMemory {
         session_id: &SessionId,
         now: Timestamp,
     ) -> Result<(), SessionError> {
-        let writes = std::mem::take(&mut *self.writes());
+        let writes = self.take_writes();
         for (key, value) in &writes {
             store.memory_set(session_id, key, value, now).await?;
         }
@@ -214,7 +259,15 @@ impl MemoryView for SessionMemory {
             .rev()
             .find(|(k, _)| k == key)
             .map(|(_, v)| v.clone());
-        written.or_else(|| self.values.get(key).cloned())
+        written.or_else(|| {
+            let stored = self.values.get(key).cloned();
+            if let Some(v) = &stored {
+                self.reads()
+                    .entry(key.to_owned())
+                    .or_insert_with(|| v.clone());
+            }
+            stored
+        })
     }
 
     fn history(&self) -> &[Message] {

@@ -302,7 +302,7 @@ pub(crate) enum TerminationReasonSchema {
     FailureCap,
 }
 
-/// Tokens used.
+/// Tokens used, and their cost when the model's price is known.
 #[derive(Serialize, ToSchema)]
 #[schema(as = Usage)]
 pub(crate) struct UsageSchema {
@@ -314,6 +314,12 @@ pub(crate) struct UsageSchema {
     cache_read_tokens: u64,
     /// Prompt tokens written to the provider's cache.
     cache_creation_tokens: u64,
+    /// What these tokens cost in US dollars at the model's price (the
+    /// agent's, else a built-in list price); absent when no price is known.
+    /// A run's cost is the sum over its `usage` events, unknown when one
+    /// with tokens has none.
+    #[schema(nullable = false)]
+    cost_usd: Option<f64>,
 }
 
 /// Where a prompt override applies: each part that is set must match the run.

@@ -1,5 +1,8 @@
 //! The server's metrics and `GET /metrics`, their Prometheus exposition
-//! (OpenMetrics text, which Prometheus scrapes natively).
+//! (OpenMetrics text, which Prometheus scrapes natively). It is the only
+//! text format `prometheus-client` writes (the classic `text/plain;
+//! version=0.0.4` differs in counter names, `# UNIT` and `# EOF`), so it is
+//! served whatever the scraper's `Accept` header asks for.
 //!
 //! [`Metrics`] is the runtime's [`Observer`]: runs started, finished (by
 //! outcome) and failed (by failure), driver errors, steps, tool call

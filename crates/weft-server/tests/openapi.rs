@@ -222,3 +222,21 @@ async fn inputs_answers_outcomes_and_events_have_typed_schemas() {
         "#/components/schemas/RunEvent"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn usage_documents_its_cost_as_an_optional_number() {
+    let doc = document().await;
+    let usage = &doc["components"]["schemas"]["Usage"];
+    assert_eq!(usage["properties"]["cost_usd"]["type"], "number", "{usage}");
+    let required: Vec<&str> = usage["required"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(required.contains(&"input_tokens"), "{usage}");
+    assert!(
+        !required.contains(&"cost_usd"),
+        "absent when unknown: {usage}"
+    );
+}

@@ -1,5 +1,5 @@
 // The page of one run: its summary (status, agent, session, times), totals
-// (turns, tool calls, tokens), outcome, controls (pause, continue, cancel)
+// (turns, tool calls, tokens, cost), outcome, controls (pause, continue, cancel)
 // and the live timeline, fed by the run's event stream.
 
 import { api, runPath } from "./api.js";
@@ -88,6 +88,8 @@ export function runPage(root, runId, signal) {
       ["Turns", t.turns], ["Tool calls", t.tool_calls],
       ["Input tokens", t.input_tokens], ["Output tokens", t.output_tokens],
       ["Cache read", t.cache_read_tokens], ["Cache written", t.cache_creation_tokens],
+      // "—" when no price is known for the run's model (or nothing was used yet).
+      ["Cost", t.cost_usd === null ? "—" : `$${t.cost_usd.toFixed(4)}`],
     ];
     totals.replaceChildren(...rows.flatMap(([k, v]) => [h("dt", {}, k), h("dd", { dataset: { total: k } }, String(v))]));
   }

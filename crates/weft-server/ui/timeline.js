@@ -1,7 +1,9 @@
 // A run's live timeline, folded from its events as they arrive: turns of the
 // model (streamed assistant text, thinking, tool calls with their arguments,
 // output, results and durations), awaits with the forms that answer them,
-// pauses, terminations and the outcome. Usage is summed into totals.
+// pauses, terminations and the outcome. Usage is summed into totals, its
+// cost (`cost_usd`) too while every usage with tokens carries one: tokens
+// without a price make the total cost unknown (null), never zero.
 
 import { awaitForm, describeAnswer } from "./awaits.js";
 import { append, duration, h, messageText, pre, when } from "./dom.js";
@@ -22,7 +24,8 @@ export class Timeline {
     this.calls = new Map();
     this.running = new Set();
     this.awaits = new Map();
-    this.totals = { turns: 0, tool_calls: 0, input_tokens: 0, output_tokens: 0, cache_read_tokens: 0, cache_creation_tokens: 0 };
+    this.totals = { turns: 0, tool_calls: 0, input_tokens: 0, output_tokens: 0, cache_read_tokens: 0, cache_creation_tokens: 0, cost_usd: null };
+    this.unpriced = false;
     this.lastSeq = 0;
   }
 
@@ -207,7 +210,9 @@ export class Timeline {
     else if (ev.type === "tool_finished") line = `← ${ev.output?.name} ${ev.output?.result?.kind === "error" ? "failed" : "done"}`;
     else if (ev.type === "await_requested") line = "waiting for an answer";
     else if (ev.type === "run_finished") line = `finished: ${ev.outcome?.kind}`;
-    if (list && line) list.append(h("li", { dataset: { childSeq: String(e.child_seq) } }, line));
+    // A call run again after a crash may show the child's events twice.
+    const seen = list?.querySelector(`li[data-child-seq="${CSS.escape(String(e.child_seq))}"]`);
+    if (list && line && !seen) list.append(h("li", { dataset: { childSeq: String(e.child_seq) } }, line));
   }
 
   on_await_requested(e) {
@@ -241,8 +246,17 @@ export class Timeline {
 
   on_usage(e) {
     const u = e.usage ?? {};
+    let tokens = 0;
     for (const k of ["input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens"]) {
-      this.totals[k] += Number(u[k] ?? 0);
+      const n = Number(u[k] ?? 0);
+      this.totals[k] += n;
+      tokens += n;
+    }
+    const cost = typeof u.cost_usd === "number" && Number.isFinite(u.cost_usd) ? u.cost_usd : null;
+    if (cost !== null && !this.unpriced) this.totals.cost_usd = (this.totals.cost_usd ?? 0) + cost;
+    else if (cost === null && tokens > 0) {
+      this.unpriced = true;
+      this.totals.cost_usd = null;
     }
     this.onTotals(this.totals);
   }

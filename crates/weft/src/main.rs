@@ -132,8 +132,8 @@ enum Command {
         #[command(subcommand)]
         command: ProviderCmd,
     },
-    /// Replays stored runs with an agent: `weft replay <run-id> --agent FILE`
-    /// or `weft replay --all --since 24h --agent FILE`; exit 1 when a decision differs.
+    /// Replays stored runs with an agent: `weft replay <run-id> [--agent FILE]`
+    /// or `weft replay --all --since 24h [--agent FILE]`; exit 1 when a decision differs.
     Replay(ReplayArgs),
     /// Benchmarks; each prints JSON lines.
     Bench {

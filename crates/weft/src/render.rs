@@ -1,6 +1,7 @@
 //! How `weft run` shows a run: readable text as it happens (with a live
 //! status line on a terminal, see [`live`]), or one JSON line per event for
-//! scripts.
+//! scripts. The text ends with a summary: turns, tool calls, tokens, their
+//! cost when the model's price is known, and wall time.
 
 mod live;
 
@@ -119,11 +120,11 @@ impl<W: Write> Renderer<W> {
                 };
                 writeln!(
                     self.out,
-                    "── {status} · {} turns · {} tool calls · {} tokens in / {} out · {:.2} s",
+                    "── {status} · {} turns · {} tool calls · {}{} · {:.2} s",
                     self.turns,
                     self.tool_calls,
-                    self.usage.input_tokens,
-                    self.usage.output_tokens,
+                    tokens_line(&self.usage),
+                    cost_part(&self.usage),
                     self.started.elapsed().as_secs_f64()
                 )?;
             }
@@ -239,6 +240,22 @@ pub(crate) fn tool_line(o: &ToolOutput) -> String {
         ToolResultBody::Omitted(om) => format!("← {} {} ({ms} ms)", o.name, om.marker()),
         ToolResultBody::Error(e) => format!("✗ {} {}: {} ({ms} ms)", o.name, e.code, e.message),
     }
+}
+
+/// The tokens `usage` counts, as the summary lines show them.
+pub(crate) fn tokens_line(usage: &Usage) -> String {
+    format!(
+        "{} tokens in / {} out",
+        usage.input_tokens, usage.output_tokens
+    )
+}
+
+/// ` · $0.0123` when `usage` has a cost; nothing when its price is unknown.
+pub(crate) fn cost_part(usage: &Usage) -> String {
+    usage
+        .cost_usd
+        .map(|usd| format!(" · ${usd:.4}"))
+        .unwrap_or_default()
 }
 
 /// `v` as compact JSON, cut to `max` characters.

@@ -1,7 +1,8 @@
 //! `weft runs show`: a stored run as a readable transcript, from its event
 //! log alone: the input messages, assistant text, tool calls with their
 //! arguments and results, awaits and their answers, pauses, terminations,
-//! the outcome and the tokens used. Plain lines, no control codes.
+//! the outcome and the tokens used (with their cost when the model's price
+//! is known). Plain lines, no control codes.
 
 use std::io::Write;
 
@@ -13,7 +14,7 @@ use weft_core::model::Usage;
 use weft_core::run::RunOutcome;
 use weft_core::store::StoredRun;
 
-use crate::render::{compact, describe_failure, tool_line};
+use crate::render::{compact, cost_part, describe_failure, tokens_line, tool_line};
 
 /// How much of a tool call's arguments or a value a line shows.
 const WIDTH: usize = 200;
@@ -126,11 +127,11 @@ pub fn write_transcript(
     let m = &run.snapshot;
     writeln!(
         out,
-        "{} turns · {} tool calls · {} tokens in / {} out",
+        "{} turns · {} tool calls · {}{}",
         m.turn(),
         m.tool_calls_made(),
-        usage.input_tokens,
-        usage.output_tokens
+        tokens_line(&usage),
+        cost_part(&usage)
     )
 }
 

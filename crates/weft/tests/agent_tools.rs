@@ -3,7 +3,9 @@
 //! The writer's question is asked through the coordinator's call and
 //! answered over HTTP; the server is killed with SIGKILL while the writer
 //! waits, restarted on the same store, and the run finishes with each
-//! specialist run exactly once. On SQLite and on PostgreSQL.
+//! specialist run exactly once; then the three runs replay identically
+//! with the coordinator's file (`weft replay --all`). On SQLite and on
+//! PostgreSQL.
 
 mod common;
 
@@ -204,6 +206,16 @@ async fn coordinator_with_a_crash_while_the_writer_asks(db: &str) {
         "{text}"
     );
     second.kill();
+
+    // The coordinator's file brings its team: all three runs replay
+    // identically, the call the crash cut short and asked again included.
+    let db = db.to_owned();
+    let replayed = tokio::task::spawn_blocking(move || {
+        common::replay::replay_all(&db, &[example("coordinator.toml")], &[])
+    })
+    .await
+    .unwrap();
+    replayed.assert_identical(3);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -24,6 +24,11 @@
 //! sync` and `process`), so kills land on servers in each: a commit a
 //! killed server acknowledged must be there in both.
 //!
+//! Last, every stored run is replayed with the agent the servers ran
+//! (`weft replay --all --json`, the real binary): each must replay
+//! identically, the runs whose calls a kill interrupted included (their
+//! logs hold the interrupted results).
+//!
 //! The PostgreSQL server is `WEFT_TEST_POSTGRES_URL`, by default
 //! `postgres://postgres@127.0.0.1:5432/test`, in a fresh schema dropped at
 //! the end. The kill delays come from a seed printed at the start; set
@@ -267,6 +272,12 @@ async fn crash_test(
 
     let mut report = check(&logs, &at_crashes, &created.acknowledged, &listed, &journal);
     compare_with_sse(&logs, &seen.lock().unwrap(), &mut report.violations);
+    let replaying = Instant::now();
+    let replayed = replay_every_run(db, logs.len(), &mut report.violations).await;
+    eprintln!(
+        "{backend}: {replayed} runs replayed in {:.1} s",
+        replaying.elapsed().as_secs_f32()
+    );
     let recovered: Vec<usize> = (1..=harness.incarnations)
         .map(|n| harness.recovered_count(n))
         .collect();
@@ -308,6 +319,32 @@ async fn crash_test(
                 .join("\n")
         );
     }
+}
+
+/// Replays every run of the store `db` with the journal agent, as `weft
+/// replay --all` does; a replay that is not identical, or a run it does
+/// not report, is a violation. Returns how many runs were replayed.
+async fn replay_every_run(db: &str, runs: usize, violations: &mut Vec<String>) -> usize {
+    let db = db.to_owned();
+    let agent = common::example("journal.toml");
+    let replayed =
+        tokio::task::spawn_blocking(move || common::replay::replay_all(&db, &[agent], &[]))
+            .await
+            .unwrap();
+    for line in replayed.not_identical() {
+        violations.push(format!(
+            "an unchanged agent's replay is not identical: {line}"
+        ));
+    }
+    if replayed.reports.len() != runs || replayed.code != Some(0) {
+        violations.push(format!(
+            "weft replay --all reported {} of {runs} runs (exit code {:?}), summary {}",
+            replayed.reports.len(),
+            replayed.code,
+            replayed.summary
+        ));
+    }
+    replayed.reports.len()
 }
 
 /// The local ports of a process's TCP sockets (from `/proc`): its PostgreSQL

@@ -5,61 +5,27 @@
 //! The agent's model is a local server speaking OpenAI's chat completions
 //! stream: it asks for `calc.add`, then answers. It records the
 //! `traceparent` of each request, which must name the `chat` span of that
-//! call.
+//! call. (The waits on a human are in `telemetry_awaits.rs`.)
 
 mod common;
+#[path = "telemetry/harness.rs"]
+mod harness;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::Router;
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::http::{HeaderMap, Response, header};
 use axum::routing::post;
-use opentelemetry_proto::tonic::collector::trace::v1::{
-    ExportTraceServiceRequest, ExportTraceServiceResponse,
+use harness::{
+    Received, TENANT_TOKEN, attr, hex, interrupt, otlp_receiver, serve, serve_app, wait_for_spans,
 };
-use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
 use opentelemetry_proto::tonic::trace::v1::Span;
-use prost::Message as _;
 use serde_json::{Value, json};
 
-const TENANT_TOKEN: &str = "tenant-token";
 const METRICS_TOKEN: &str = "scrape-token";
-
-/// The spans an OTLP/HTTP receiver got, in arrival order.
-type Received = Arc<Mutex<Vec<Span>>>;
-
-/// An OTLP/HTTP receiver at `POST /v1/traces`; returns its base URL.
-async fn otlp_receiver() -> (String, Received) {
-    let spans: Received = Arc::default();
-    let sink = spans.clone();
-    let app = Router::new().route(
-        "/v1/traces",
-        post(move |body: Bytes| {
-            let sink = sink.clone();
-            async move {
-                let request =
-                    ExportTraceServiceRequest::decode(body).expect("an OTLP protobuf body");
-                let mut sink = sink.lock().unwrap();
-                for resource in request.resource_spans {
-                    for scope in resource.scope_spans {
-                        sink.extend(scope.spans);
-                    }
-                }
-                Response::builder()
-                    .header(header::CONTENT_TYPE, "application/x-protobuf")
-                    .body(Body::from(
-                        ExportTraceServiceResponse::default().encode_to_vec(),
-                    ))
-                    .unwrap()
-            }
-        }),
-    );
-    (serve_app(app).await, spans)
-}
 
 /// One streamed chat completion: a `calc.add` call first, then the answer.
 fn completion(turn: usize) -> String {
@@ -122,14 +88,8 @@ async fn model_server() -> (String, Arc<Mutex<Vec<Option<String>>>>) {
     (serve_app(app).await, seen)
 }
 
-async fn serve_app(app: Router) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    format!("http://{addr}")
-}
-
-/// Starts `weft serve` on the agent file in `dir`; returns it and its address.
+/// Starts `weft serve` on the calculator agent (on the model at
+/// `model_url`), over a store in `dir`; returns it and its address.
 fn start_server(dir: &std::path::Path, model_url: &str, otlp_url: &str) -> (Child, String) {
     let agent = dir.join("agent.toml");
     std::fs::write(
@@ -138,31 +98,17 @@ fn start_server(dir: &std::path::Path, model_url: &str, otlp_url: &str) -> (Chil
          [planner]\nkind = \"model\"\nmodel = \"openai/gpt-test\"\n",
     )
     .unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_weft"))
-        .arg("serve")
-        .arg("--agent")
-        .arg(&agent)
-        .arg("--db")
-        .arg(dir.join("w.db"))
-        .args(["--addr", "127.0.0.1:0"])
-        .env("WEFT_TOKENS", format!("acme={TENANT_TOKEN}"))
-        .env("WEFT_METRICS_TOKEN", METRICS_TOKEN)
-        .env("OPENAI_BASE_URL", format!("{model_url}/v1"))
-        .env("OPENAI_API_KEY", "sk-test")
-        .env("OTEL_EXPORTER_OTLP_ENDPOINT", otlp_url)
-        .env("OTEL_BSP_SCHEDULE_DELAY", "100")
-        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-        .env_remove("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let addr = common::served_address(&mut stderr);
-    // Keep draining the logs so the server never blocks on a full pipe.
-    std::thread::spawn(move || for _ in stderr.lines() {});
-    (child, addr)
+    let base_url = format!("{model_url}/v1");
+    serve(
+        dir,
+        &agent,
+        otlp_url,
+        &[
+            ("WEFT_METRICS_TOKEN", METRICS_TOKEN),
+            ("OPENAI_BASE_URL", &base_url),
+            ("OPENAI_API_KEY", "sk-test"),
+        ],
+    )
 }
 
 /// Starts a run and waits until it completed; returns its id.
@@ -198,36 +144,6 @@ async fn complete_a_run(http: &reqwest::Client, addr: &str) -> String {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-}
-
-/// Stops the server as ctrl-c does, so it flushes its traces, and waits.
-fn interrupt(mut child: Child) {
-    let status = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while child.try_wait().unwrap().is_none() {
-        assert!(Instant::now() < deadline, "serve did not stop on SIGINT");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// A span attribute rendered as text.
-fn attr(span: &Span, key: &str) -> Option<String> {
-    let kv = span.attributes.iter().find(|kv| kv.key == key)?;
-    Some(match kv.value.as_ref()?.value.as_ref()? {
-        AnyValue::StringValue(s) => s.clone(),
-        AnyValue::IntValue(i) => i.to_string(),
-        AnyValue::BoolValue(b) => b.to_string(),
-        AnyValue::DoubleValue(d) => d.to_string(),
-        other => format!("{other:?}"),
-    })
 }
 
 /// One exposition sample: its name with labels, and its value.
@@ -335,18 +251,12 @@ async fn check_metrics(http: &reqwest::Client, addr: &str) {
 }
 
 /// Waits until the receiver holds the run's spans (three GenAI spans and the agent's).
-async fn wait_for_spans(received: &Received) -> Vec<Span> {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let spans = received.lock().unwrap().clone();
-        if spans.iter().filter(|s| s.name.starts_with("chat ")).count() >= 2
+async fn wait_for_run_spans(received: &Received) -> Vec<Span> {
+    wait_for_spans(received, |spans| {
+        spans.iter().filter(|s| s.name.starts_with("chat ")).count() >= 2
             && spans.iter().any(|s| s.name.starts_with("invoke_agent "))
-        {
-            return spans;
-        }
-        assert!(Instant::now() < deadline, "spans never arrived: {spans:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    })
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -361,7 +271,7 @@ async fn serve_exports_genai_traces_and_counts_the_run() {
     tokio::task::spawn_blocking(move || interrupt(child))
         .await
         .unwrap();
-    let spans = wait_for_spans(&received).await;
+    let spans = wait_for_run_spans(&received).await;
 
     // Only GenAI spans are exported, not the log spans.
     for s in &spans {

@@ -126,7 +126,8 @@ fn runs_show_prints_a_transcript_of_a_model_run() {
         dir.path(),
         "agent.toml",
         &format!(
-            "id = \"m\"\ntoolsets = [\"calc\"]\n[planner]\nkind = \"model\"\nmodel = \"scripted/{}\"\n",
+            "id = \"m\"\ntoolsets = [\"calc\"]\n[planner]\nkind = \"model\"\nmodel = \"scripted/{}\"\n\
+             [planner.price]\ninput = 100\noutput = 1000\n",
             script.display()
         ),
     );
@@ -143,6 +144,12 @@ fn runs_show_prints_a_transcript_of_a_model_run() {
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+    // 120 input tokens at $100 and 21 output tokens at $1000 per million.
+    let summary = stdout(&out).lines().last().unwrap_or_default().to_owned();
+    assert!(
+        summary.contains(" · 120 tokens in / 21 out · $0.0330 · "),
+        "{summary}"
     );
     let run = only_run(&db);
     let show = weft()
@@ -173,7 +180,7 @@ fn runs_show_prints_a_transcript_of_a_model_run() {
     }
     assert_eq!(
         lines.last().copied(),
-        Some("3 turns · 2 tool calls · 120 tokens in / 21 out"),
+        Some("3 turns · 2 tool calls · 120 tokens in / 21 out · $0.0330"),
         "{text}"
     );
 }

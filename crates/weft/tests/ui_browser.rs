@@ -7,7 +7,16 @@
 //!
 //! A second agent, `streamer`, is a model planner on a local provider
 //! (`ui_browser/provider.rs`) that streams its answer word by word: the
-//! browser sees the assistant text grow, and the token totals.
+//! browser sees the assistant text grow, and the token and cost totals
+//! (at the price its agent file gives).
+//!
+//! A third, `coordinator` (`examples/coordinator.toml`), calls the agents
+//! `researcher` and `writer` as tools: each call runs a child run, whose
+//! events the browser sees nested under the call, and the writer's question
+//! is answered in the coordinator's page.
+//!
+//! Without a browser, Node.js alone runs the viewer's event-stream reader
+//! (`tests/ui/sse.spec.mjs`) and its totals (`tests/ui/totals.spec.mjs`).
 //!
 //! Midway the script has the server killed and started again on the same
 //! address and store, and the page reconnects with Last-Event-ID.
@@ -67,15 +76,16 @@ fn missing(chromium: &Path) -> Vec<String> {
 }
 
 /// Starts `weft serve` on `addr` (`127.0.0.1:0`: a free port) with
-/// `clarify` and `streamer` (on the provider at `provider`), over the store
-/// in `dir`; its address and the process.
+/// `clarify`, `streamer` (on the provider at `provider`) and `coordinator`
+/// (with its team), over the store in `dir`; its address and the process.
 fn serve(dir: &Path, provider: &str, addr: &str) -> (String, Killed) {
     let tokens = dir.join("tokens");
     std::fs::write(&tokens, format!("viewer={TOKEN}\n")).unwrap();
     let streamer = dir.join("streamer.toml");
     std::fs::write(
         &streamer,
-        "id = \"streamer\"\ntoolsets = [\"calc\"]\n[planner]\nkind = \"model\"\nmodel = \"openai/gpt-test\"\n",
+        "id = \"streamer\"\ntoolsets = [\"calc\"]\n[planner]\nkind = \"model\"\nmodel = \"openai/gpt-test\"\n\
+         [planner.price]\ninput = 100\noutput = 1000\n",
     )
     .unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_weft"))
@@ -84,6 +94,8 @@ fn serve(dir: &Path, provider: &str, addr: &str) -> (String, Killed) {
         .arg(example("clarify.toml"))
         .arg("--agent")
         .arg(&streamer)
+        .arg("--agent")
+        .arg(example("coordinator.toml"))
         .env("OPENAI_BASE_URL", provider)
         .env("OPENAI_API_KEY", "sk-test")
         .arg("--db")
@@ -162,6 +174,13 @@ fn run_node(script: &str, env: &[(&str, &std::ffi::OsStr)], out: &Path, tick: &m
 fn the_event_stream_reader_decodes_any_chunking_and_reconnects() {
     if have_node() {
         run_node("sse.spec.mjs", &[], &std::env::temp_dir(), &mut || {});
+    }
+}
+
+#[test]
+fn the_viewer_totals_sum_usage_and_its_cost() {
+    if have_node() {
+        run_node("totals.spec.mjs", &[], &std::env::temp_dir(), &mut || {});
     }
 }
 

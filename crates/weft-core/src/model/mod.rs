@@ -1,12 +1,15 @@
 //! Models as the contract sees them: the [`ModelClient`] trait, requests,
-//! stream chunks, and the sans-IO [`StreamAssembler`] that turns chunks into a
-//! [`ModelSummary`] while forwarding them to a planner's event sink.
+//! stream chunks, token usage and its cost ([`Usage`]), and the sans-IO
+//! [`StreamAssembler`] that turns chunks into a [`ModelSummary`] while
+//! forwarding them to a planner's event sink.
 
 mod assemble;
 mod types;
+mod usage;
 
 pub use assemble::{AssembleError, StreamAssembler, summary_chunks};
 pub use types::*;
+pub use usage::Usage;
 
 use std::pin::Pin;
 

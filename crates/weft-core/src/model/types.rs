@@ -5,6 +5,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::Usage;
 use crate::ids::ToolCallId;
 use crate::message::{Message, Thinking};
 use crate::tool::ToolSpec;
@@ -56,31 +57,6 @@ pub enum ToolChoice {
     Required,
     /// The model must call this tool.
     Tool(String),
-}
-
-/// Token accounting for one model call (or the sum of several).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Usage {
-    /// Prompt tokens.
-    pub input_tokens: u64,
-    /// Completion tokens.
-    pub output_tokens: u64,
-    /// Prompt tokens read from the provider's cache.
-    #[serde(default)]
-    pub cache_read_tokens: u64,
-    /// Prompt tokens written to the provider's cache.
-    #[serde(default)]
-    pub cache_creation_tokens: u64,
-}
-
-impl Usage {
-    /// Adds `other` to this usage.
-    pub fn add(&mut self, other: &Usage) {
-        self.input_tokens += other.input_tokens;
-        self.output_tokens += other.output_tokens;
-        self.cache_read_tokens += other.cache_read_tokens;
-        self.cache_creation_tokens += other.cache_creation_tokens;
-    }
 }
 
 /// Why a model stopped producing output.

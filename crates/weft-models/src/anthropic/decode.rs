@@ -129,6 +129,7 @@ impl WireUsage {
             output_tokens: self.output_tokens.unwrap_or(0),
             cache_read_tokens: self.cache_read_input_tokens.unwrap_or(0),
             cache_creation_tokens: self.cache_creation_input_tokens.unwrap_or(0),
+            cost_usd: None,
         }
     }
 }

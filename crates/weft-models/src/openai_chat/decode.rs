@@ -108,6 +108,7 @@ impl ChatUsage {
                 .and_then(|d| d.cached_tokens)
                 .unwrap_or(0),
             cache_creation_tokens: 0,
+            cost_usd: None,
         }
     }
 }

@@ -102,6 +102,7 @@ impl WireUsage {
                 .and_then(|d| d.cached_tokens)
                 .unwrap_or(0),
             cache_creation_tokens: 0,
+            cost_usd: None,
         }
     }
 }

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use weft_core::awaiting::{AwaitAnswer, AwaitItem};
 use weft_core::message::{Message, Thinking};
-use weft_core::model::{ModelClient, Usage};
+use weft_core::model::{ModelClient, ModelSummary, Usage};
 use weft_core::planner::{
     EmptyMemory, MemoryView, PlanInput, PlanResumeInput, Planner, PlannerContext, PlannerError,
     PlannerEvents, Reminder, RunContext,
@@ -20,16 +20,21 @@ use weft_core::tool::{FieldIssue, Labels, ToolAnnotations, ToolIdent, ToolOutput
 use weft_core::{AgentId, RunId, Timestamp, ToolCallId, TurnId};
 use weft_models::{ApiKey, HttpConfig, ModelConfig, ModelPlanner, ModelPlannerConfig, build_model};
 
-/// Records every planner event and tool execution, in order.
+/// Records every planner event and tool execution, in order, and the
+/// usage of each `usage` event and of each call's whole answer.
 #[derive(Default)]
-pub(crate) struct Log(Mutex<Vec<String>>);
+pub(crate) struct Log {
+    entries: Mutex<Vec<String>>,
+    usages: Mutex<Vec<Usage>>,
+    answered: Mutex<Vec<Usage>>,
+}
 
 impl Log {
     fn push(&self, s: String) {
-        self.0.lock().unwrap().push(s);
+        self.entries.lock().unwrap().push(s);
     }
     pub(crate) fn entries(&self) -> Vec<String> {
-        self.0.lock().unwrap().clone()
+        self.entries.lock().unwrap().clone()
     }
 }
 
@@ -59,6 +64,10 @@ impl PlannerEvents for Log {
             "usage:{}/{}",
             usage.input_tokens, usage.output_tokens
         ));
+        self.usages.lock().unwrap().push(*usage);
+    }
+    fn model_output(&self, _: &str, output: &ModelSummary) {
+        self.answered.lock().unwrap().push(output.usage);
     }
 }
 
@@ -248,6 +257,10 @@ pub(crate) struct Answered {
     pub(crate) machine: RunMachine,
     /// The log's entries.
     pub(crate) entries: Vec<String>,
+    /// The usage of each `usage` event, in order.
+    pub(crate) usages: Vec<Usage>,
+    /// The usage of each model call's whole answer, in order.
+    pub(crate) answered: Vec<Usage>,
 }
 
 /// Whether the log `entries` hold `entry`.
@@ -263,6 +276,8 @@ pub(crate) async fn answer(planner: &ModelPlanner, tools: &[&str], prompt: &str)
         text: final_text(&outcome),
         machine,
         entries: log.entries(),
+        usages: log.usages.lock().unwrap().clone(),
+        answered: log.answered.lock().unwrap().clone(),
     }
 }
 

@@ -89,6 +89,7 @@ impl RunTask {
         if let Some(changes) = changes {
             changes.apply(&mut self.machine);
         }
+        memory.record_reads(&mut self.machine);
         let now = self.now();
         // The plan's memory writes are stored before the step is committed,
         // and only under a lease this driver still holds.

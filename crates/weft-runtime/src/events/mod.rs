@@ -7,6 +7,7 @@
 //! reused. A subscriber takes a receiver, then reads committed events from
 //! the store; merging both by sequence number gives every event exactly once,
 //! in order. With no subscriber, emitting an event is a push onto a vector.
+//! Streamed assistant text is merged while it waits, one event per commit.
 //!
 //! A run driven by another process (or by none yet) has no local driver to
 //! broadcast: its subscribers read the store every [`EVENT_POLL`].
@@ -33,6 +34,9 @@ mod stream;
 pub use stream::EventStream;
 
 const CHANNEL_CAPACITY: usize = 1024;
+
+/// Largest assistant text one event grows to by merging streamed deltas.
+const MAX_MERGED_CHUNK: usize = 16 * 1024;
 
 /// The per-run state shared by the driver, the event sink and subscribers.
 pub(crate) struct RunShared {
@@ -68,8 +72,21 @@ struct LogState {
 }
 
 impl LogState {
-    /// Numbers the event and keeps it for the next commit.
+    /// Numbers the event and keeps it for the next commit. Assistant text
+    /// that follows assistant text in the same commit extends that event
+    /// (up to [`MAX_MERGED_CHUNK`] bytes), so a streamed answer is stored
+    /// and delivered as one event per commit, not one per token.
     fn push(&mut self, at: weft_core::Timestamp, kind: EventKind) {
+        if let EventKind::AssistantChunk { text } = &kind
+            && let Some(RunEvent {
+                kind: EventKind::AssistantChunk { text: last },
+                ..
+            }) = self.pending.last_mut()
+            && last.len() + text.len() <= MAX_MERGED_CHUNK
+        {
+            last.push_str(text);
+            return;
+        }
         self.seq += 1;
         self.pending.push(RunEvent {
             seq: self.seq,
@@ -297,3 +314,6 @@ impl PlannerEvents for Sink<'_> {
         );
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,22 +1,26 @@
 //! The replay loop: the run machine driven by the agent's planner, with
 //! tool outputs, await answers and time taken from the recording, and
-//! each decision compared as the machine makes it.
+//! each decision compared as the machine makes it. The planner is given
+//! the recording's labels, session history, memory and prompt overrides.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use serde_json::Value;
 use weft_core::event::EventKind;
 use weft_core::planner::{NoopEvents, PlanInput, PlanResumeInput, RunContext, Termination};
 use weft_core::run::{
     InvalidToolCallContext, PlanKind, PlanOutcome, RunConfig, RunFailure, RunMachine, RunOutcome,
     Step, ToolCall,
 };
-use weft_core::tool::ToolSpec;
+use weft_core::tool::{Labels, ToolSpec};
 use weft_core::{Timestamp, TurnId};
 
 use super::{Decision, Difference, Recording, ReplayReport, Verdict};
 use crate::agent::Agent;
 use crate::context::Ctx;
 use crate::error::RuntimeError;
+use crate::session::{SessionMemory, mark_history};
 use crate::tools::AgentTools;
 use crate::toolsets::remind_availability;
 
@@ -24,7 +28,7 @@ use crate::toolsets::remind_availability;
 /// the agent's tools cannot be listed.
 pub async fn replay(agent: &Agent, recording: &Recording) -> Result<ReplayReport, RuntimeError> {
     let tools = agent.current_tools(true).await?;
-    let machine = RunMachine::new(
+    let mut machine = RunMachine::new(
         RunConfig::new(
             agent.id.clone(),
             recording.session_id.clone(),
@@ -33,11 +37,14 @@ pub async fn replay(agent: &Agent, recording: &Recording) -> Result<ReplayReport
         .with_policy(agent.policy.clone()),
         recording.started_at,
     );
+    mark_history(&mut machine, recording.history_len);
     let mut r = Replayer {
         agent,
         tools,
         recording,
         machine,
+        labels: Arc::new(recording.labels.clone()),
+        memory: recording.memory.clone(),
         next: 0,
         answers: 0,
         clock: recording.started_at,
@@ -64,6 +71,10 @@ struct Replayer<'a> {
     tools: Arc<AgentTools>,
     recording: &'a Recording,
     machine: RunMachine,
+    labels: Arc<Labels>,
+    /// The session memory as the planner finds it: the values the run read,
+    /// and the replay's own writes so far.
+    memory: BTreeMap<String, Value>,
     /// The position of the next recorded decision to match.
     next: usize,
     /// How many recorded answers were given.
@@ -195,7 +206,7 @@ impl Replayer<'_> {
             run_id: run_id.clone(),
             session_id: self.recording.session_id.clone(),
             turn_id: TurnId::new(format!("{run_id}/{}", self.machine.turn() + 1)),
-            labels: Arc::default(),
+            labels: self.labels.clone(),
         };
         let tools: Vec<ToolSpec> = self
             .tools
@@ -205,7 +216,10 @@ impl Replayer<'_> {
             .cloned()
             .collect();
         let reminders = self.machine.take_due_reminders();
-        let ctx = Ctx::new(self.agent, run_id, self.machine.state());
+        let memory = SessionMemory::over(self.memory.clone(), &self.machine);
+        let ctx = Ctx::new(self.agent, run_id, self.machine.state())
+            .with_prompts(self.recording.overrides.clone(), &NoopEvents)
+            .with_memory(&memory);
         let base = PlanInput {
             messages: self.machine.transcript(),
             run: &run,
@@ -230,6 +244,8 @@ impl Replayer<'_> {
         if let Some(changes) = ctx.into_changes() {
             changes.apply(&mut self.machine);
         }
+        memory.record_reads(&mut self.machine);
+        self.memory.extend(memory.take_writes());
         let result = match result {
             Ok(r) => r,
             Err(e) => {

@@ -17,12 +17,22 @@
 //! differs ends the replay with a [`Difference`]. A run a human cancelled
 //! is cancelled at the same point; the time a human kept a run paused is
 //! taken out of the recording's clock (a pause is not replayed).
+//!
+//! The planner sees the run as the driver showed it: the run's labels, its
+//! session history, the session memory it read (its own writes kept from
+//! one planning call to the next) and the prompt overrides it rendered,
+//! once the recording is restored from the store
+//! ([`Recording::restore_from`]); without that, it replays with none of
+//! them.
 
 mod decision;
 mod diff;
 mod engine;
 mod recording;
+mod setting;
 
+#[cfg(test)]
+mod setting_tests;
 #[cfg(test)]
 mod tests;
 

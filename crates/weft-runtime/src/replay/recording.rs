@@ -1,15 +1,20 @@
 //! A recorded run as replay reads it: its input, the decisions it made in
 //! order, and what the world answered (tool results, await answers, model
-//! outputs), taken from the run's event log alone.
+//! outputs, the prompts rendered), taken from the run's event log; what the
+//! log does not hold (labels, history length, memory read, prompt
+//! overrides) is restored from the store ([`Recording::restore_from`]).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
+
+use serde_json::Value;
 
 use weft_core::awaiting::{AwaitAnswer, AwaitItem};
 use weft_core::event::{EventKind, RunEvent};
 use weft_core::message::Message;
 use weft_core::model::ModelSummary;
-use weft_core::tool::ToolOutput;
+use weft_core::prompt::{PromptOverride, PromptRendered};
+use weft_core::tool::{Labels, ToolOutput};
 use weft_core::{AgentId, AwaitItemId, RunId, SessionId, Timestamp, ToolCallId};
 
 use super::Decision;
@@ -77,6 +82,16 @@ pub struct Recording {
     pub used_a_model: bool,
     /// Whether the log ends with the run's outcome.
     pub finished: bool,
+    /// Every prompt render, in order.
+    pub rendered: Vec<PromptRendered>,
+    /// The run's labels (restored; empty from the log alone).
+    pub labels: Labels,
+    /// How many of `input`'s first messages are session history (restored).
+    pub history_len: usize,
+    /// The session memory values the planner read, each as first read (restored).
+    pub memory: BTreeMap<String, Value>,
+    /// The prompt overrides the run rendered, one per name (restored).
+    pub overrides: Vec<PromptOverride>,
 }
 
 impl Recording {
@@ -109,6 +124,11 @@ impl Recording {
             model_outputs: Vec::new(),
             used_a_model: false,
             finished: false,
+            rendered: Vec::new(),
+            labels: Labels::default(),
+            history_len: 0,
+            memory: BTreeMap::new(),
+            overrides: Vec::new(),
         };
         let mut elicitations: Vec<AwaitItemId> = Vec::new();
         // Time a human kept the run paused is taken out of the recording's
@@ -163,6 +183,15 @@ impl Recording {
                     rec.used_a_model = true;
                 }
                 EventKind::RunFinished { .. } => rec.finished = true,
+                EventKind::PromptRendered {
+                    template_id,
+                    version,
+                    override_scope,
+                } => rec.rendered.push(PromptRendered {
+                    template_id: template_id.clone(),
+                    version: version.clone(),
+                    override_scope: override_scope.clone(),
+                }),
                 _ => {}
             }
         }

@@ -2,9 +2,10 @@
 //! and per-run budget.
 
 use std::num::NonZeroU32;
+use std::sync::Arc;
 
 use serde::Deserialize;
-use weft_core::model::ModelError;
+use weft_core::model::{ModelClient, ModelError};
 use weft_models::ModelConfig;
 use weft_runtime::advisor::AdvisorConfig;
 
@@ -39,13 +40,23 @@ impl AdvisorSpec {
             local_loader: local_loader(),
             ..ModelConfig::new(&self.model)
         })?;
+        Ok(self.config_on(model, system, temperature))
+    }
+
+    /// [`config`](Self::config) with `model` instead of the one named.
+    pub fn config_on(
+        &self,
+        model: Arc<dyn ModelClient>,
+        system: Option<String>,
+        temperature: Option<f32>,
+    ) -> AdvisorConfig {
         let mut config = AdvisorConfig::new(model, self.max_uses_per_run);
         if let Some(max) = self.max_output_tokens {
             config.max_output_tokens = max;
         }
         config.system = system;
         config.temperature = temperature;
-        Ok(config)
+        config
     }
 }
 

@@ -17,48 +17,23 @@ use weft_tools::ToolSet;
 use crate::toolset_spec::ToolsetSpec;
 
 mod advisor;
+mod error;
 mod history;
 mod model;
 mod policy;
+mod price;
 mod scripted;
 mod team;
 
 pub use advisor::AdvisorSpec;
+pub use error::AgentFileError;
 pub use history::{HistorySpec, SummarizeSpec};
 use model::parse_tool_choice;
 pub use model::{ModelSettings, local_loader, model_planner, model_planner_on};
 pub use policy::PolicySpec;
+pub use price::{PriceError, PriceSpec};
 pub use scripted::{CallSpec, TurnSpec};
-pub use team::{MAX_TEAM, load_team};
-
-/// Why an agent file could not be used.
-#[derive(Debug, thiserror::Error)]
-pub enum AgentFileError {
-    /// The file could not be read.
-    #[error("cannot read agent file {path}: {source}")]
-    Read {
-        /// The path.
-        path: String,
-        /// The IO error.
-        source: std::io::Error,
-    },
-    /// The file is not valid TOML or does not match the agent schema.
-    #[error("agent file {path} is invalid: {message}")]
-    Parse {
-        /// The path.
-        path: String,
-        /// The parser's message, with line and column.
-        message: String,
-    },
-    /// The file parses but says something impossible.
-    #[error("agent file {path}: {message}")]
-    Invalid {
-        /// The path.
-        path: String,
-        /// What is wrong.
-        message: String,
-    },
-}
+pub use team::{MAX_TEAM, load_team, team_files};
 
 /// An agent file's contents.
 #[derive(Debug, Clone, Deserialize)]
@@ -128,6 +103,10 @@ pub enum PlannerSpec {
         /// user a question (a clarification the run waits for).
         #[serde(default)]
         ask_user: bool,
+        /// `[planner.price]`: the model's price in USD per million tokens,
+        /// instead of the built-in list price (see [`PriceSpec`]).
+        #[serde(default)]
+        price: Option<PriceSpec>,
     },
 }
 
@@ -172,10 +151,21 @@ impl AgentFile {
             }
         }
         self.history.check().map_err(invalid)?;
-        if let PlannerSpec::Scripted { turns, .. } = &self.planner {
-            for (i, t) in turns.iter().enumerate() {
-                t.check(i + 1).map_err(invalid)?;
+        match &self.planner {
+            PlannerSpec::Scripted { turns, .. } => {
+                for (i, t) in turns.iter().enumerate() {
+                    t.check(i + 1).map_err(invalid)?;
+                }
             }
+            PlannerSpec::Model {
+                price: Some(price), ..
+            } => {
+                price.price().map_err(|error| AgentFileError::Price {
+                    path: path.to_owned(),
+                    error,
+                })?;
+            }
+            PlannerSpec::Model { .. } => {}
         }
         Ok(())
     }
@@ -302,6 +292,7 @@ impl AgentFile {
                     tool_choice,
                     stream,
                     ask_user,
+                    price,
                 },
                 m,
             ) => Some((
@@ -319,6 +310,11 @@ impl AgentFile {
                         Some(false) => weft_models::Streaming::Never,
                     },
                     ask_tool: *ask_user,
+                    // The file's price is its own model's, not an override's.
+                    price: price
+                        .as_ref()
+                        .filter(|_| m.is_none_or(|m| m == file_model))
+                        .and_then(|p| p.price().ok()),
                 },
             )),
         }
@@ -345,6 +341,16 @@ impl AgentFile {
     /// Builds the agent with `planner` and the file's toolsets, policy and
     /// advisor; fails when the advisor's model cannot be built.
     pub fn agent(&self, planner: Arc<dyn Planner>) -> Result<Agent, ModelError> {
+        self.agent_on(planner, None)
+    }
+
+    /// [`agent`](Self::agent), the advisor asking `advisor` (when given)
+    /// instead of the model the file names: a replay's, never asked.
+    pub fn agent_on(
+        &self,
+        planner: Arc<dyn Planner>,
+        advisor: Option<Arc<dyn ModelClient>>,
+    ) -> Result<Agent, ModelError> {
         let mut builder = Agent::builder(self.id.as_str(), planner).policy(self.policy());
         for ts in self.toolsets() {
             builder = builder.toolset(ts);
@@ -371,7 +377,11 @@ impl AgentFile {
             }
         }
         if let Some(spec) = &self.advisor {
-            builder = builder.advisor(spec.config(self.system_prompt(), self.temperature())?);
+            let (system, temperature) = (self.system_prompt(), self.temperature());
+            builder = builder.advisor(match advisor {
+                Some(model) => spec.config_on(model, system, temperature),
+                None => spec.config(system, temperature)?,
+            });
         }
         Ok(builder.history(history).build())
     }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use weft_core::model::{ModelClient, ModelError, ToolChoice};
 use weft_core::planner::Planner;
-use weft_models::{ModelConfig, ModelPlanner, ModelPlannerConfig};
+use weft_models::{ModelConfig, ModelPlanner, ModelPlannerConfig, ModelPrice};
 use weft_tools::ToolSet;
 
 /// How an agent asks its model, beyond the model id.
@@ -25,6 +25,9 @@ pub struct ModelSettings {
     pub streaming: weft_models::Streaming,
     /// Offer the model the `ask_user` tool (`ask_user = true`).
     pub ask_tool: bool,
+    /// The model's price (`[planner.price]`); when absent, the built-in
+    /// list price of a well-known model, else none.
+    pub price: Option<ModelPrice>,
 }
 
 /// `auto`, `required`, `none`, or else a tool's name.
@@ -86,6 +89,7 @@ pub fn model_planner_on(
             tool_choice: settings.tool_choice,
             streaming: settings.streaming,
             ask_tool: settings.ask_tool,
+            price: settings.price,
             ..ModelPlannerConfig::default()
         },
     ))

@@ -15,9 +15,19 @@ pub const MAX_TEAM: usize = 64;
 /// given), then every agent its `type = "agent"` toolsets call, read from
 /// their own files (paths relative to the file naming them), each once.
 pub fn load_team(path: &Path, model: Option<&str>) -> anyhow::Result<Vec<Agent>> {
+    let mut agents = Vec::new();
+    for (i, file) in team_files(path)?.iter().enumerate() {
+        let model = if i == 0 { model } else { None };
+        agents.push(file.agent(file.planner(model)?)?);
+    }
+    Ok(agents)
+}
+
+/// The files of [`load_team`]'s agents, in the same order.
+pub fn team_files(path: &Path) -> anyhow::Result<Vec<AgentFile>> {
     use anyhow::Context as _;
     let root = AgentFile::load(path)?;
-    let mut agents = vec![root.agent(root.planner(model)?)?];
+    let mut files = vec![root.clone()];
     let mut ids = vec![(root.id.clone(), path.to_path_buf())];
     let mut queue = vec![(root, path.to_path_buf())];
     while let Some((file, at)) = queue.pop() {
@@ -64,11 +74,11 @@ pub fn load_team(path: &Path, model: Option<&str>) -> anyhow::Result<Vec<Agent>>
                     at.display(),
                     member.id
                 );
-                agents.push(child.agent(child.planner(None)?)?);
+                files.push(child.clone());
                 ids.push((child.id.clone(), member_path.clone()));
                 queue.push((child, member_path));
             }
         }
     }
-    Ok(agents)
+    Ok(files)
 }

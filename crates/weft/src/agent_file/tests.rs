@@ -443,3 +443,102 @@ fn a_model_planner_may_stream_or_not_and_offer_the_ask_tool() {
     );
     assert!(settings("ask_user = true").ask_tool);
 }
+
+fn model_file(extra: &str) -> Result<AgentFile, AgentFileError> {
+    AgentFile::parse(
+        &format!("id = \"m\"\n[planner]\nkind = \"model\"\nmodel = \"compat/llama3.2\"\n{extra}"),
+        "m.toml",
+    )
+}
+
+#[test]
+fn a_price_table_prices_the_file_s_model() {
+    let f = model_file(
+        "[planner.price]\ninput = 3\noutput = 15.0\ncached_input = 0.3\ncache_write = 3.75\n",
+    )
+    .unwrap();
+    let price = f.model_spec(None).unwrap().1.price;
+    assert_eq!(
+        price,
+        Some(weft_models::ModelPrice {
+            input: 3.0,
+            output: 15.0,
+            cached_input: Some(0.3),
+            cache_write: Some(3.75),
+        })
+    );
+    // The cache prices are optional.
+    let f = model_file("[planner.price]\ninput = 0.5\noutput = 1.5\n").unwrap();
+    assert_eq!(
+        f.model_spec(None).unwrap().1.price,
+        Some(weft_models::ModelPrice::new(0.5, 1.5))
+    );
+    // Another model given with `--model` is not priced at the file's price.
+    assert_eq!(f.model_spec(Some("openai/gpt-4o")).unwrap().1.price, None);
+    assert!(
+        f.model_spec(Some("compat/llama3.2"))
+            .unwrap()
+            .1
+            .price
+            .is_some()
+    );
+    // Without a table there is no configured price (the built-in list
+    // price, if any, applies).
+    assert_eq!(
+        model_file("").unwrap().model_spec(None).unwrap().1.price,
+        None
+    );
+}
+
+#[test]
+fn a_negative_or_non_numeric_price_is_a_typed_error() {
+    let price_error = |table: &str| match model_file(&format!("[planner.price]\n{table}\n")) {
+        Err(AgentFileError::Price { path, error }) => {
+            assert_eq!(path, "m.toml");
+            error
+        }
+        other => panic!("{table}: {other:?}"),
+    };
+    assert_eq!(
+        price_error("input = 3.0\noutput = -1.5"),
+        PriceError::Negative {
+            field: "output",
+            value: -1.5
+        }
+    );
+    assert_eq!(
+        price_error("input = \"3.0\"\noutput = 15.0"),
+        PriceError::NotANumber {
+            field: "input",
+            found: "\"3.0\"".into()
+        }
+    );
+    assert!(matches!(
+        price_error("input = nan\noutput = 1.0"),
+        PriceError::NotANumber { field: "input", .. }
+    ));
+    assert!(matches!(
+        price_error("input = 1.0\noutput = 1.0\ncached_input = inf"),
+        PriceError::NotANumber {
+            field: "cached_input",
+            ..
+        }
+    ));
+    assert_eq!(
+        price_error("input = 3.0"),
+        PriceError::Missing { field: "output" }
+    );
+    let message = model_file("[planner.price]\ninput = -3\noutput = 1\n")
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        message,
+        "agent file m.toml: [planner.price] `input` must not be negative, not -3"
+    );
+    // A key the table does not know is a parse error naming it.
+    let unknown = model_file("[planner.price]\ninptu = 3\noutput = 1\n").unwrap_err();
+    assert!(
+        matches!(&unknown, AgentFileError::Parse { message, .. } if message.contains("inptu")),
+        "{unknown}"
+    );
+}

@@ -16,6 +16,7 @@ pub const BENCHES: &[&str] = &[
     "agent-loop",
     "durable-loop",
     "serve",
+    "stream",
     "sse-decode",
     "registry",
     "mcp",

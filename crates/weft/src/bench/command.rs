@@ -7,6 +7,7 @@ use clap::Subcommand;
 
 use super::{
     agent_loop, durable_loop, mcp as mcp_bench, registry as registry_bench, serve as serve_bench,
+    stream as stream_bench,
 };
 
 /// The benchmarks `weft bench` runs.
@@ -81,6 +82,19 @@ pub enum BenchCommand {
         /// Seconds of measurement.
         #[arg(long, default_value_t = 10.0)]
         seconds: f64,
+        /// The store: a fresh SQLite file when absent, or a `postgres://` URL.
+        #[arg(long)]
+        db: Option<String>,
+    },
+    /// One long streamed answer delivered over SSE to many clients:
+    /// deltas and events delivered per second.
+    Stream {
+        /// SSE clients following the run.
+        #[arg(long, default_value_t = 100)]
+        clients: usize,
+        /// Text deltas in the answer.
+        #[arg(long, default_value_t = 10_000)]
+        tokens: usize,
         /// The store: a fresh SQLite file when absent, or a `postgres://` URL.
         #[arg(long)]
         db: Option<String>,
@@ -192,6 +206,18 @@ impl BenchCommand {
                     db,
                 };
                 println!("{}", serve_bench::run(&s)?);
+            }
+            BenchCommand::Stream {
+                clients,
+                tokens,
+                db,
+            } => {
+                let s = stream_bench::Settings {
+                    clients: clients.max(1),
+                    tokens: tokens.max(1),
+                    db,
+                };
+                println!("{}", stream_bench::run(&s)?);
             }
             BenchCommand::SseDecode { fixtures, bytes } => {
                 let dir = fixtures.unwrap_or_else(weft_models::bench::default_fixtures_dir);

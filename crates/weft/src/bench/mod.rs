@@ -9,6 +9,7 @@ pub mod mcp;
 pub mod registry;
 pub mod rss;
 pub mod serve;
+pub mod stream;
 
 pub use command::BenchCommand;
 

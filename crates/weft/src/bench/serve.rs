@@ -71,7 +71,7 @@ pub fn run(s: &Settings) -> anyhow::Result<Value> {
         .enable_all()
         .build()?;
     tokio.block_on(async {
-        let (mut child, base) = start_server(&agent, &tokens, &db).await?;
+        let (mut child, base) = start_server(&agent, &tokens, &db, &[]).await?;
         let measured = drive(s, &base).await;
         child.start_kill().ok();
         child.wait().await.ok();
@@ -96,11 +96,13 @@ pub fn run(s: &Settings) -> anyhow::Result<Value> {
     })
 }
 
-/// `weft serve` as a child process on a free port; returns it and its URL.
-async fn start_server(
+/// `weft serve` as a child process on a free port, with `envs` set; returns
+/// it and its URL.
+pub(super) async fn start_server(
     agent: &Path,
     tokens: &Path,
     db: &str,
+    envs: &[(&str, String)],
 ) -> anyhow::Result<(tokio::process::Child, String)> {
     let exe = std::env::current_exe().context("finding the weft binary")?;
     let mut child = tokio::process::Command::new(exe)
@@ -112,6 +114,7 @@ async fn start_server(
         .args(["--max-unfinished-runs", "0", "--runs-per-minute", "0"])
         .args(["--max-event-streams", "0"])
         .env("RUST_LOG", "warn")
+        .envs(envs.iter().map(|(k, v)| (k, v)))
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .kill_on_drop(true)

@@ -1,8 +1,11 @@
 //! `weft replay`: stored runs driven again with an agent file, no model
 //! called and no tool run, reporting the first decision that differs
-//! (`weft_runtime::replay`). Exit 0 when identical, 1 when a difference is
-//! found, 2 on errors.
+//! (`weft_runtime::replay`). Each run is restored from the store first
+//! (its labels, session history, memory read and prompt overrides); its
+//! agent file is found as [`files`] says. Exit 0 when identical, 1 when a
+//! difference is found, 2 on errors.
 
+mod files;
 mod since;
 
 use std::path::PathBuf;
@@ -12,12 +15,12 @@ use std::sync::Arc;
 use anyhow::Context;
 use serde_json::json;
 use weft_core::RunId;
+use weft_core::session::FullStore;
 use weft_core::store::{ListCursor, RunFilter, RunStore};
 use weft_models::RecordedModel;
 use weft_runtime::replay::{Recording, ReplayReport, Verdict, replay as replay_run};
 
-use crate::agent_file::AgentFile;
-
+pub use files::{AGENT_FILE_LABEL, AgentFiles, agent_file_label};
 pub use since::parse_since;
 
 /// What `weft replay` was asked to do.
@@ -34,9 +37,11 @@ pub struct ReplayArgs {
     #[arg(long)]
     pub since: Option<String>,
     /// An agent file (repeatable): its planner, prompts, policy and caps
-    /// replay the runs of its agent id; a single file replays a single run
-    /// whatever the run's agent.
-    #[arg(long = "agent", required = true)]
+    /// replay the runs of its agent id (and the agents it calls as tools,
+    /// those of theirs); a single file replays a single run whatever the
+    /// run's agent. Without one, each run replays with the file it was
+    /// started from, when `weft run` started it.
+    #[arg(long = "agent")]
     pub agents: Vec<PathBuf>,
     /// The store: a SQLite file path or a `postgres://` URL.
     #[arg(long, visible_alias = "db", default_value = "weft.db")]
@@ -62,14 +67,11 @@ enum Replayed {
 /// Runs `weft replay`.
 pub fn replay(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     super::async_runtime()?.block_on(async move {
-        let store: Arc<dyn RunStore> = weft_store::connect(&args.store).await?;
-        let mut files = Vec::new();
-        for path in &args.agents {
-            files.push(AgentFile::load(path)?);
-        }
+        let store: Arc<dyn FullStore> = weft_store::connect(&args.store).await?;
+        let mut files = AgentFiles::load(&args.agents)?;
         match (&args.run, &args.since) {
             (Some(run), _) => {
-                let r = replay_one(&*store, &files, &RunId::from(run.as_str()), true).await?;
+                let r = replay_one(&*store, &mut files, &RunId::from(run.as_str()), true).await?;
                 print(&r, args.json)?;
                 Ok(ExitCode::from(match &r {
                     Replayed::Report(r) if r.verdict.is_identical() => 0,
@@ -86,7 +88,7 @@ pub fn replay(args: ReplayArgs) -> anyhow::Result<ExitCode> {
                 let ids = runs_since(&*store, since).await?;
                 let (mut identical, mut differ, mut unreplayable) = (0, 0, 0);
                 for id in ids.iter().rev() {
-                    let r = replay_one(&*store, &files, id, false).await?;
+                    let r = replay_one(&*store, &mut files, id, false).await?;
                     match &r {
                         Replayed::Report(r) if r.verdict.is_identical() => identical += 1,
                         Replayed::Report(_) => differ += 1,
@@ -148,8 +150,8 @@ async fn runs_since(
 /// file given, whatever its id). Store failures are errors; a run that
 /// cannot be replayed says why.
 async fn replay_one(
-    store: &dyn RunStore,
-    files: &[AgentFile],
+    store: &dyn FullStore,
+    files: &mut AgentFiles,
     run_id: &RunId,
     lone: bool,
 ) -> anyhow::Result<Replayed> {
@@ -177,19 +179,17 @@ async fn replay_one(
             break;
         }
     }
-    let recording = match Recording::from_events(run_id, &events) {
+    let mut recording = match Recording::from_events(run_id, &events) {
         Ok(r) => r,
         Err(e) => return Ok(not(e.to_string())),
     };
-    let file = files
-        .iter()
-        .find(|f| f.id == recording.agent_id.as_str())
-        .or_else(|| files.first().filter(|_| lone && files.len() == 1));
-    let Some(file) = file else {
-        return Ok(not(format!(
-            "no agent file given for agent `{}`",
-            recording.agent_id
-        )));
+    recording
+        .restore_from(store)
+        .await
+        .with_context(|| format!("restoring run `{run_id}` from the store"))?;
+    let file = match files.find(recording.agent_id.as_str(), &recording.labels, lone) {
+        Ok(file) => file,
+        Err(reason) => return Ok(not(reason)),
     };
     let model_id = recording
         .model_outputs
@@ -205,7 +205,13 @@ async fn replay_one(
             "the log holds no model outputs (it was recorded before weft logged them)".to_owned(),
         ));
     }
-    let agent = match file.agent(planner) {
+    // The advisor's answers are tool results the recording holds: its
+    // model is never asked (nor built: it may need a key or a file).
+    let advisor = file
+        .advisor
+        .as_ref()
+        .map(|a| Arc::new(RecordedModel::new(a.model.as_str(), Vec::new())) as _);
+    let agent = match file.agent_on(planner, advisor) {
         Ok(agent) => agent,
         Err(e) => return Ok(not(format!("agent `{}`: {e}", file.id))),
     };

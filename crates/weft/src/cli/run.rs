@@ -72,6 +72,14 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         );
         let runtime = builder.build();
         let mut request = StartRequest::user(args.prompt.clone());
+        // The file's own planner drives the run: name the file, so `weft
+        // replay` finds it without `--agent`.
+        if let (Some(path), None) = (&args.agent, &args.model)
+            && let Some(file) = super::replay::agent_file_label(path)
+        {
+            let key = super::replay::AGENT_FILE_LABEL.to_owned();
+            request.labels.insert(key, file);
+        }
         if let Some(session) = &args.session {
             request = request.session(session.as_str());
         }

@@ -2,6 +2,8 @@
 // Each test binary uses only some of these helpers.
 #![allow(dead_code)]
 
+pub mod replay;
+
 use std::io::BufRead;
 use std::path::PathBuf;
 

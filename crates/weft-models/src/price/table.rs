@@ -1,0 +1,62 @@
+//! The built-in prices: public list prices (standard tier, US dollars per
+//! million tokens) of a few well-known models, as their providers published
+//! them in 2025. They are a convenience, not a bill: providers change
+//! prices, discount batches and contracts, and add models, so this table
+//! goes stale. An agent's own price (`[planner.price]` in an agent file)
+//! always wins over it; a model missing here has no cost unless its agent
+//! gives a price.
+//!
+//! Names are model names without the provider prefix and without a date
+//! suffix (`claude-sonnet-4-5` also prices `claude-sonnet-4-5-20250929`).
+
+use super::ModelPrice;
+
+/// OpenAI models (`openai/...`, `openai-responses/...`): input, output, and
+/// cached input (OpenAI does not charge cache writes).
+pub const OPENAI: &[(&str, ModelPrice)] = &[
+    ("gpt-5", ModelPrice::new(1.25, 10.0).cached_input(0.125)),
+    ("gpt-5-mini", ModelPrice::new(0.25, 2.0).cached_input(0.025)),
+    (
+        "gpt-5-nano",
+        ModelPrice::new(0.05, 0.40).cached_input(0.005),
+    ),
+    ("gpt-4.1", ModelPrice::new(2.0, 8.0).cached_input(0.50)),
+    (
+        "gpt-4.1-mini",
+        ModelPrice::new(0.40, 1.60).cached_input(0.10),
+    ),
+    (
+        "gpt-4.1-nano",
+        ModelPrice::new(0.10, 0.40).cached_input(0.025),
+    ),
+    ("gpt-4o", ModelPrice::new(2.50, 10.0).cached_input(1.25)),
+    (
+        "gpt-4o-mini",
+        ModelPrice::new(0.15, 0.60).cached_input(0.075),
+    ),
+    ("o3", ModelPrice::new(2.0, 8.0).cached_input(0.50)),
+    ("o4-mini", ModelPrice::new(1.10, 4.40).cached_input(0.275)),
+];
+
+/// Anthropic models (`anthropic/...`): input, output, cache reads and
+/// cache writes (the five-minute cache).
+pub const ANTHROPIC: &[(&str, ModelPrice)] = &[
+    ("claude-opus-4-5", anthropic(5.0, 25.0)),
+    ("claude-opus-4-1", anthropic(15.0, 75.0)),
+    ("claude-opus-4-0", anthropic(15.0, 75.0)),
+    ("claude-opus-4", anthropic(15.0, 75.0)),
+    ("claude-sonnet-4-5", anthropic(3.0, 15.0)),
+    ("claude-sonnet-4-0", anthropic(3.0, 15.0)),
+    ("claude-sonnet-4", anthropic(3.0, 15.0)),
+    ("claude-3-7-sonnet", anthropic(3.0, 15.0)),
+    ("claude-haiku-4-5", anthropic(1.0, 5.0)),
+    ("claude-3-5-haiku", anthropic(0.80, 4.0)),
+];
+
+/// Anthropic's cache prices follow from the input price: reads cost a
+/// tenth of it, five-minute writes a quarter more.
+const fn anthropic(input: f64, output: f64) -> ModelPrice {
+    ModelPrice::new(input, output)
+        .cached_input(input / 10.0)
+        .cache_write(input * 1.25)
+}
