@@ -42,6 +42,9 @@ pub enum ApiError {
     /// The request body is larger than the limit (413).
     #[error("the request body is larger than the limit")]
     PayloadTooLarge,
+    /// The request body did not arrive within the body-read timeout (408).
+    #[error("the request body did not arrive in time")]
+    RequestTimeout,
     /// The request body is not JSON (415).
     #[error("expected a body with content type application/json")]
     UnsupportedMediaType,
@@ -121,6 +124,7 @@ impl ApiError {
             ApiError::BadRequest { .. } => StatusCode::BAD_REQUEST,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
@@ -140,6 +144,7 @@ impl ApiError {
             }
             ApiError::Conflict(d) => ("conflict", d.clone(), Vec::new()),
             ApiError::PayloadTooLarge => ("payload-too-large", self.to_string(), Vec::new()),
+            ApiError::RequestTimeout => ("request-timeout", self.to_string(), Vec::new()),
             ApiError::UnsupportedMediaType => {
                 ("unsupported-media-type", self.to_string(), Vec::new())
             }

@@ -198,6 +198,37 @@ pub(crate) enum RunEventSchema {
         /// Why.
         termination: TerminationSchema,
     },
+    /// A tool call of this run started a child run (an agent used as a tool).
+    ChildRunLinked {
+        /// Position in the run's log.
+        seq: u64,
+        /// When it happened, in milliseconds since the Unix epoch.
+        at: u64,
+        /// The parent's call.
+        tool_call_id: String,
+        /// The child run.
+        child_run_id: String,
+        /// The child's agent.
+        agent_id: String,
+    },
+    /// An event of a child run, shown in its parent's log while the child
+    /// runs (model outputs stay in the child's own log). A call that runs
+    /// again after a crash may show a child's events twice: `(child_run_id,
+    /// child_seq)` tells them apart.
+    ChildEvent {
+        /// Position in the run's log.
+        seq: u64,
+        /// When it happened, in milliseconds since the Unix epoch.
+        at: u64,
+        /// The child run.
+        child_run_id: String,
+        /// The event's position in the child's log.
+        child_seq: u64,
+        /// The child's event: a `RunEvent` without `seq` and `at`, tagged
+        /// by `type` the same way.
+        #[schema(value_type = Object)]
+        event: Value,
+    },
     /// A planner rendered a prompt through the prompt registry.
     PromptRendered {
         /// Position in the run's log.

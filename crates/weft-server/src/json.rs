@@ -2,7 +2,8 @@
 //! at fault (through `serde_path_to_error`), used instead of axum's `Json`.
 //!
 //! The body is buffered through axum's `Bytes` extractor, so the router's
-//! `DefaultBodyLimit` applies and an oversized body becomes a 413 problem.
+//! `DefaultBodyLimit` applies and an oversized body becomes a 413 problem;
+//! a body still incomplete at the request's [`BodyDeadline`] is a 408.
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
@@ -10,6 +11,7 @@ use axum::http::header;
 use serde::de::DeserializeOwned;
 
 use crate::error::{ApiError, FieldError};
+use crate::listen::BodyDeadline;
 
 /// A JSON request body deserialized into `T`; a malformed body is a 400 whose
 /// detail and `errors` name the field.
@@ -31,7 +33,7 @@ where
         if !is_json(&req) {
             return Err(ApiError::UnsupportedMediaType);
         }
-        let bytes = Bytes::from_request(req, state).await?;
+        let bytes = read_body(req, state).await?;
         parse(&bytes).map(JsonBody)
     }
 }
@@ -45,7 +47,7 @@ where
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
         let json = is_json(&req);
-        let bytes = Bytes::from_request(req, state).await?;
+        let bytes = read_body(req, state).await?;
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Ok(OptionalJsonBody(T::default()));
         }
@@ -53,6 +55,17 @@ where
             return Err(ApiError::UnsupportedMediaType);
         }
         parse(&bytes).map(OptionalJsonBody)
+    }
+}
+
+/// The whole body, read until the request's deadline when it has one.
+async fn read_body<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, ApiError> {
+    match req.extensions().get::<BodyDeadline>().copied() {
+        Some(BodyDeadline(at)) => tokio::time::timeout_at(at, Bytes::from_request(req, state))
+            .await
+            .map_err(|_| ApiError::RequestTimeout)?
+            .map_err(ApiError::from),
+        None => Ok(Bytes::from_request(req, state).await?),
     }
 }
 

@@ -1,6 +1,6 @@
 //! The accept loop: HTTP/1 connections served by hyper with a header-read
-//! timeout (a client that never finishes its request line is cut off), an
-//! idle timeout (a keep-alive connection with no request is closed), a
+//! timeout (a client that never finishes its request line is cut off), a
+//! body-read deadline on every request ([`BodyDeadline`]), an idle timeout (a keep-alive connection with no request is closed), a
 //! limit on open connections (past it, new ones are closed at once), and a
 //! graceful shutdown that waits a bounded time for open connections.
 //!
@@ -29,6 +29,9 @@ pub struct ConnLimits {
     /// Time a client has to send a request's headers, from the connection's
     /// accept or, on a kept-alive connection, from the request's first byte.
     pub header_read_timeout: Duration,
+    /// Time a client has to send a request's whole body, from the end of
+    /// its headers; past it the request is answered 408.
+    pub body_read_timeout: Duration,
     /// Time a kept-alive connection may wait for its next request.
     pub idle_timeout: Duration,
     /// Connections open at once; more are closed on accept.
@@ -41,12 +44,18 @@ impl Default for ConnLimits {
     fn default() -> Self {
         Self {
             header_read_timeout: Duration::from_secs(10),
+            body_read_timeout: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(60),
             max_connections: 4096,
             shutdown_grace: Duration::from_secs(10),
         }
     }
 }
+
+/// When a request's body must have arrived, set on each request as an
+/// extension; the JSON body extractors stop reading at it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BodyDeadline(pub(crate) tokio::time::Instant);
 
 /// Serves `router` on `listener` under `limits` until `signal` completes;
 /// `on_shutdown` runs once accepting has stopped.
@@ -93,8 +102,12 @@ pub(crate) async fn accept_loop(
         // connection busy.
         let inner = TowerToHyperService::new(router.clone());
         let reporter = activity.clone();
-        let service = hyper::service::service_fn(move |request: Request<Incoming>| {
+        let body_read = limits.body_read_timeout;
+        let service = hyper::service::service_fn(move |mut request: Request<Incoming>| {
             let guard = reporter.begin_request();
+            request
+                .extensions_mut()
+                .insert(BodyDeadline(tokio::time::Instant::now() + body_read));
             let response = inner.call(request);
             async move {
                 let response = response.await?;

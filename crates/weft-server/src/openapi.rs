@@ -4,8 +4,8 @@
 //! it (409s, 429s, what a 404 or 400 means there). [`ProblemResponses`] then
 //! adds the errors every route of a kind can give, each an
 //! `application/problem+json` [`Problem`]: 400, 401 and 500 on every `/v1`
-//! route, 404 where the path names a resource, 413 and 415 where a body is
-//! read (every POST), and 503 where the runtime is asked to act on a run
+//! route, 404 where the path names a resource, 408, 413 and 415 where a
+//! body is read (every POST), and 503 where the runtime is asked to act on a run
 //! (every POST under `/v1/runs`).
 
 use axum::Json;
@@ -126,6 +126,11 @@ impl Modify for ProblemResponses {
             }
             if let Some(op) = item.post.as_mut() {
                 add_common(op, names_resource);
+                add(
+                    op,
+                    "408",
+                    "The body did not arrive within the body-read timeout",
+                );
                 add(op, "413", "The body is larger than the limit");
                 add(op, "415", "The body is not `application/json`");
                 if path.starts_with("/v1/runs") {

@@ -1,13 +1,14 @@
 //! Connection limits over a real socket: a client that never finishes its
 //! request is cut off after the header-read timeout, a kept-alive
-//! connection after the idle timeout, connections past the limit are closed
-//! at once, and the server keeps answering the others.
+//! connection after the idle timeout, a body that never completes is
+//! answered 408 after the body-read timeout, connections past the limit are
+//! closed at once, and the server keeps answering the others.
 
 mod common;
 
 use std::time::{Duration, Instant};
 
-use common::Fixture;
+use common::{Fixture, TOKEN_A};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use weft_server::ConnLimits;
@@ -136,4 +137,48 @@ async fn an_idle_keep_alive_connection_is_closed_after_the_idle_timeout() {
         .await
         .expect("the server closes a silent connection");
     assert!(took < Duration::from_millis(1000), "closed after {took:?}");
+}
+
+#[tokio::test]
+async fn a_body_that_never_completes_is_answered_408_after_the_body_read_timeout() {
+    let (addr, _f) = start(ConnLimits {
+        body_read_timeout: Duration::from_millis(400),
+        ..ConnLimits::default()
+    })
+    .await;
+    let mut slow = TcpStream::connect(addr).await.unwrap();
+    let head = format!(
+        "POST /v1/runs HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {TOKEN_A}\r\n\
+         content-type: application/json\r\ncontent-length: 100\r\n\r\n{{\"agent\""
+    );
+    let started = Instant::now();
+    slow.write_all(head.as_bytes()).await.unwrap();
+    // A byte now and then: the client is slow, not silent.
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !String::from_utf8_lossy(&answer).contains("\r\n\r\n") {
+        tokio::select! {
+            n = slow.read(&mut buf) => match n {
+                Ok(0) | Err(_) => break,
+                Ok(n) => answer.extend_from_slice(&buf[..n]),
+            },
+            () = tokio::time::sleep(Duration::from_millis(100)) => {
+                let _ = slow.write_all(b" ").await;
+            }
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "no answer in 5 s"
+        );
+    }
+    let took = started.elapsed();
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(
+        took >= Duration::from_millis(350),
+        "answered after {took:?}"
+    );
+    // Other clients are served all along.
+    let mut ok = TcpStream::connect(addr).await.unwrap();
+    assert!(health(&mut ok).await.starts_with("HTTP/1.1 200"));
 }

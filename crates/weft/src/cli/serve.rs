@@ -57,6 +57,9 @@ pub struct ServeLimits {
     /// Seconds a kept-alive connection may wait for its next request.
     #[arg(long, default_value_t = 60)]
     pub idle_timeout_secs: u64,
+    /// Seconds a client has to send a request's whole body (past it: 408).
+    #[arg(long, default_value_t = 30)]
+    pub body_read_timeout_secs: u64,
 }
 
 impl ServeLimits {
@@ -64,6 +67,7 @@ impl ServeLimits {
     pub fn apply(&self, state: AppState) -> AppState {
         let conn_limits = ConnLimits {
             idle_timeout: Duration::from_secs(self.idle_timeout_secs),
+            body_read_timeout: Duration::from_secs(self.body_read_timeout_secs),
             ..state.conn_limits
         };
         state
