@@ -1,6 +1,7 @@
 //! `weft serve` as an operator runs it: tokens from a file (never the
 //! command line), and logs on stderr as JSON lines whose spans carry the
-//! tenant of a request and the id of a run.
+//! tenant of a request and the id and tenant of a run, and a store failure
+//! logged with its cause.
 
 mod common;
 
@@ -91,7 +92,71 @@ async fn json_logs_name_the_tenant_and_the_run() {
     let finished = with_message("run finished");
     assert_eq!(finished["span"]["name"], "run");
     assert_eq!(finished["span"]["run_id"], run_id.as_str());
+    assert_eq!(finished["span"]["tenant"], "acme");
     assert_eq!(finished["fields"]["outcome"], "completed");
     let text = serde_json::to_string(&lines).unwrap();
     assert!(!text.contains("secret-token"), "a token reached the logs");
+}
+
+/// A store that fails under a request (here: its PostgreSQL schema dropped
+/// while the server runs) answers 500 with a generic problem, and the
+/// failure is logged with its cause and the request's tenant.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_store_failure_is_logged_with_its_cause() {
+    use sqlx::Connection as _;
+    let (db, schema) = common::postgres_schema("weft_logs").await;
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens");
+    std::fs::write(&tokens, "acme=secret-token\n").unwrap();
+    let mut child = weft()
+        .arg("serve")
+        .arg("--agent")
+        .arg(example("calculator.toml"))
+        .args(["--db", &db])
+        .args(["--addr", "127.0.0.1:0", "--log-format", "json"])
+        .arg("--tokens-file")
+        .arg(&tokens)
+        .env_remove("WEFT_TOKENS")
+        .env("RUST_LOG", "info")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let addr = common::served_address(&mut stderr);
+    let http = reqwest::Client::new();
+    let list = || {
+        http.get(format!("http://{addr}/v1/runs"))
+            .bearer_auth("secret-token")
+            .send()
+    };
+    assert_eq!(list().await.unwrap().status(), 200);
+    let mut conn = sqlx::PgConnection::connect(&schema.base).await.unwrap();
+    sqlx::query(&format!("DROP SCHEMA \"{}\" CASCADE", schema.schema))
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    let reply = list().await.unwrap();
+    assert_eq!(reply.status(), 500);
+    let problem: Value = reply.json().await.unwrap();
+    assert_eq!(problem["detail"], "the server failed to handle the request");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let lines: Vec<Value> = stderr
+        .lines()
+        .map_while(Result::ok)
+        .filter_map(|l| serde_json::from_str(&l).ok())
+        .collect();
+    let failed = lines
+        .iter()
+        .find(|l| l["fields"]["message"] == "request failed")
+        .unwrap_or_else(|| panic!("no `request failed` line in {lines:?}"));
+    assert_eq!(failed["level"], "ERROR");
+    assert_eq!(failed["span"]["tenant"], "acme");
+    let cause = failed["fields"]["error"].as_str().unwrap_or_default();
+    assert!(
+        cause.contains("does not exist"),
+        "the cause is logged: {cause}"
+    );
 }

@@ -306,6 +306,10 @@ impl Inner {
         self.start_control_poll();
         shared.claim(epoch);
         let run_id = shared.run_id.clone();
+        let tenant = labels
+            .get(weft_core::prompt::TENANT_LABEL)
+            .cloned()
+            .unwrap_or_default();
         let task = RunTask {
             store: self.store.clone(),
             prompts: self.prompts.clone(),
@@ -333,6 +337,7 @@ impl Inner {
             "run",
             run_id = %shared.run_id,
             agent = %task.agent.id,
+            tenant = %tenant,
         );
         let handle = tokio::spawn(
             async move {
