@@ -5,9 +5,11 @@
 //! read), and a page holds at most [`MAX_PAGE`] entries ([`DEFAULT_PAGE`]
 //! unless asked), continued with the cursor of its last entry.
 
+use weft_core::RunId;
 use weft_core::session::{SessionFilter, SessionRecord};
 use weft_core::store::{ListCursor, RunFilter, RunRecord, RunStatus};
 use weft_core::tool::Labels;
+use weft_runtime::PARENT_RUN_LABEL;
 
 use crate::AppState;
 use crate::auth::Tenant;
@@ -85,6 +87,23 @@ pub(crate) async fn runs(
     Ok(state.runtime.store().list_runs(&filter).await?)
 }
 
+/// How many child runs the caller's run `run_id` started (agents it called
+/// as tools): the runs labelled with it as their parent.
+pub(crate) async fn child_count(
+    state: &AppState,
+    tenant: &Tenant,
+    run_id: &RunId,
+) -> Result<u64, ApiError> {
+    let mut labels = Labels::new();
+    labels.insert(PARENT_RUN_LABEL.to_owned(), run_id.to_string());
+    let filter = RunFilter {
+        labels,
+        ..RunFilter::default()
+    };
+    let children = runs(state, tenant, filter).await?.len();
+    Ok(u64::try_from(children).unwrap_or(u64::MAX))
+}
+
 /// How many of the caller's runs are unfinished.
 pub(crate) async fn unfinished_runs(state: &AppState, tenant: &Tenant) -> Result<usize, ApiError> {
     let filter = RunFilter {
@@ -105,4 +124,18 @@ pub(crate) async fn sessions(
         ..filter
     };
     Ok(state.sessions.list_sessions(&filter).await?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{DEFAULT_PAGE, MAX_PAGE, page_size};
+
+    #[test]
+    fn a_page_holds_the_default_unless_asked_and_never_more_than_the_maximum() {
+        assert_eq!(page_size(None), DEFAULT_PAGE);
+        assert_eq!(page_size(Some(7)), 7);
+        assert_eq!(page_size(Some(0)), 1);
+        assert_eq!(page_size(Some(MAX_PAGE + 1)), MAX_PAGE);
+        assert_eq!(page_size(Some(u32::MAX)), MAX_PAGE);
+    }
 }

@@ -1,5 +1,6 @@
 //! Test fixture: a server over a real store (SQLite in a tempdir unless told), with
-//! scripted agents and in-process tools, called through `app` or a socket.
+//! scripted agents and in-process tools, called through `app` or, after
+//! [`Fixture::over_socket`], over HTTP on a real socket.
 
 #![allow(dead_code)] // Each test binary uses a part of the fixture.
 
@@ -24,7 +25,7 @@ use weft_core::awaiting::{AwaitItem, Clarification, Question, QuestionOption, Qu
 use weft_core::planner::{PlanResult, ToolCallRequest};
 use weft_core::session::FullStore;
 use weft_core::tool::{ToolError, ToolIdent};
-use weft_runtime::{Agent, Runtime, ScriptedPlanner};
+use weft_runtime::{Agent, AgentToolSet, Runtime, ScriptedPlanner};
 use weft_server::{AppState, Tenants};
 use weft_tools::FnToolSet;
 
@@ -46,6 +47,8 @@ struct AddArgs {
 pub struct Fixture {
     pub state: AppState,
     _dir: Option<tempfile::TempDir>,
+    /// When set, [`Fixture::call`] goes over a real socket to this server.
+    socket: Option<served::Served>,
 }
 
 /// A response: status, headers and the body as JSON (`Value::Null` when empty or not JSON).
@@ -140,7 +143,16 @@ fn agents() -> Vec<Agent> {
         PlanResult::final_text("earlier I said \"{{last_answer}}\""),
     ])
     .across_session();
+    // It calls `echo` twice, as an agent tool: two child runs.
+    let echo_twice = || ToolCallRequest::new("agents.echo", json!({"input": "add"}));
+    let team = ScriptedPlanner::new(vec![
+        PlanResult::tool_calls(vec![echo_twice(), echo_twice()]),
+        PlanResult::final_text("both added"),
+    ]);
     vec![
+        Agent::builder("team", Arc::new(team))
+            .toolset(Arc::new(AgentToolSet::new("agents").agent("echo", "Adds")))
+            .build(),
         Agent::builder("echo", Arc::new(echo))
             .toolset(tools.clone())
             .build(),
@@ -212,10 +224,19 @@ impl Fixture {
         Self {
             state: AppState::new(builder.build(), store, tenants),
             _dir: dir,
+            socket: None,
         }
     }
 
-    /// Sends a request through the router (no socket).
+    /// The same fixture, its calls sent over HTTP to a server on a real
+    /// socket instead of through the router.
+    pub async fn over_socket(mut self) -> Self {
+        self.socket = Some(served::Served::start(self.state.clone()).await);
+        self
+    }
+
+    /// Sends a request through the router, or over the socket when the
+    /// fixture has one.
     pub async fn call(
         &self,
         method: Method,
@@ -223,6 +244,28 @@ impl Fixture {
         token: Option<&str>,
         body: Option<Body>,
     ) -> Reply {
+        if let Some(served) = &self.socket {
+            let mut request = served.client.request(method, served.url(path));
+            if let Some(token) = token {
+                request = request.bearer_auth(token);
+            }
+            if let Some(body) = body {
+                let bytes = body.collect().await.unwrap().to_bytes();
+                request = request
+                    .header("content-type", "application/json")
+                    .body(bytes);
+            }
+            let response = request.send().await.unwrap();
+            let status = response.status();
+            let headers = response.headers().clone();
+            let bytes = response.bytes().await.unwrap();
+            let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+            return Reply {
+                status,
+                headers,
+                body,
+            };
+        }
         let mut request = Request::builder().method(method).uri(path);
         if let Some(token) = token {
             request = request.header("authorization", format!("Bearer {token}"));
