@@ -182,6 +182,15 @@ async fn inputs_answers_outcomes_and_events_have_typed_schemas() {
         schemas["ProvideAnswer"]["properties"]["answer"]["$ref"],
         "#/components/schemas/AwaitAnswer"
     );
+    // A run counts the child runs it started (agents called as tools).
+    let child_count = &schemas["RunView"]["properties"]["child_count"];
+    assert!(
+        child_count["type"]
+            .as_array()
+            .is_some_and(|t| t.contains(&json!("integer")))
+            || child_count["type"] == "integer",
+        "{child_count}"
+    );
     let mut events = tags(&doc, "RunEvent", "type");
     events.sort();
     // Every event type weft-core has, read from its own deserializer: a

@@ -1,5 +1,8 @@
-//! A run store that records how many events each `read_events` returned.
+//! A run store that records how many events each `read_events` returned,
+//! and that can be told to fail its commits (a store outage, injected in
+//! front of a real store).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -14,6 +17,8 @@ use weft_core::store::{Commit, RunFilter, RunRecord, RunStore, StoreError, Store
 pub struct CountingStore {
     pub inner: Arc<dyn RunStore>,
     pub reads: Mutex<Vec<usize>>,
+    /// While set, every commit fails as the backend would.
+    pub failing: AtomicBool,
 }
 
 impl CountingStore {
@@ -21,7 +26,22 @@ impl CountingStore {
         Arc::new(Self {
             inner,
             reads: Mutex::new(Vec::new()),
+            failing: AtomicBool::new(false),
         })
+    }
+
+    /// Makes commits fail (`true`) or succeed again.
+    pub fn fail_commits(&self, failing: bool) {
+        self.failing.store(failing, Ordering::SeqCst);
+    }
+
+    fn outage(&self) -> Result<(), StoreError> {
+        if self.failing.load(Ordering::SeqCst) {
+            return Err(StoreError::Backend {
+                message: "connection refused (injected outage)".into(),
+            });
+        }
+        Ok(())
     }
 
     /// The lengths of the reads so far.
@@ -42,6 +62,7 @@ impl RunStore for CountingStore {
     }
 
     async fn commit(&self, commit: Commit<'_>) -> Result<(), StoreError> {
+        self.outage()?;
         self.inner.commit(commit).await
     }
 
@@ -50,6 +71,7 @@ impl RunStore for CountingStore {
         commit: Commit<'_>,
         transcript: &[weft_core::message::Message],
     ) -> Result<(), StoreError> {
+        self.outage()?;
         self.inner.commit_with_transcript(commit, transcript).await
     }
 

@@ -189,26 +189,23 @@ impl Fixture {
     /// A fixture over a fresh SQLite store whose runtime reads runs through
     /// a [`counting::CountingStore`].
     pub async fn counting() -> (Self, Arc<counting::CountingStore>) {
+        Self::counting_with(|b| b).await
+    }
+
+    /// Like [`Fixture::counting`], with the runtime's builder adjusted.
+    pub async fn counting_with(
+        adjust: impl FnOnce(weft_runtime::RuntimeBuilder) -> weft_runtime::RuntimeBuilder,
+    ) -> (Self, Arc<counting::CountingStore>) {
         let dir = tempfile::tempdir().unwrap();
         let url = format!("sqlite:{}", dir.path().join("weft.db").display());
         let store = weft_store::connect(&url).await.unwrap();
         let counting = counting::CountingStore::new(store.clone());
+        let builder = Runtime::builder()
+            .store(counting.clone())
+            .prompts(store.clone());
         (
-            Self::with_run_store(counting.clone(), store, Some(dir)),
+            Self::with_builder(adjust(builder), store, Some(dir)),
             counting,
-        )
-    }
-
-    /// A fixture whose runtime stores runs in `runs`, and sessions in `store`.
-    fn with_run_store(
-        runs: Arc<dyn weft_core::store::RunStore>,
-        store: Arc<dyn FullStore>,
-        dir: Option<tempfile::TempDir>,
-    ) -> Self {
-        Self::with_builder(
-            Runtime::builder().store(runs).prompts(store.clone()),
-            store,
-            dir,
         )
     }
 
