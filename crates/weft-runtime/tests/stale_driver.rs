@@ -19,7 +19,7 @@ use weft_core::Timestamp;
 use weft_core::event::EventKind;
 use weft_core::lease::{LeaseClaim, LeaseRequest};
 use weft_core::planner::{PlanResult, ToolCallRequest};
-use weft_core::store::{RunStatus, RunStore};
+use weft_core::store::RunStatus;
 use weft_runtime::{Agent, Runtime, ScriptedPlanner, StartRequest};
 use weft_tools::FnToolSet;
 
