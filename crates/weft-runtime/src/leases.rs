@@ -103,6 +103,11 @@ impl Leases {
         self.lock().is_empty()
     }
 
+    /// How many runs' leases this process holds.
+    pub(crate) fn len(&self) -> usize {
+        self.lock().len()
+    }
+
     /// Whether the lease of `run_id` at `epoch` is surely still ours.
     pub(crate) fn is_trusted(&self, run_id: &RunId, epoch: u64) -> bool {
         self.lock()

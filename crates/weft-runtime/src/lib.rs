@@ -39,14 +39,16 @@ mod tools;
 mod toolsets;
 
 pub use agent::{Agent, AgentBuilder, InvalidCallPolicy, RetryThenFail};
-pub use children::AgentToolSet;
+pub use children::{AgentToolSet, INVALID_RESULT, PARENT_CALL_LABEL, PARENT_RUN_LABEL};
 pub use clock::{Clock, SystemClock, TokioClock};
 pub use driver::spans::{CAPTURE_CONTENT_VAR, TARGET as GENAI_TARGET, capture_content};
 pub use error::RuntimeError;
 pub use events::EventStream;
 pub use memory::MemoryStore;
 pub use observe::{NoObserver, Observation, Observer};
-pub use runtime::{DEFAULT_PAYLOAD_BUDGET, RunHandle, Runtime, RuntimeBuilder, StartRequest};
+pub use runtime::{
+    DEFAULT_MAX_DRIVEN_RUNS, DEFAULT_PAYLOAD_BUDGET, RunHandle, Runtime, RuntimeBuilder, StartRequest,
+};
 pub use scripted::ScriptedPlanner;
 pub use tools::CatalogError;
 pub use toolsets::RETRY_UNAVAILABLE;

@@ -190,6 +190,11 @@ pub struct RunView {
     /// The sequence number of its last committed event (not in lists).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event_seq: Option<u64>,
+    /// How many child runs it started: agents it called as tools, each a
+    /// run labelled `weft.parent_run` with its id (only when the run is
+    /// read alone, `GET /v1/runs/{run_id}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub child_count: Option<u64>,
 }
 
 impl RunView {
@@ -208,6 +213,7 @@ impl RunView {
             outcome: None,
             awaiting: None,
             event_seq: None,
+            child_count: None,
         };
         if let Some(machine) = snapshot {
             view.phase = Some(machine.phase_name());

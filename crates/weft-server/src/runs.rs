@@ -99,7 +99,8 @@ pub(crate) async fn start_run(
     ))
 }
 
-/// One of the caller's runs: its record, outcome and await items.
+/// One of the caller's runs: its record, outcome, await items and how
+/// many child runs it started.
 #[utoipa::path(
     get, path = "/v1/runs/{run_id}", tag = "runs",
     params(("run_id" = String, Path, description = "The run")),
@@ -116,7 +117,10 @@ pub(crate) async fn get_run(
     Path(run_id): Path<String>,
 ) -> Result<Json<RunView>, ApiError> {
     let stored = owned_run(&state, &tenant, &run_id).await?;
-    Ok(Json(RunView::new(stored.record, Some(&stored.snapshot))))
+    let children = listing::child_count(&state, &tenant, &stored.record.run_id).await?;
+    let mut view = RunView::new(stored.record, Some(&stored.snapshot));
+    view.child_count = Some(children);
+    Ok(Json(view))
 }
 
 /// Lists the caller's runs, newest first.

@@ -30,6 +30,14 @@ pub struct ParentLink {
     /// What is left of the parent's time budget when the call started; the
     /// child's own budget is clipped to it.
     pub time_left: Option<Duration>,
+    /// Tool calls the parent may still make once its current batch (this
+    /// call included) is counted; the child's own tool call cap is clipped
+    /// to it. `None` when the parent has no such cap.
+    pub tool_calls_left: Option<u32>,
+    /// Planner turns the parent may still take after the current one; the
+    /// child's own turn cap is clipped to it. `None` when the parent has no
+    /// such cap.
+    pub turns_left: Option<u32>,
 }
 
 /// The id of the child run that answers `parent`'s call.

@@ -1,9 +1,10 @@
 //! [`AgentToolSet`]: other agents as tools. A call takes `{"input": "..."}`,
 //! runs the agent as a child run on that input, and answers with the
-//! child's outcome: its final text (`{"text": ...}`), or, when the child
-//! ends with a final tool result, that result, checked against the tool's
-//! output schema when it has one. The child run's id travels in the
-//! result's server data (`{"child_run_id": ...}`), never to the model.
+//! child's outcome under the tool's result contract (see
+//! `super::result`): its final text (`{"text": ...}`), or its final tool
+//! result; with an output schema, the result (or a JSON text answer) must
+//! match it. The child run's id travels in the result's server data
+//! (`{"child_run_id": ...}`), never to the model.
 
 use std::sync::Arc;
 
@@ -16,6 +17,8 @@ use weft_core::tool::{
     ToolAnnotations, ToolError, ToolErrorCode, ToolIdent, ToolRequest, ToolSpec,
 };
 use weft_tools::{ElicitationHandler, ElicitationSupport, ToolFailure, ToolReply, ToolSet};
+
+use super::result::{self, Answer};
 
 /// Error code of a call whose child run failed or was cancelled.
 pub const CHILD_FAILED: &str = "child_run_failed";
@@ -63,8 +66,10 @@ impl AgentToolSet {
         self
     }
 
-    /// Offers `agent`, whose runs end with a final tool result matching
-    /// `output_schema` (a JSON Schema).
+    /// Offers `agent`, whose answer must match `output_schema` (a JSON
+    /// Schema): its final tool result, or its text answer read as JSON. A
+    /// result that does not match is the call's
+    /// [`INVALID_RESULT`](super::INVALID_RESULT) error.
     pub fn agent_with_result(
         mut self,
         agent: impl Into<AgentId>,
@@ -77,6 +82,12 @@ impl AgentToolSet {
             output_schema: Some(output_schema),
         });
         self
+    }
+
+    /// Why `schema` cannot be an agent tool's output schema, if it cannot
+    /// (it must compile as a JSON Schema).
+    pub fn check_output_schema(schema: &Value) -> Result<(), String> {
+        result::check_schema(schema)
     }
 
     /// The agents offered, in order.
@@ -161,16 +172,9 @@ impl ToolSet for AgentToolSet {
             .children
             .parent()
             .map(|p| weft_core::child::child_run_id(&p.run_id, &p.tool_call_id).to_string());
-        let mut reply = match outcome {
-            ChildEnd::Response { message } => {
-                ToolReply::json(json!({"text": message.joined_text()}))
-            }
-            ChildEnd::ToolResult { result } => {
-                if let Some(schema) = &tool.output_schema {
-                    check_result(schema, &result)?;
-                }
-                ToolReply::json(result)
-            }
+        let answer = match outcome {
+            ChildEnd::Response { message } => Answer::Text(message.joined_text()),
+            ChildEnd::ToolResult { result } => Answer::Result(result),
             ChildEnd::Failed { reason } => {
                 return Err(ToolError::new(
                     ToolErrorCode::from(CHILD_FAILED.to_owned()),
@@ -186,6 +190,8 @@ impl ToolSet for AgentToolSet {
                 .into());
             }
         };
+        let mut reply =
+            ToolReply::json(result::under_contract(tool.output_schema.as_ref(), answer)?);
         reply.server_data = child_run_id.map(|id| json!({"child_run_id": id}));
         Ok(reply)
     }
@@ -203,30 +209,4 @@ impl ToolSet for AgentToolSet {
 /// runtime attaches; there is no handler to set.
 impl ElicitationSupport for AgentToolSet {
     fn set_elicitation_handler(&self, _handler: Option<Arc<dyn ElicitationHandler>>) {}
-}
-
-/// Checks a child's final tool result against the parent tool's output schema.
-fn check_result(schema: &Value, result: &Value) -> Result<(), ToolError> {
-    let validator = jsonschema::validator_for(schema).map_err(|e| {
-        ToolError::new(
-            ToolError::INTERNAL,
-            format!("the tool's output schema is invalid: {e}"),
-        )
-    })?;
-    let problems: Vec<String> = validator
-        .iter_errors(result)
-        .take(8)
-        .map(|e| format!("{}: {e}", e.instance_path))
-        .collect();
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        Err(ToolError::new(
-            ToolErrorCode::from(CHILD_FAILED.to_owned()),
-            format!(
-                "the agent's result does not match the tool's output schema: {}",
-                problems.join("; ")
-            ),
-        ))
-    }
 }

@@ -57,6 +57,14 @@ impl RunTask {
             let used = Duration::from_millis(self.machine.active_ms(self.now()));
             budget.saturating_sub(used)
         });
+        // Nor more tool calls or turns than the parent has left.
+        let policy = self.machine.policy();
+        let tool_calls_left = policy
+            .max_tool_calls
+            .map(|cap| cap.get().saturating_sub(self.machine.tool_calls_made()));
+        let turns_left = policy
+            .max_turns
+            .map(|cap| cap.get().saturating_sub(self.machine.turn()));
         let refused = self
             .agent
             .advisor
@@ -115,6 +123,8 @@ impl RunTask {
                         run_id: self.shared.run_id.clone(),
                         tool_call_id: call.id.clone(),
                         time_left,
+                        tool_calls_left,
+                        turns_left,
                     },
                 ),
             };

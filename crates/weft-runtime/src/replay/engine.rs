@@ -18,6 +18,7 @@ use weft_core::{Timestamp, TurnId};
 
 use super::{Decision, Difference, Recording, ReplayReport, Verdict};
 use crate::agent::Agent;
+use crate::children::budget::Remainder;
 use crate::context::Ctx;
 use crate::error::RuntimeError;
 use crate::session::{SessionMemory, mark_history};
@@ -34,7 +35,10 @@ pub async fn replay(agent: &Agent, recording: &Recording) -> Result<ReplayReport
             recording.session_id.clone(),
             recording.input.clone(),
         )
-        .with_policy(agent.policy.clone()),
+        .with_policy(match &recording.child_caps {
+            Some(caps) => Remainder::recorded(caps).clip(agent.policy.clone()),
+            None => agent.policy.clone(),
+        }),
         recording.started_at,
     );
     mark_history(&mut machine, recording.history_len);

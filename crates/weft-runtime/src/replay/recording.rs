@@ -14,6 +14,7 @@ use weft_core::event::{EventKind, RunEvent};
 use weft_core::message::Message;
 use weft_core::model::ModelSummary;
 use weft_core::prompt::{PromptOverride, PromptRendered};
+use weft_core::run::Policy;
 use weft_core::tool::{Labels, ToolOutput};
 use weft_core::{AgentId, AwaitItemId, RunId, SessionId, Timestamp, ToolCallId};
 
@@ -92,6 +93,9 @@ pub struct Recording {
     pub memory: BTreeMap<String, Value>,
     /// The prompt overrides the run rendered, one per name (restored).
     pub overrides: Vec<PromptOverride>,
+    /// A child run's policy as its parent's budget clipped it (restored;
+    /// `None` for other runs): the replay clips the agent's policy to it.
+    pub child_caps: Option<Policy>,
 }
 
 impl Recording {
@@ -129,6 +133,7 @@ impl Recording {
             history_len: 0,
             memory: BTreeMap::new(),
             overrides: Vec::new(),
+            child_caps: None,
         };
         let mut elicitations: Vec<AwaitItemId> = Vec::new();
         // Time a human kept the run paused is taken out of the recording's

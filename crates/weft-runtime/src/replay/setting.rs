@@ -3,7 +3,9 @@
 //! the session memory its planner read, and the prompt overrides it
 //! rendered.
 //!
-//! The labels come from the run's stored record; the history length and
+//! The labels come from the run's stored record, and so does whether it is
+//! a child run, whose policy (clipped by its parent's budget) comes from
+//! its last snapshot; the history length and
 //! the memory read from its last snapshot's state (where the driver keeps
 //! them: `weft.session.history_len`, and `weft.session.memory_read` with
 //! each stored value as the planner first read it; a run logged before
@@ -20,14 +22,20 @@ use weft_core::session::{FullStore, PromptFilter};
 use weft_core::store::StoredRun;
 
 use super::Recording;
+use crate::children::PARENT_RUN_LABEL;
 use crate::error::RuntimeError;
 use crate::session::{MEMORY_READ_KEY, history_len, session_error};
 
 impl Recording {
     /// Restores what the run's record and last snapshot hold: its labels,
-    /// its history length and the memory its planner read.
+    /// its history length, the memory its planner read and, for a child
+    /// run, the caps it ran with.
     pub fn restore_run(&mut self, stored: &StoredRun) {
         self.labels = stored.record.labels.clone();
+        self.child_caps = self
+            .labels
+            .contains_key(PARENT_RUN_LABEL)
+            .then(|| stored.snapshot.policy().clone());
         self.history_len = history_len(&stored.snapshot);
         self.memory = stored
             .snapshot

@@ -6,7 +6,8 @@
 //!   (`weft_core::child::child_run_id`): a call run again after a crash finds
 //!   its child, which is recovered like any run (here, or by whichever
 //!   process takes it over), so the child never runs twice.
-//! - The child's time budget is clipped to what is left of the parent's.
+//! - The child's caps are clipped to what is left of the parent's: its
+//!   time budget, tool calls and turns (see `crate::children::budget`).
 //! - The parent's log records `ChildRunLinked`, then the child's events as
 //!   `ChildEvent`s while it runs.
 //! - A child that waits on a human makes the parent's call ask the same
@@ -29,7 +30,7 @@ use weft_core::store::StoreError;
 use weft_core::tool::ToolError;
 
 use super::*;
-use crate::children::ask;
+use crate::children::{ask, budget};
 
 /// Error code of a call whose child run could not be started or followed.
 const CHILD_FAILED: &str = "child_run_failed";
@@ -109,10 +110,7 @@ async fn start_or_find(
         .inner
         .agent(request.agent.as_str())
         .map_err(|e| ToolError::new(ToolError::UNAVAILABLE, e.to_string()))?;
-    let mut policy = agent.policy.clone();
-    if let Some(left) = parent.time_left {
-        policy.time_budget = Some(policy.time_budget.map_or(left, |own| own.min(left)));
-    }
+    let policy = budget::clip(agent.policy.clone(), parent);
     let start = StartRequest {
         session_id: None,
         messages: request.messages,

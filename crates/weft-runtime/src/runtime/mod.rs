@@ -2,6 +2,7 @@
 //! and waits for their outcomes; [`control`] answers awaits, pauses,
 //! continues, cancels and recovers runs.
 
+mod builder;
 mod children;
 mod control;
 mod follow;
@@ -11,6 +12,7 @@ mod remote;
 mod request;
 mod stored;
 
+pub use builder::{DEFAULT_MAX_DRIVEN_RUNS, RuntimeBuilder};
 pub use handle::RunHandle;
 pub use request::StartRequest;
 
@@ -32,13 +34,12 @@ use weft_core::tool::Labels;
 use weft_core::{AgentId, AwaitItemId, RunId, SessionId};
 
 use crate::agent::Agent;
-use crate::clock::{Clock, SystemClock};
+use crate::clock::Clock;
 use crate::driver::{DriveEnd, RunTask, status_of};
 use crate::error::RuntimeError;
 use crate::events::{EventStream, RunShared};
-use crate::leases::{DEFAULT_LEASE_TTL, Leases};
-use crate::memory::MemoryStore;
-use crate::observe::{self, Observation, Observer};
+use crate::leases::Leases;
+use crate::observe::{Observation, Observer};
 use crate::session;
 use crate::tools::AgentTools;
 
@@ -67,92 +68,10 @@ pub(crate) struct Inner {
     pub(crate) observer: Arc<dyn Observer>,
     /// The poll for control requests on runs driven here (see `remote`).
     control_poll: OnceLock<tokio::task::AbortHandle>,
-}
-
-/// Builds a [`Runtime`].
-pub struct RuntimeBuilder {
-    agents: HashMap<AgentId, Arc<Agent>>,
-    store: Option<Arc<dyn RunStore>>,
-    prompts: Option<Arc<dyn PromptStore>>,
-    sessions: Option<Arc<dyn FullStore>>,
-    clock: Arc<dyn Clock>,
-    payload_budget: u64,
-    lease_ttl: Duration,
-    observer: Arc<dyn Observer>,
-}
-
-impl RuntimeBuilder {
-    /// Registers an agent.
-    pub fn agent(mut self, agent: Agent) -> Self {
-        self.agents.insert(agent.id.clone(), Arc::new(agent));
-        self
-    }
-
-    /// Sets the store (default: in memory); see also [`Self::session_store`].
-    pub fn store(mut self, store: Arc<dyn RunStore>) -> Self {
-        self.store = Some(store);
-        self.sessions = None;
-        self
-    }
-
-    /// Sets a store that keeps sessions too: runs start from their session's
-    /// history and memory, and add their conversation to its transcript.
-    pub fn session_store(mut self, store: Arc<dyn FullStore>) -> Self {
-        self.store = Some(store.clone());
-        self.sessions = Some(store);
-        self
-    }
-
-    /// Sets where prompt overrides are read from (default: nowhere, so the
-    /// agents' own prompts are used): the overrides in a run's scope are
-    /// read before each planning call.
-    pub fn prompts(mut self, prompts: Arc<dyn PromptStore>) -> Self {
-        self.prompts = Some(prompts);
-        self
-    }
-
-    /// Sets the clock (default: the system clock).
-    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
-        self.clock = clock;
-        self
-    }
-
-    /// Sets the payload budget in bytes (default 64 KiB).
-    pub fn payload_budget(mut self, bytes: u64) -> Self {
-        self.payload_budget = bytes;
-        self
-    }
-
-    /// Sets how long a run's lease lasts unless renewed (default 5 s): runs
-    /// of a process that died continue in another within about this long.
-    pub fn lease_ttl(mut self, ttl: Duration) -> Self {
-        self.lease_ttl = ttl.max(Duration::from_millis(30));
-        self
-    }
-
-    /// Sets who is told about runs, steps, tool calls and commits (default: nobody).
-    pub fn observer(mut self, observer: Arc<dyn Observer>) -> Self {
-        self.observer = observer;
-        self
-    }
-
-    /// The runtime.
-    pub fn build(self) -> Runtime {
-        Runtime {
-            inner: Arc::new(Inner {
-                agents: self.agents,
-                store: self.store.unwrap_or_else(|| Arc::new(MemoryStore::new())),
-                prompts: self.prompts,
-                sessions: self.sessions,
-                clock: self.clock,
-                payload_budget: self.payload_budget,
-                live: Mutex::new(HashMap::new()),
-                leases: Arc::new(Leases::new(self.lease_ttl)),
-                observer: self.observer,
-                control_poll: OnceLock::new(),
-            }),
-        }
-    }
+    /// Most runs driven here at once; more wait in the store's queue.
+    pub(crate) max_driven: usize,
+    /// Wakes the sweeper when a driver ends, so queued runs start at once.
+    pub(crate) capacity_freed: tokio::sync::Notify,
 }
 
 /// The lease a new driver task drives under, and whether it recovers the
@@ -172,20 +91,6 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
 }
 
 impl Runtime {
-    /// Starts building a runtime.
-    pub fn builder() -> RuntimeBuilder {
-        RuntimeBuilder {
-            agents: HashMap::new(),
-            store: None,
-            prompts: None,
-            sessions: None,
-            clock: Arc::new(SystemClock),
-            payload_budget: DEFAULT_PAYLOAD_BUDGET,
-            lease_ttl: DEFAULT_LEASE_TTL,
-            observer: observe::none(),
-        }
-    }
-
     /// The runtime's store.
     pub fn store(&self) -> &Arc<dyn RunStore> {
         &self.inner.store
@@ -233,6 +138,9 @@ impl Runtime {
             created_at: now,
             updated_at: now,
         };
+        if self.inner.leases.len() >= self.inner.max_driven {
+            return self.queue(run_id, shared, &record, &events, &machine).await;
+        }
         let lease = self.inner.leases.request(now);
         let created = self
             .inner
@@ -262,6 +170,36 @@ impl Runtime {
                 recovering: false,
             },
         );
+        Ok(RunHandle {
+            run_id,
+            runtime: self.clone(),
+        })
+    }
+
+    /// Stores a run this process has no room to drive: running and with no
+    /// lease, it waits in the store's queue until the first runtime on the
+    /// store with room claims it (its sweeper).
+    async fn queue(
+        &self,
+        run_id: RunId,
+        shared: Arc<RunShared>,
+        record: &RunRecord,
+        events: &[weft_core::event::RunEvent],
+        machine: &RunMachine,
+    ) -> Result<RunHandle, RuntimeError> {
+        let created = self.inner.store.create_run(record, events, machine).await;
+        shared.end_commit(created.is_ok());
+        self.inner.forget(&run_id);
+        created?;
+        tracing::info!(
+            run_id = %run_id,
+            limit = self.inner.max_driven,
+            "run queued: this process drives as many runs as it may"
+        );
+        let started = Observation::RunStarted {
+            agent: &record.agent_id,
+        };
+        self.inner.observer.observe(&started);
         Ok(RunHandle {
             run_id,
             runtime: self.clone(),

@@ -1,7 +1,9 @@
 //! Taking runs over: after a crash, from a process that stalled, or from
 //! the queue of runs nobody drives. A run is taken only with its lease, so
 //! no two processes ever drive it at once; a sweeper claims orphaned runs
-//! (running, with a lease that is free or lapsed) every half lease TTL.
+//! (running, with a lease that is free or lapsed) every half lease TTL and
+//! when a driver here ends, never more than the process has room for
+//! (`RuntimeBuilder::max_driven_runs`).
 //! Also the end of a driver task, and shutting down.
 
 use super::*;
@@ -17,13 +19,23 @@ impl Runtime {
     pub async fn recover_unfinished(&self) -> Result<usize, RuntimeError> {
         let mut recovered = 0;
         loop {
+            // Only as many as this process has room for; the others stay
+            // queued for a process that has.
+            let room = self
+                .inner
+                .max_driven
+                .saturating_sub(self.inner.leases.len());
+            let batch = u32::try_from(room).unwrap_or(u32::MAX).min(CLAIM_BATCH);
+            if batch == 0 {
+                return Ok(recovered);
+            }
             let now = self.inner.clock.now();
             let claimed = self
                 .inner
                 .store
-                .claim_orphans(self.inner.leases.request(now), now, CLAIM_BATCH)
+                .claim_orphans(self.inner.leases.request(now), now, batch)
                 .await?;
-            let full = claimed.len() == CLAIM_BATCH as usize;
+            let full = claimed.len() == batch as usize;
             for held in claimed {
                 let (guard, shared) = self.inner.lock_run(&held.run_id).await;
                 match self.inner.drive_claimed(&shared, held.epoch).await {
@@ -60,8 +72,9 @@ impl Runtime {
         driven
     }
 
-    /// Starts a task that takes over orphaned runs now and every half lease
-    /// TTL; it ends with the runtime.
+    /// Starts a task that takes over orphaned and queued runs now, every
+    /// half lease TTL, and whenever a run driven here ends (so a queued run
+    /// takes the freed place at once); it ends with the runtime.
     pub fn start_sweeper(&self) -> tokio::task::JoinHandle<()> {
         let inner = Arc::downgrade(&self.inner);
         let period = self.inner.leases.ttl / 2;
@@ -76,8 +89,9 @@ impl Runtime {
                     Ok(n) => tracing::info!(runs = n, "orphaned runs taken over"),
                     Err(e) => tracing::warn!(error = %e, "looking for orphaned runs failed"),
                 }
+                let freed = Arc::clone(&runtime.inner);
                 drop(runtime);
-                tokio::time::sleep(period).await;
+                let _ = tokio::time::timeout(period, freed.capacity_freed.notified()).await;
             }
         })
     }
@@ -173,6 +187,8 @@ impl Inner {
         guard: Option<tokio::sync::OwnedMutexGuard<()>>,
     ) {
         self.leases.forget(&shared.run_id, epoch);
+        // A queued run may take the place now free.
+        self.capacity_freed.notify_one();
         match end {
             DriveEnd::Finished(outcome) => {
                 let kind = crate::observe::outcome_kind(outcome);

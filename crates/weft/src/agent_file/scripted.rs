@@ -1,21 +1,28 @@
 //! The turns of a scripted planner in an agent file (`[[planner.turns]]`):
-//! each is a final answer (`text`), tool calls (`tool_calls`), or a
-//! clarification question to the human (`ask`), and becomes one
-//! [`PlanResult`] of a [`weft_runtime::ScriptedPlanner`].
+//! each is a final answer (`text`), a final tool result (`result`: the
+//! run's answer as its parent tool's result, for an agent called as a
+//! tool), tool calls (`tool_calls`), or a clarification question to the
+//! human (`ask`), and becomes one [`PlanResult`] of a
+//! [`weft_runtime::ScriptedPlanner`].
 
 use serde::Deserialize;
 use serde_json::Value;
 use weft_core::AwaitItemId;
 use weft_core::awaiting::{AwaitItem, Clarification};
-use weft_core::planner::{PlanResult, ToolCallRequest};
+use weft_core::planner::{Decision, PlanResult, ToolCallRequest};
 
-/// One scripted turn: exactly one of `text`, `tool_calls` or `ask`.
+/// One scripted turn: exactly one of `text`, `result`, `tool_calls` or `ask`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TurnSpec {
     /// A final answer.
     #[serde(default)]
     pub text: Option<String>,
+    /// A final tool result (any TOML value, as JSON): what the parent's
+    /// call of this agent gets, checked against the `output_schema` the
+    /// parent's agent toolset declares for it.
+    #[serde(default)]
+    pub result: Option<toml::Value>,
     /// Tool calls.
     #[serde(default)]
     pub tool_calls: Option<Vec<CallSpec>>,
@@ -39,15 +46,23 @@ pub struct CallSpec {
 impl TurnSpec {
     /// Checks turn number `turn` (from 1); the message says what is wrong.
     pub(super) fn check(&self, turn: usize) -> Result<(), String> {
-        match (&self.text, &self.tool_calls, &self.ask) {
-            (Some(_), None, None) => Ok(()),
-            (None, Some(calls), None) if !calls.is_empty() => Ok(()),
-            (None, Some(_), None) => Err(format!("turn {turn}: `tool_calls` is empty")),
-            (None, None, Some(q)) if !q.trim().is_empty() => Ok(()),
-            (None, None, Some(_)) => Err(format!("turn {turn}: `ask` is empty")),
-            _ => Err(format!(
-                "turn {turn}: give exactly one of `text`, `tool_calls` or `ask`"
-            )),
+        let given = [
+            self.text.is_some(),
+            self.result.is_some(),
+            self.tool_calls.is_some(),
+            self.ask.is_some(),
+        ];
+        if given.iter().filter(|g| **g).count() != 1 {
+            return Err(format!(
+                "turn {turn}: give exactly one of `text`, `result`, `tool_calls` or `ask`"
+            ));
+        }
+        match (&self.tool_calls, &self.ask) {
+            (Some(calls), _) if calls.is_empty() => {
+                Err(format!("turn {turn}: `tool_calls` is empty"))
+            }
+            (_, Some(q)) if q.trim().is_empty() => Err(format!("turn {turn}: `ask` is empty")),
+            _ => Ok(()),
         }
     }
 
@@ -70,6 +85,11 @@ impl TurnSpec {
                 example_input: None,
                 clarifying_prompt: None,
             })]);
+        }
+        if let Some(result) = &self.result {
+            return PlanResult::new(Decision::FinalToolResult {
+                result: serde_json::to_value(result).unwrap_or(Value::Null),
+            });
         }
         PlanResult::final_text(self.text.clone().unwrap_or_default())
     }

@@ -60,6 +60,10 @@ pub struct ServeLimits {
     /// Seconds a client has to send a request's whole body (past it: 408).
     #[arg(long, default_value_t = 30)]
     pub body_read_timeout_secs: u64,
+    /// Runs this server drives at once; runs started past it wait in the
+    /// store's queue for whichever server on the store has room.
+    #[arg(long, default_value_t = weft_runtime::DEFAULT_MAX_DRIVEN_RUNS)]
+    pub max_driven_runs: usize,
 }
 
 impl ServeLimits {
@@ -131,6 +135,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
             .session_store(store.clone())
             .prompts(store.clone())
             .lease_ttl(args.lease_ttl)
+            .max_driven_runs(args.limits.max_driven_runs)
             .observer(metrics.clone());
         for a in agents {
             builder = builder.agent(a);

@@ -1,9 +1,13 @@
 //! `type = "agent"` toolsets of agent files: other agents, each from its own
-//! agent file, offered as tools (see `weft_runtime::AgentToolSet`).
+//! agent file, offered as tools (see `weft_runtime::AgentToolSet`). An
+//! agent may declare its result's JSON Schema (`output_schema`, an inline
+//! table): its answer must then match it, or the call fails with
+//! `invalid_result`.
 
 use std::path::PathBuf;
 
 use serde::Deserialize;
+use serde_json::Value;
 
 /// Most agents one `type = "agent"` toolset offers.
 pub const MAX_AGENT_TOOLS: usize = 32;
@@ -28,6 +32,19 @@ pub struct AgentToolSpec {
     pub file: PathBuf,
     /// What the agent does, for the model that calls it.
     pub description: String,
+    /// The JSON Schema its result must match (a table, written in TOML):
+    /// its final tool result, or its text answer read as JSON.
+    #[serde(default)]
+    pub output_schema: Option<toml::Table>,
+}
+
+impl AgentToolSpec {
+    /// The output schema as JSON, when the agent declares one.
+    pub fn output_schema(&self) -> Option<Value> {
+        self.output_schema
+            .as_ref()
+            .map(|t| serde_json::to_value(t).unwrap_or(Value::Null))
+    }
 }
 
 impl AgentToolsetSpec {
@@ -53,6 +70,14 @@ impl AgentToolsetSpec {
                     self.name, a.id
                 ));
             }
+            if let Some(schema) = a.output_schema() {
+                weft_runtime::AgentToolSet::check_output_schema(&schema).map_err(|e| {
+                    format!(
+                        "agent toolset `{}`: the output schema of agent `{}` is {e}",
+                        self.name, a.id
+                    )
+                })?;
+            }
             if self.agents[..i].iter().any(|b| b.id == a.id) {
                 return Err(format!(
                     "agent toolset `{}` offers agent `{}` twice",
@@ -67,7 +92,12 @@ impl AgentToolsetSpec {
     pub fn toolset(&self) -> weft_runtime::AgentToolSet {
         self.agents.iter().fold(
             weft_runtime::AgentToolSet::new(self.name.as_str()),
-            |set, a| set.agent(a.id.as_str(), a.description.as_str()),
+            |set, a| match a.output_schema() {
+                Some(schema) => {
+                    set.agent_with_result(a.id.as_str(), a.description.as_str(), schema)
+                }
+                None => set.agent(a.id.as_str(), a.description.as_str()),
+            },
         )
     }
 }
