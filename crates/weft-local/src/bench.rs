@@ -6,8 +6,11 @@
 //! are masked so every run decodes the same count). Time to first token runs
 //! from the start of the generation (tokenising and prompt evaluation
 //! included) to the first sampled token; decode speed counts the tokens after
-//! the first over the time after it. One JSON line per run, then a summary
-//! line with the medians; the summary carries the rendered prompt so another
+//! the first over the time after it. The same runs are then made with the
+//! answer constrained by the tool-call grammar (one call of a tool taking
+//! free text, from the first token), so constrained decoding's cost shows
+//! next to free decoding's. One JSON line per run, then a summary line with
+//! the medians and their ratio; the summary carries the rendered prompt so another
 //! engine can be timed on exactly the same tokens.
 
 use std::time::Instant;
@@ -17,6 +20,7 @@ use weft_core::model::ModelError;
 
 use super::LocalModel;
 use super::generation::{Constraint, Generate, Sampling};
+use super::grammar::{GrammarTool, tool_call_grammar};
 use super::prompt::Turn;
 
 /// What to measure.
@@ -53,7 +57,7 @@ pub fn bench_local_model(
             literal: true,
         },
     ])?;
-    let generate = Generate {
+    let free = Generate {
         prompt: prompt.clone(),
         max_tokens: settings.tokens,
         sampling: Sampling {
@@ -67,13 +71,69 @@ pub fn bench_local_model(
         ignore_eog: true,
         reuse_prefix: false,
     };
+    // The same prompt, the answer one call of a tool whose argument is free
+    // text, decoded under the tool-call grammar from the first token.
+    let schema = json!({
+        "type": "object",
+        "properties": {"text": {"type": "string"}},
+        "required": ["text"],
+    });
+    let constrained = Generate {
+        constraint: Constraint::Strict(tool_call_grammar(&[GrammarTool {
+            name: "note",
+            schema: &schema,
+        }])),
+        ignore_eog: false,
+        ..free.clone()
+    };
     let mut lines = Vec::new();
-    let mut ttft = Vec::new();
-    let mut speed = Vec::new();
-    let mut prompt_tokens = 0;
-    for run in 0..=settings.runs {
-        let g = engine.generate(&generate, &mut |_| true)?;
-        prompt_tokens = g.prompt_tokens;
+    let free_runs = timed(&engine, &free, settings.runs, "none", &mut lines)?;
+    let constrained_runs = timed(&engine, &constrained, settings.runs, "grammar", &mut lines)?;
+    let (mut ttft, mut speed): (Vec<f64>, Vec<f64>) = free_runs.runs.into_iter().unzip();
+    let mut constrained_speed: Vec<f64> = constrained_runs.runs.into_iter().map(|r| r.1).collect();
+    let free_tok_s = median(&mut speed);
+    let constrained_tok_s = median(&mut constrained_speed);
+    lines.push(json!({
+        "bench": "local-model",
+        "engine": "weft",
+        "summary": true,
+        "model": model.path().file_name().map(|f| f.to_string_lossy().into_owned()),
+        "threads": model.threads(),
+        "load_ms": round(load_ms),
+        "runs": settings.runs,
+        "prompt_tokens": free_runs.prompt_tokens,
+        "decoded_tokens": settings.tokens,
+        "ttft_ms_median": round(median(&mut ttft)),
+        "decode_tok_s_median": round(free_tok_s),
+        "constrained_decode_tok_s_median": round(constrained_tok_s),
+        "constrained_to_free_ratio": round(constrained_tok_s / free_tok_s.max(1e-9)),
+        "prompt": prompt.text,
+    }));
+    Ok(lines)
+}
+
+/// The measured runs of one kind of generation.
+struct Timed {
+    prompt_tokens: u32,
+    /// Time to first token (ms) and decode speed (tokens/s) of each run.
+    runs: Vec<(f64, f64)>,
+}
+
+/// One warm-up run, then `runs` measured ones, each printed as a line.
+fn timed(
+    engine: &super::engine::Engine,
+    generate: &Generate,
+    runs: u32,
+    constraint: &str,
+    lines: &mut Vec<Value>,
+) -> Result<Timed, ModelError> {
+    let mut out = Timed {
+        prompt_tokens: 0,
+        runs: Vec::new(),
+    };
+    for run in 0..=runs {
+        let g = engine.generate(generate, &mut |_| true)?;
+        out.prompt_tokens = g.prompt_tokens;
         if run == 0 {
             continue; // warm-up: page in the weights, settle the threads
         }
@@ -83,30 +143,16 @@ pub fn bench_local_model(
         lines.push(json!({
             "bench": "local-model",
             "engine": "weft",
+            "constraint": constraint,
             "run": run,
             "prompt_tokens": g.prompt_tokens,
             "decoded_tokens": g.output_tokens,
             "ttft_ms": round(ttft_ms),
             "decode_tok_s": round(tok_s),
         }));
-        ttft.push(ttft_ms);
-        speed.push(tok_s);
+        out.runs.push((ttft_ms, tok_s));
     }
-    lines.push(json!({
-        "bench": "local-model",
-        "engine": "weft",
-        "summary": true,
-        "model": model.path().file_name().map(|f| f.to_string_lossy().into_owned()),
-        "threads": model.threads(),
-        "load_ms": round(load_ms),
-        "runs": settings.runs,
-        "prompt_tokens": prompt_tokens,
-        "decoded_tokens": settings.tokens,
-        "ttft_ms_median": round(median(&mut ttft)),
-        "decode_tok_s_median": round(median(&mut speed)),
-        "prompt": prompt.text,
-    }));
-    Ok(lines)
+    Ok(out)
 }
 
 fn median(xs: &mut [f64]) -> f64 {

@@ -47,7 +47,8 @@ pub use events::EventStream;
 pub use memory::MemoryStore;
 pub use observe::{NoObserver, Observation, Observer};
 pub use runtime::{
-    DEFAULT_MAX_DRIVEN_RUNS, DEFAULT_PAYLOAD_BUDGET, RunHandle, Runtime, RuntimeBuilder, StartRequest,
+    DEFAULT_MAX_DRIVEN_RUNS, DEFAULT_PAYLOAD_BUDGET, RunHandle, Runtime, RuntimeBuilder,
+    StartRequest,
 };
 pub use scripted::ScriptedPlanner;
 pub use tools::CatalogError;

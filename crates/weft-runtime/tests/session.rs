@@ -1,6 +1,4 @@
-//! Sessions on the durable stores (SQLite, and PostgreSQL at
-//! `WEFT_TEST_POSTGRES_URL`, by default the local server's `test` database,
-//! each test in a fresh schema): a run starts from its session's history
+//! Sessions on the durable stores (SQLite and PostgreSQL, see `stores`): a run starts from its session's history
 //! under the agent's history policy, its planner reads and writes the
 //! session's memory, both survive a restart, and an ended session refuses
 //! new runs.
@@ -17,7 +15,10 @@ use weft_core::session::FullStore;
 use weft_core::{RunId, SessionId, Timestamp};
 use weft_models::{ScriptTurn, ScriptedModel};
 use weft_runtime::{Agent, Runtime, RuntimeError, StartRequest};
-use weft_store::{PostgresOptions, PostgresStore, SqliteStore};
+
+#[macro_use]
+mod stores;
+use stores::Db;
 
 /// Answers with what it was given: the input, the session's history as its
 /// memory view shows it, and how many runs the session's memory counted;
@@ -55,89 +56,6 @@ fn agent(history: HistoryPolicy) -> Agent {
 
 fn runtime(store: Arc<dyn FullStore>, agent: Agent) -> Runtime {
     Runtime::builder().agent(agent).session_store(store).build()
-}
-
-/// Where a test's store lives; every `open` is a new connection to it, as
-/// a restarted process would make.
-enum Db {
-    Sqlite(tempfile::TempDir),
-    Postgres { url: String, schema: String },
-}
-
-impl Db {
-    fn sqlite() -> Self {
-        Self::Sqlite(tempfile::tempdir().unwrap())
-    }
-
-    fn postgres() -> Self {
-        static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let url = std::env::var("WEFT_TEST_POSTGRES_URL")
-            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
-        let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .subsec_nanos();
-        let schema = format!("weft_rt_session_{}_{n}_{nanos}", std::process::id());
-        Self::Postgres { url, schema }
-    }
-
-    async fn open(&self) -> Arc<dyn FullStore> {
-        match self {
-            Self::Sqlite(dir) => {
-                let url = format!("sqlite://{}", dir.path().join("weft.db").display());
-                Arc::new(SqliteStore::open(&url).await.unwrap())
-            }
-            Self::Postgres { url, schema } => Arc::new(
-                PostgresStore::open_with(PostgresOptions::new(url.clone()).with_schema(schema))
-                    .await
-                    .unwrap_or_else(|e| panic!("PostgreSQL at {url} cannot be opened: {e}")),
-            ),
-        }
-    }
-
-    async fn remove(self) {
-        if let Self::Postgres { url, schema } = self {
-            use sqlx::Connection as _;
-            let mut conn = sqlx::PgConnection::connect(&url).await.unwrap();
-            sqlx::query(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))
-                .execute(&mut conn)
-                .await
-                .unwrap();
-        }
-    }
-}
-
-/// Runs each test on SQLite and on PostgreSQL; a PostgreSQL schema is
-/// dropped even when its test fails.
-macro_rules! on_both_stores {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    let db = super::Db::sqlite();
-                    super::$name(&db).await;
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    let db = std::sync::Arc::new(super::Db::postgres());
-                    let run = std::sync::Arc::clone(&db);
-                    let outcome = tokio::spawn(async move { super::$name(&run).await }).await;
-                    if let Ok(db) = std::sync::Arc::try_unwrap(db) {
-                        db.remove().await;
-                    }
-                    if let Err(e) = outcome {
-                        std::panic::resume_unwind(e.into_panic());
-                    }
-                }
-            )*
-        }
-    };
 }
 
 on_both_stores!(

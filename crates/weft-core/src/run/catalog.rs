@@ -121,7 +121,12 @@ pub enum Resolution {
 pub enum PlanOutcome {
     /// The decision was accepted; ask for the next step.
     Continue {
-        /// The final response was already streamed: do not emit it again.
+        /// The planner already streamed its final answer
+        /// (`PlanResult::streamed`), so the driver must not deliver it
+        /// again; unset, a driver shows a final response whole. As in
+        /// loom-mcp, whose runtime publishes the final assistant-message
+        /// hook only for an answer that was not streamed. Always unset
+        /// when the decision was not a final one.
         response_hook_suppressed: bool,
     },
     /// A tool call is invalid; answer with [`super::RunMachine::resolve`].

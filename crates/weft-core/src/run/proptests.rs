@@ -2,7 +2,10 @@
 //! tool outcomes, awaits (clarifications, multiple-choice questions, external
 //! tool results, confirmations), questions of running calls, child runs (an
 //! agent tool whose call is a whole nested run), cancels and clock jumps, and
-//! checks the invariants.
+//! checks the invariants. Policies allow and deny tools by name and tag, and
+//! clarifications restrict the next turn to one tool: the tools offered each
+//! turn are the ones the policy and the restriction allow, and no other is
+//! ever executed.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::num::NonZeroU32;
@@ -49,6 +52,22 @@ struct Observed {
     answered: BTreeMap<ToolCallId, u32>,
     max_batch: usize,
     log: Vec<String>,
+    /// The tool an answered clarification restricts the next turn to.
+    restrict: Option<String>,
+    /// The tools the last turn could call.
+    offered: BTreeSet<String>,
+}
+
+impl Observed {
+    /// A fresh record that knows what the driver knew at a split: the
+    /// restriction in force and the tools the last turn could call.
+    fn carried(&self) -> Self {
+        Self {
+            restrict: self.restrict.clone(),
+            offered: self.offered.clone(),
+            ..Self::default()
+        }
+    }
 }
 
 /// A driver-side check (the driver returns `bool`, not a test result).
@@ -62,9 +81,42 @@ const AGENT_TOOL: &str = "team.helper";
 /// How deep child runs nest.
 const MAX_DEPTH: u32 = 2;
 
-/// The catalog every property run uses: the test tools and the agent tool.
+/// The catalog every property run uses: the test tools and the agent tool,
+/// tagged for the tool policy.
 fn catalog() -> TestCatalog {
-    TestCatalog::new().with_tool(AGENT_TOOL)
+    TestCatalog::new()
+        .with_tool(AGENT_TOOL)
+        .with_tags("calc.add", &["math"])
+        .with_tags("calc.echo", &["text"])
+        .with_tags(AGENT_TOOL, &["delegate", "text"])
+}
+
+/// The tools a turn may call, as the machine says ([`RunMachine::is_allowed`]).
+fn allowed_by_machine(m: &RunMachine, cat: &TestCatalog) -> BTreeSet<String> {
+    cat.names()
+        .iter()
+        .filter(|n| cat.spec(n.as_str()).is_some_and(|s| m.is_allowed(s)))
+        .map(|n| n.as_str().to_owned())
+        .collect()
+}
+
+/// The tools a turn may call, as the driver expects: none while finalizing,
+/// else those the policy permits and the restriction (if any) names.
+fn allowed_by_rule(
+    m: &RunMachine,
+    cat: &TestCatalog,
+    obs: &Observed,
+    finalizing: bool,
+) -> BTreeSet<String> {
+    if finalizing {
+        return BTreeSet::new();
+    }
+    cat.names()
+        .iter()
+        .filter(|n| cat.spec(n.as_str()).is_some_and(|s| m.policy().permits(s)))
+        .filter(|n| obs.restrict.as_deref().is_none_or(|r| r == n.as_str()))
+        .map(|n| n.as_str().to_owned())
+        .collect()
 }
 
 /// Drives one step; returns false when the run has finished.
@@ -113,6 +165,11 @@ fn drive_at(
             if let Err(e) = check_transcript(m, true) {
                 panic!("{e}");
             }
+            // The turn is offered exactly what the policy and an answered
+            // clarification's restriction allow.
+            let offered = allowed_by_machine(m, cat);
+            assert_eq!(offered, allowed_by_rule(m, cat, obs, finalizing));
+            obs.offered = offered;
             let pick = if c.exhausted() || finalizing {
                 0
             } else {
@@ -126,12 +183,12 @@ fn drive_at(
                 6 => PlanResult::new(crate::planner::Decision::FinalToolResult {
                     result: json!({"answer": c.next(9)}),
                 }),
-                1 => PlanResult::await_items(vec![clarification(&tag)]),
+                1 => PlanResult::await_items(vec![clarification(&tag, c)]),
                 7 => PlanResult::await_items(vec![questions(&tag, c)]),
                 8 => PlanResult::await_items(vec![external(&tag, c)]),
                 9 => PlanResult::await_items(vec![
                     external(&tag, c),
-                    clarification(&tag),
+                    clarification(&tag, c),
                     questions(&tag, c),
                 ]),
                 _ => {
@@ -155,7 +212,9 @@ fn drive_at(
                 }
             };
             match m.plan_result(result, at, cat) {
-                Ok(_) => {}
+                // The restriction holds while the turn's calls are resolved.
+                Ok(PlanOutcome::NeedsResolution(_)) => {}
+                Ok(_) => obs.restrict = None,
                 Err(RunError::Finalizing) => {
                     unreachable!("driver never sends calls while finalizing")
                 }
@@ -183,7 +242,22 @@ fn drive_at(
                     reason: "skipped".into(),
                 },
             };
-            m.resolve(res, at, cat).unwrap();
+            let before = m.clone();
+            let outcome = match m.resolve(res, at, cat) {
+                // A repair may only call a tool the turn was offered.
+                Err(RunError::RepairNotAllowed(tool)) => {
+                    prop_assert_ok(!obs.offered.contains(tool.as_str()), "repair refused");
+                    assert_eq!(&before, m);
+                    let skip = Resolution::Skip {
+                        reason: "skipped".into(),
+                    };
+                    m.resolve(skip, at, cat).unwrap()
+                }
+                other => other.unwrap(),
+            };
+            if !matches!(outcome, PlanOutcome::NeedsResolution(_)) {
+                obs.restrict = None;
+            }
             true
         }
         Step::ExecuteTools { calls } => {
@@ -193,6 +267,11 @@ fn drive_at(
                 // Each call is executed once, when first seen; a recovering driver
                 // sees only calls still without a result.
                 obs.executed.insert(call.id.clone());
+                // Only a tool its turn was offered ever runs.
+                prop_assert_ok(
+                    obs.offered.contains(call.name.as_str()),
+                    "a tool the turn was not offered runs",
+                );
             }
             // Running calls sometimes ask the human, and some questions are
             // answered (badly first) before results land.
@@ -304,18 +383,30 @@ fn drive_at(
                     },
                 };
                 m.answer(&id, answer, at).unwrap();
+                if let AwaitItem::Clarification(q) = &item {
+                    obs.restrict = q.restrict_to_tool.as_ref().map(|t| t.as_str().to_owned());
+                }
             }
             true
         }
     }
 }
 
-fn clarification(tag: &str) -> AwaitItem {
+/// A clarification, sometimes restricting the next turn to one tool (the
+/// agent tool, one the policy may deny, or one no catalog has).
+fn clarification(tag: &str, c: &mut Choices<'_>) -> AwaitItem {
+    let restrict_to_tool = match c.next(6) {
+        0 => Some("calc.add"),
+        1 => Some("calc.echo"),
+        2 => Some(AGENT_TOOL),
+        3 => Some("calc.nope"),
+        _ => None,
+    };
     AwaitItem::Clarification(Clarification {
         id: AwaitItemId::new(format!("q{tag}")),
         question: "?".into(),
         missing_fields: vec![],
-        restrict_to_tool: None,
+        restrict_to_tool: restrict_to_tool.map(Into::into),
         example_input: None,
         clarifying_prompt: None,
     })
@@ -489,6 +580,22 @@ fn policy_from(p: (u8, u8, u8, u16)) -> Policy {
         } else {
             Default::default()
         },
+        // Some may call only some tools, by name and by tag; a denial wins.
+        allowed_tools: match (p.0 / 12) % 4 {
+            2 => Some(["calc.add".into(), "calc.echo".into()].into()),
+            3 => Some(["calc.echo".into(), AGENT_TOOL.into()].into()),
+            _ => None,
+        },
+        allowed_tags: match (p.3 / 3) % 5 {
+            0 => Some(["math".to_owned()].into()),
+            1 => Some(["text".to_owned()].into()),
+            _ => None,
+        },
+        denied_tags: if (p.3 / 15).is_multiple_of(4) {
+            ["delegate".to_owned()].into()
+        } else {
+            Default::default()
+        },
         ..Policy::default()
     }
 }
@@ -619,7 +726,7 @@ proptest! {
         );
         prop_assert_eq!(parts.as_ref(), Ok(&copy));
         let (mut c2, mut now2) = (Choices { raw: &raw, pos: c.pos }, now);
-        let (mut obs1, mut obs2) = (Observed::default(), Observed::default());
+        let (mut obs1, mut obs2) = (obs.carried(), obs.carried());
         let mut steps = 0;
         while running {
             let a = drive_one(&mut m, &mut now, &mut c, &mut obs1, &cat);

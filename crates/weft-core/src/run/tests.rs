@@ -47,6 +47,14 @@ impl TestCatalog {
         });
         self
     }
+
+    /// This catalog with `tags` on its tool `name`.
+    pub(crate) fn with_tags(mut self, name: &str, tags: &[&str]) -> Self {
+        for spec in self.specs.iter_mut().filter(|s| s.name.as_str() == name) {
+            spec.tags = tags.iter().map(|t| (*t).to_owned()).collect();
+        }
+        self
+    }
 }
 
 impl ToolCatalog for TestCatalog {

@@ -26,9 +26,7 @@ use std::time::Duration;
 
 use tokio::sync::OwnedMutexGuard;
 use weft_core::event::EventKind;
-use weft_core::planner::{
-    Decision, PlanInput, PlanResumeInput, PlannerError, RunContext, Termination,
-};
+use weft_core::planner::{PlanInput, PlanResumeInput, PlannerError, RunContext, Termination};
 use weft_core::run::{
     InvalidToolCallContext, PhaseName, PlanKind, PlanOutcome, Resolution, RunFailure, RunMachine,
     RunOutcome, Step, ToolCall,

@@ -125,18 +125,17 @@ impl RunTask {
                         usage,
                     });
                 }
-                // An answer that was not streamed is shown whole, before
-                // the machine records the run's end.
-                if let Decision::FinalResponse { message } = &result.decision
-                    && !result.streamed
-                {
-                    let text = message.joined_text();
-                    if !text.is_empty() {
-                        self.emit(EventKind::AssistantChunk { text });
-                    }
-                }
+                // What the plan's bookkeeping produced goes before the plan.
+                self.collect();
                 match self.machine.plan_result(result, now, &self.tools.catalog) {
-                    Ok(PlanOutcome::Continue { .. } | PlanOutcome::TurnRetried) => {}
+                    Ok(PlanOutcome::Continue {
+                        response_hook_suppressed,
+                    }) => {
+                        if !response_hook_suppressed {
+                            self.show_unstreamed_answer();
+                        }
+                    }
+                    Ok(PlanOutcome::TurnRetried) => {}
                     Ok(PlanOutcome::NeedsResolution(context)) => self.resolve(*context),
                     Err(e) => {
                         let _ = self.machine.fail(RunFailure::Planner {
@@ -144,6 +143,20 @@ impl RunTask {
                         });
                     }
                 }
+            }
+        }
+    }
+
+    /// Shows a final answer the planner did not stream (the machine said
+    /// its response hook is not suppressed) whole, as one chunk, before the
+    /// events in which the machine recorded the run's end: recorded without
+    /// collecting them first.
+    fn show_unstreamed_answer(&mut self) {
+        if let Some(RunOutcome::Response { message, .. }) = self.machine.outcome() {
+            let text = message.joined_text();
+            if !text.is_empty() {
+                self.shared
+                    .emit(&*self.clock, EventKind::AssistantChunk { text });
             }
         }
     }

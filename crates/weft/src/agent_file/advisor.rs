@@ -1,5 +1,6 @@
 //! The agent file's `[advisor]` section: the built-in `advisor` tool's model
-//! and per-run budget.
+//! and per-run budget, and the provider options its nested call inherits
+//! from the agent's model planner.
 
 use std::num::NonZeroU32;
 use std::sync::Arc;
@@ -27,20 +28,31 @@ pub struct AdvisorSpec {
     pub max_output_tokens: Option<NonZeroU32>,
 }
 
+/// The provider options of the agent's model planner that the advisor's
+/// nested call inherits (none from a scripted planner).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct InheritedOptions {
+    /// Sampling temperature.
+    pub temperature: Option<f32>,
+    /// Token budget for extended thinking; OpenAI reasoning models get it
+    /// as a reasoning effort.
+    pub thinking_budget: Option<u32>,
+}
+
 impl AdvisorSpec {
     /// The runtime's advisor: its model built, inheriting the agent's
-    /// `system` prompt and sampling `temperature`.
+    /// `system` prompt and its planner's provider `options`.
     pub fn config(
         &self,
         system: Option<String>,
-        temperature: Option<f32>,
+        options: InheritedOptions,
     ) -> Result<AdvisorConfig, ModelError> {
         let model = weft_models::build_model(&ModelConfig {
             base_url: self.base_url.clone(),
             local_loader: local_loader(),
             ..ModelConfig::new(&self.model)
         })?;
-        Ok(self.config_on(model, system, temperature))
+        Ok(self.config_on(model, system, options))
     }
 
     /// [`config`](Self::config) with `model` instead of the one named.
@@ -48,14 +60,15 @@ impl AdvisorSpec {
         &self,
         model: Arc<dyn ModelClient>,
         system: Option<String>,
-        temperature: Option<f32>,
+        options: InheritedOptions,
     ) -> AdvisorConfig {
         let mut config = AdvisorConfig::new(model, self.max_uses_per_run);
         if let Some(max) = self.max_output_tokens {
             config.max_output_tokens = max;
         }
         config.system = system;
-        config.temperature = temperature;
+        config.temperature = options.temperature;
+        config.thinking_budget = options.thinking_budget;
         config
     }
 }
@@ -77,11 +90,18 @@ impl super::AgentFile {
         (!sections.is_empty()).then(|| sections.join("\n\n"))
     }
 
-    /// The planner's sampling temperature, passed through to the advisor.
-    pub(super) fn temperature(&self) -> Option<f32> {
+    /// The planner's provider options, passed through to the advisor.
+    pub(super) fn provider_options(&self) -> InheritedOptions {
         match &self.planner {
-            super::PlannerSpec::Model { temperature, .. } => *temperature,
-            super::PlannerSpec::Scripted { .. } => None,
+            super::PlannerSpec::Model {
+                temperature,
+                thinking_budget,
+                ..
+            } => InheritedOptions {
+                temperature: *temperature,
+                thinking_budget: *thinking_budget,
+            },
+            super::PlannerSpec::Scripted { .. } => InheritedOptions::default(),
         }
     }
 }

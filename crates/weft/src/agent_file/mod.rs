@@ -25,7 +25,7 @@ mod price;
 mod scripted;
 mod team;
 
-pub use advisor::AdvisorSpec;
+pub use advisor::{AdvisorSpec, InheritedOptions};
 pub use error::AgentFileError;
 pub use history::{HistorySpec, SummarizeSpec};
 use model::parse_tool_choice;
@@ -90,6 +90,9 @@ pub enum PlannerSpec {
         /// Sampling temperature.
         #[serde(default)]
         temperature: Option<f32>,
+        /// Token budget for extended thinking (reasoning effort).
+        #[serde(default)]
+        thinking_budget: Option<u32>,
         /// `auto` (default), `required`, `none`, or a tool's name: what the
         /// model must call until the run has tool results.
         #[serde(default)]
@@ -289,6 +292,7 @@ impl AgentFile {
                     base_url,
                     max_tokens,
                     temperature,
+                    thinking_budget,
                     tool_choice,
                     stream,
                     ask_user,
@@ -301,6 +305,7 @@ impl AgentFile {
                     base_url: base_url.clone(),
                     max_tokens: *max_tokens,
                     temperature: *temperature,
+                    thinking_budget: *thinking_budget,
                     tool_choice: tool_choice
                         .as_deref()
                         .map_or(ToolChoice::Auto, parse_tool_choice),
@@ -377,10 +382,10 @@ impl AgentFile {
             }
         }
         if let Some(spec) = &self.advisor {
-            let (system, temperature) = (self.system_prompt(), self.temperature());
+            let (system, options) = (self.system_prompt(), self.provider_options());
             builder = builder.advisor(match advisor {
-                Some(model) => spec.config_on(model, system, temperature),
-                None => spec.config(system, temperature)?,
+                Some(model) => spec.config_on(model, system, options),
+                None => spec.config(system, options)?,
             });
         }
         Ok(builder.history(history).build())

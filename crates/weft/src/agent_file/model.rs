@@ -17,6 +17,9 @@ pub struct ModelSettings {
     pub max_tokens: Option<u32>,
     /// Sampling temperature.
     pub temperature: Option<f32>,
+    /// Token budget for extended thinking (a reasoning effort for OpenAI
+    /// reasoning models).
+    pub thinking_budget: Option<u32>,
     /// What the model must call until the run has tool results.
     pub tool_choice: ToolChoice,
     /// Whether answers stream (`stream = true | false` in the file; by
@@ -86,6 +89,7 @@ pub fn model_planner_on(
             toolset_instructions,
             max_tokens: settings.max_tokens,
             temperature: settings.temperature,
+            thinking_budget: settings.thinking_budget,
             tool_choice: settings.tool_choice,
             streaming: settings.streaming,
             ask_tool: settings.ask_tool,

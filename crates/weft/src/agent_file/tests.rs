@@ -336,7 +336,9 @@ fn the_advisor_section_builds_an_agent_with_the_advisor() {
     let spec = f.advisor.clone().unwrap();
     assert_eq!(spec.max_uses_per_run.get(), 1);
     assert_eq!(spec.max_output_tokens.map(|n| n.get()), Some(1024));
-    let config = spec.config(f.system_prompt(), None).unwrap();
+    let config = spec
+        .config(f.system_prompt(), f.provider_options())
+        .unwrap();
     assert_eq!(config.max_output_tokens.get(), 1024);
     let system = config.system.unwrap();
     assert!(system.starts_with("Compute what the user asks"), "{system}");
@@ -400,6 +402,53 @@ fn the_advisor_example_runs_and_spends_its_budget() {
             ]
         );
     });
+}
+
+#[test]
+fn the_planner_s_provider_options_pass_through_to_the_advisor() {
+    let text = r#"
+id = "a"
+instructions = "Be brief."
+[planner]
+kind = "model"
+model = "anthropic/claude-sonnet-4-5"
+temperature = 0.25
+thinking_budget = 4096
+[advisor]
+model = "anthropic/claude-opus-4-1"
+max_uses_per_run = 2
+"#;
+    let f = AgentFile::parse(text, "a.toml").unwrap();
+    let options = f.provider_options();
+    assert_eq!(
+        options,
+        InheritedOptions {
+            temperature: Some(0.25),
+            thinking_budget: Some(4096),
+        }
+    );
+    // The planner asks with them too.
+    let (_, settings) = f.model_spec(None).unwrap();
+    assert_eq!(settings.temperature, Some(0.25));
+    assert_eq!(settings.thinking_budget, Some(4096));
+    // The advisor's nested request carries them.
+    let model = std::sync::Arc::new(weft_models::ScriptedModel::new("adviser", vec![]));
+    let config = f
+        .advisor
+        .as_ref()
+        .unwrap()
+        .config_on(model, f.system_prompt(), options);
+    let request = weft_runtime::advisor::request(&config, &[], "which way?");
+    assert_eq!(request.temperature, Some(0.25));
+    assert_eq!(request.thinking_budget, Some(4096));
+    assert!(request.tools.is_empty());
+    // A scripted planner has none to pass on.
+    let scripted = AgentFile::parse(
+        "id = \"s\"\n[planner]\nkind = \"scripted\"\nturns = []\n",
+        "s.toml",
+    )
+    .unwrap();
+    assert_eq!(scripted.provider_options(), InheritedOptions::default());
 }
 
 #[test]
