@@ -152,6 +152,33 @@ fn bench_serve_drives_a_real_server_and_prints_a_json_line() {
 }
 
 #[test]
+fn bench_stream_delivers_the_whole_answer_to_every_client_from_few_stored_events() {
+    let out = weft()
+        .args(["bench", "stream", "--clients", "5", "--tokens", "2000"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The bench fails unless every client received all 2,000 deltas' text.
+    let line: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(line["bench"], "stream");
+    assert_eq!(
+        (line["clients"].as_u64(), line["tokens"].as_u64()),
+        (Some(5), Some(2000))
+    );
+    assert!(
+        line["deltas_delivered_per_s"].as_f64().unwrap() > 0.0,
+        "{line}"
+    );
+    // Deltas are merged per commit: far fewer stored events than deltas.
+    let stored = line["stored_events_per_run"].as_u64().unwrap();
+    assert!((2..200).contains(&stored), "{line}");
+}
+
+#[test]
 fn runs_are_stored_with_db_and_inspected_with_runs_commands() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("weft.db").display().to_string();
