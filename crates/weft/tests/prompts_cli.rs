@@ -1,6 +1,7 @@
 //! `weft prompts` with the real binary on a real SQLite store: an override
 //! set from the command line reaches a model agent's next run (its
-//! `prompt_rendered` event names it), is listed, and is cleared.
+//! `prompt_rendered` event names it), is listed, and is cleared; an agent
+//! file's own `[prompts]` template renders when no override applies.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -130,4 +131,44 @@ fn an_override_set_from_the_cli_reaches_the_next_run_and_is_cleared() {
         .unwrap());
     assert_eq!(left.len(), 1);
     assert_eq!(left[0]["scope"]["labels"]["env"], "test");
+}
+
+#[test]
+fn an_agent_file_s_own_template_renders_until_an_override_replaces_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("w.db").display().to_string();
+    let agent = model_agent(dir.path());
+    let template = "From the file. {{ instruction }}";
+    let text = std::fs::read_to_string(&agent).unwrap();
+    std::fs::write(
+        &agent,
+        format!("{text}\n[prompts]\nsystem = \"{template}\"\n"),
+    )
+    .unwrap();
+    ok(weft()
+        .args(["run", "--db", &db, &agent, "hi"])
+        .output()
+        .unwrap());
+    let events = rendered(&db);
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["template_id"], "system");
+    assert_eq!(
+        events[0]["version"],
+        weft_core::prompt::template_version(template)
+    );
+    assert!(events[0].get("override").is_none(), "{events:?}");
+
+    // A template that does not parse is refused when the file is read.
+    std::fs::write(
+        &agent,
+        format!("{text}\n[prompts]\nsystem = \"{{% if %}}\"\n"),
+    )
+    .unwrap();
+    let out = weft()
+        .args(["run", "--db", &db, &agent, "hi"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("[prompts]") && err.contains("system"), "{err}");
 }

@@ -69,3 +69,30 @@ impl HistorySpec {
         }
     }
 }
+
+/// `builder` with the model that summarizes older turns, when `history`
+/// asks for a summary: its own model, else the agent's (`own_model`). The
+/// summarizer is looked up by id when a run starts; one that cannot be
+/// built is missing then, and the start says so.
+pub(super) fn with_summarizer(
+    builder: weft_runtime::AgentBuilder,
+    history: &HistoryPolicy,
+    own_model: Option<String>,
+) -> weft_runtime::AgentBuilder {
+    let HistoryPolicy::Summarize { model, .. } = history else {
+        return builder;
+    };
+    let Some(id) = model.clone().or(own_model) else {
+        return builder;
+    };
+    match weft_models::build_model(&weft_models::ModelConfig {
+        local_loader: super::model::local_loader(),
+        ..weft_models::ModelConfig::new(&id)
+    }) {
+        Ok(client) => builder.model(id, client),
+        Err(e) => {
+            tracing::warn!(model = %id, error = %e, "the history summarizer cannot be built");
+            builder
+        }
+    }
+}

@@ -59,6 +59,10 @@ pub struct AgentFile {
     /// The built-in `advisor` tool, when the agent has one.
     #[serde(default)]
     pub advisor: Option<AdvisorSpec>,
+    /// `[prompts]`: prompt templates by id (MiniJinja; `system` is the model
+    /// planner's system prompt), which operators' overrides replace.
+    #[serde(default)]
+    pub prompts: std::collections::BTreeMap<String, String>,
 }
 
 /// The planner section.
@@ -154,6 +158,10 @@ impl AgentFile {
             }
         }
         self.history.check().map_err(invalid)?;
+        for (id, template) in &self.prompts {
+            weft_core::prompt::check_template(id, template)
+                .map_err(|e| invalid(format!("[prompts] {e}")))?;
+        }
         match &self.planner {
             PlannerSpec::Scripted { turns, .. } => {
                 for (i, t) in turns.iter().enumerate() {
@@ -363,24 +371,12 @@ impl AgentFile {
         if let Some(ms) = self.policy.tool_timeout_ms {
             builder = builder.tool_timeout(Duration::from_millis(ms));
         }
-        let history = self.history.policy();
-        if let weft_core::history::HistoryPolicy::Summarize { model, .. } = &history
-            && let Some(id) = model
-                .clone()
-                .or_else(|| self.model_spec(None).map(|(id, _)| id))
-        {
-            // The summarizer is looked up by this id when a run starts; one
-            // that cannot be built is missing then, and the start says so.
-            match weft_models::build_model(&weft_models::ModelConfig {
-                local_loader: local_loader(),
-                ..weft_models::ModelConfig::new(&id)
-            }) {
-                Ok(client) => builder = builder.model(id, client),
-                Err(e) => {
-                    tracing::warn!(model = %id, error = %e, "the history summarizer cannot be built")
-                }
-            }
+        for (name, template) in &self.prompts {
+            builder = builder.prompt(name, template);
         }
+        let history = self.history.policy();
+        let own_model = self.model_spec(None).map(|(id, _)| id);
+        builder = history::with_summarizer(builder, &history, own_model);
         if let Some(spec) = &self.advisor {
             let (system, options) = (self.system_prompt(), self.provider_options());
             builder = builder.advisor(match advisor {
