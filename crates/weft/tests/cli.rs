@@ -126,18 +126,20 @@ fn bench_agent_loop_prints_json_lines() {
     assert!(lines[2]["runs"].as_u64().unwrap() > 0);
 }
 
-#[test]
-fn bench_serve_drives_a_real_server_and_prints_a_json_line() {
-    let out = weft()
-        .args(["bench", "serve", "--clients", "8", "--seconds", "0.5"])
-        .output()
-        .unwrap();
+/// The one JSON line `weft bench <args>` prints; it must succeed.
+fn bench_line(args: &[&str]) -> Value {
+    let out = weft().arg("bench").args(args).output().unwrap();
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let line: Value = serde_json::from_slice(&out.stdout).unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn bench_serve_drives_a_real_server_and_prints_a_json_line() {
+    let line = bench_line(&["serve", "--clients", "8", "--seconds", "0.5"]);
     assert_eq!(line["bench"], "serve");
     assert_eq!(line["store"], "sqlite");
     assert_eq!(line["clients"], 8);
@@ -153,17 +155,8 @@ fn bench_serve_drives_a_real_server_and_prints_a_json_line() {
 
 #[test]
 fn bench_stream_delivers_the_whole_answer_to_every_client_from_few_stored_events() {
-    let out = weft()
-        .args(["bench", "stream", "--clients", "5", "--tokens", "2000"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     // The bench fails unless every client received all 2,000 deltas' text.
-    let line: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let line = bench_line(&["stream", "--clients", "5", "--tokens", "2000"]);
     assert_eq!(line["bench"], "stream");
     assert_eq!(
         (line["clients"].as_u64(), line["tokens"].as_u64()),

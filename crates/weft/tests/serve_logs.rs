@@ -6,7 +6,8 @@
 mod common;
 
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::path::Path;
+use std::process::{Child, ChildStderr, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::example;
@@ -14,6 +15,32 @@ use serde_json::{Value, json};
 
 fn weft() -> Command {
     Command::new(env!("CARGO_BIN_EXE_weft"))
+}
+
+/// `weft serve` of the calculator on `db`, tokens for tenants `acme` and
+/// `other` in a file in `dir`, logging JSON lines at info level; returns
+/// the server, its log and its address.
+fn serve_with_json_logs(dir: &Path, db: &str) -> (Child, BufReader<ChildStderr>, String) {
+    let tokens = dir.join("tokens");
+    std::fs::write(&tokens, "acme=secret-token\nother=other-token\n").unwrap();
+    let mut child = weft()
+        .arg("serve")
+        .arg("--agent")
+        .arg(example("calculator.toml"))
+        .args(["--db", db])
+        .args(["--addr", "127.0.0.1:0", "--log-format", "json"])
+        .arg("--tokens-file")
+        .arg(&tokens)
+        .env_remove("WEFT_TOKENS")
+        .env("RUST_LOG", "info")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let addr = common::served_address(&mut stderr);
+    (child, stderr, addr)
 }
 
 #[test]
@@ -31,26 +58,8 @@ fn tokens_are_refused_on_the_command_line() {
 #[tokio::test(flavor = "multi_thread")]
 async fn json_logs_name_the_tenant_and_the_run() {
     let dir = tempfile::tempdir().unwrap();
-    let tokens = dir.path().join("tokens");
-    std::fs::write(&tokens, "acme=secret-token\nother=other-token\n").unwrap();
-    let mut child = weft()
-        .arg("serve")
-        .arg("--agent")
-        .arg(example("calculator.toml"))
-        .arg("--db")
-        .arg(dir.path().join("w.db"))
-        .args(["--addr", "127.0.0.1:0", "--log-format", "json"])
-        .arg("--tokens-file")
-        .arg(&tokens)
-        .env_remove("WEFT_TOKENS")
-        .env("RUST_LOG", "info")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let addr = common::served_address(&mut stderr);
+    let db = dir.path().join("w.db").display().to_string();
+    let (mut child, stderr, addr) = serve_with_json_logs(dir.path(), &db);
     let http = reqwest::Client::new();
     let call = |request: reqwest::RequestBuilder| async move {
         let reply = request.bearer_auth("secret-token").send().await.unwrap();
@@ -106,25 +115,7 @@ async fn a_store_failure_is_logged_with_its_cause() {
     use sqlx::Connection as _;
     let (db, schema) = common::postgres_schema("weft_logs").await;
     let dir = tempfile::tempdir().unwrap();
-    let tokens = dir.path().join("tokens");
-    std::fs::write(&tokens, "acme=secret-token\n").unwrap();
-    let mut child = weft()
-        .arg("serve")
-        .arg("--agent")
-        .arg(example("calculator.toml"))
-        .args(["--db", &db])
-        .args(["--addr", "127.0.0.1:0", "--log-format", "json"])
-        .arg("--tokens-file")
-        .arg(&tokens)
-        .env_remove("WEFT_TOKENS")
-        .env("RUST_LOG", "info")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let addr = common::served_address(&mut stderr);
+    let (mut child, stderr, addr) = serve_with_json_logs(dir.path(), &db);
     let http = reqwest::Client::new();
     let list = || {
         http.get(format!("http://{addr}/v1/runs"))

@@ -36,7 +36,7 @@ struct Sample {
     finished: Duration,
 }
 
-const TOKEN: &str = "bench-token";
+pub(super) const TOKEN: &str = "bench-token";
 
 const AGENT: &str = r#"id = "w"
 toolsets = ["calc"]
@@ -53,25 +53,13 @@ text = "5"
 
 /// Starts the server, runs the clients, stops the server; one JSON line.
 pub fn run(s: &Settings) -> anyhow::Result<Value> {
-    let dir = tempfile::tempdir()?;
-    let agent = dir.path().join("bench.toml");
-    std::fs::write(&agent, AGENT)?;
-    let tokens = dir.path().join("tokens");
-    std::fs::write(&tokens, format!("bench={TOKEN}\n"))?;
-    let db = match &s.db {
-        Some(url) => url.clone(),
-        None => dir.path().join("bench.db").display().to_string(),
-    };
-    let store = if db.starts_with("postgres") {
-        "postgres"
-    } else {
-        "sqlite"
-    };
+    let setup = Setup::new(AGENT, s.db.as_deref())?;
+    let store = setup.store;
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
     tokio.block_on(async {
-        let (mut child, base) = start_server(&agent, &tokens, &db, &[]).await?;
+        let (mut child, base) = setup.start_server(&[]).await?;
         let measured = drive(s, &base).await;
         child.start_kill().ok();
         child.wait().await.ok();
@@ -96,9 +84,52 @@ pub fn run(s: &Settings) -> anyhow::Result<Value> {
     })
 }
 
+/// What a served benchmark runs on: a directory with the agent file and
+/// the token file, and the store (a fresh SQLite file in the directory, or
+/// a `postgres://` URL).
+pub(super) struct Setup {
+    dir: tempfile::TempDir,
+    db: String,
+    /// `sqlite` or `postgres`.
+    pub(super) store: &'static str,
+}
+
+impl Setup {
+    pub(super) fn new(agent: &str, db: Option<&str>) -> anyhow::Result<Self> {
+        let dir = tempfile::tempdir()?;
+        std::fs::write(dir.path().join("bench.toml"), agent)?;
+        std::fs::write(dir.path().join("tokens"), format!("bench={TOKEN}\n"))?;
+        let db = match db {
+            Some(url) => url.to_owned(),
+            None => dir.path().join("bench.db").display().to_string(),
+        };
+        let store = if db.starts_with("postgres") {
+            "postgres"
+        } else {
+            "sqlite"
+        };
+        Ok(Self { dir, db, store })
+    }
+
+    /// `weft serve` on this setup, with `envs` set.
+    pub(super) async fn start_server(
+        &self,
+        envs: &[(&str, String)],
+    ) -> anyhow::Result<(tokio::process::Child, String)> {
+        let path = self.dir.path();
+        start_server(
+            &path.join("bench.toml"),
+            &path.join("tokens"),
+            &self.db,
+            envs,
+        )
+        .await
+    }
+}
+
 /// `weft serve` as a child process on a free port, with `envs` set; returns
 /// it and its URL.
-pub(super) async fn start_server(
+async fn start_server(
     agent: &Path,
     tokens: &Path,
     db: &str,
@@ -181,9 +212,8 @@ async fn drive(s: &Settings, base: &str) -> anyhow::Result<(Vec<Sample>, u64, f6
     Ok((samples, errors, started.elapsed().as_secs_f64()))
 }
 
-/// Starts one run and follows its events to `run_finished`.
-async fn one_run(http: reqwest::Client, base: Arc<str>) -> anyhow::Result<Sample> {
-    let t0 = Instant::now();
+/// Starts a run of agent `w` on input "go"; returns its id.
+pub(super) async fn start_run(http: &reqwest::Client, base: &str) -> anyhow::Result<String> {
     let started: Value = http
         .post(format!("{base}/v1/runs"))
         .bearer_auth(TOKEN)
@@ -193,9 +223,16 @@ async fn one_run(http: reqwest::Client, base: Arc<str>) -> anyhow::Result<Sample
         .error_for_status()?
         .json()
         .await?;
-    let run_id = started["run_id"]
+    Ok(started["run_id"]
         .as_str()
-        .context("the start answer has no run_id")?;
+        .context("the start answer has no run_id")?
+        .to_owned())
+}
+
+/// Starts one run and follows its events to `run_finished`.
+async fn one_run(http: reqwest::Client, base: Arc<str>) -> anyhow::Result<Sample> {
+    let t0 = Instant::now();
+    let run_id = start_run(&http, &base).await?;
     let mut body = http
         .get(format!("{base}/v1/runs/{run_id}/events"))
         .bearer_auth(TOKEN)

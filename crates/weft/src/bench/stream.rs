@@ -24,6 +24,8 @@ use futures_util::StreamExt as _;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
+use super::serve::TOKEN;
+
 /// What to measure.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -34,8 +36,6 @@ pub struct Settings {
     /// The store: `None` for a fresh SQLite file, or a `postgres://` URL.
     pub db: Option<String>,
 }
-
-const TOKEN: &str = "bench-token";
 
 /// The text of one delta.
 const DELTA: &str = " word";
@@ -59,20 +59,8 @@ struct Seen {
 /// Starts the provider and the server, streams the answer to the clients,
 /// stops both; one JSON line.
 pub fn run(s: &Settings) -> anyhow::Result<Value> {
-    let dir = tempfile::tempdir()?;
-    let agent = dir.path().join("bench.toml");
-    std::fs::write(&agent, AGENT)?;
-    let tokens = dir.path().join("tokens");
-    std::fs::write(&tokens, format!("bench={TOKEN}\n"))?;
-    let db = match &s.db {
-        Some(url) => url.clone(),
-        None => dir.path().join("bench.db").display().to_string(),
-    };
-    let store = if db.starts_with("postgres") {
-        "postgres"
-    } else {
-        "sqlite"
-    };
+    let setup = super::serve::Setup::new(AGENT, s.db.as_deref())?;
+    let store = setup.store;
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -82,7 +70,7 @@ pub fn run(s: &Settings) -> anyhow::Result<Value> {
             ("OPENAI_BASE_URL", format!("{provider}/v1")),
             ("OPENAI_API_KEY", "bench".to_owned()),
         ];
-        let (mut child, base) = super::serve::start_server(&agent, &tokens, &db, &envs).await?;
+        let (mut child, base) = setup.start_server(&envs).await?;
         let measured = drive(s, &base, &release).await;
         child.start_kill().ok();
         child.wait().await.ok();
@@ -184,19 +172,7 @@ async fn drive(
         .pool_max_idle_per_host(s.clients + 1)
         .tcp_nodelay(true)
         .build()?;
-    let started: Value = http
-        .post(format!("{base}/v1/runs"))
-        .bearer_auth(TOKEN)
-        .json(&json!({"agent": "w", "input": "go"}))
-        .send()
-        .await?
-        .error_for_status()?
-        .json()
-        .await?;
-    let run_id: Arc<str> = started["run_id"]
-        .as_str()
-        .context("the start answer has no run_id")?
-        .into();
+    let run_id: Arc<str> = super::serve::start_run(&http, base).await?.into();
     let (ready_tx, mut ready_rx) = tokio::sync::mpsc::channel::<()>(s.clients);
     let (go_tx, go) = watch::channel(None::<Instant>);
     let clients: Vec<_> = (0..s.clients)
