@@ -94,6 +94,24 @@ impl ListQuery {
         self
     }
 
+    /// Only rows whose labels hold the fixed key `key` with the value of the
+    /// next parameter. The key is written into the SQL, so the expression is
+    /// the one an index is built on (the tenant label's); `key` is a name
+    /// of this crate's, never a caller's string.
+    pub(crate) fn and_label_key(mut self, extract: &str, key: &'static str) -> Self {
+        debug_assert!(
+            key.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '_')
+        );
+        self.params += 1;
+        self.sql.push_str(&format!(
+            " AND {} = ${}",
+            extract.replace("{key}", &format!("'{key}'")),
+            self.params
+        ));
+        self
+    }
+
     /// Only rows older than a cursor, newest first: the next two parameters
     /// are the cursor's creation time and id.
     pub(crate) fn and_before(mut self, id_column: &str) -> Self {

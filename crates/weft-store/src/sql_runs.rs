@@ -22,7 +22,7 @@
 /// is the expression for the value of the label whose key is `{key}`. A new run
 /// holds its session row for share, so ending the session waits for it.
 macro_rules! impl_run_store {
-    ($store:ty, $db:ty, lock = $lock:literal, share = $share:literal, label = $label:literal) => {
+    ($store:ty, $db:ty, lock = $lock:literal, share = $share:literal, label = $label:expr) => {
         impl $store {
             /// Creates a run (and its session, when new) unless the session has ended.
             pub(crate) async fn start_run_inner(
@@ -304,8 +304,14 @@ macro_rules! impl_run_store {
                 if !filter.statuses.is_empty() {
                     query = query.and_in("status", filter.statuses.len());
                 }
-                for _ in &filter.labels {
-                    query = query.and_label($label);
+                // The tenant's key is written into the SQL, so the query
+                // uses the tenant index; other keys are parameters.
+                for key in filter.labels.keys() {
+                    query = if key == weft_core::prompt::TENANT_LABEL {
+                        query.and_label_key($label, weft_core::prompt::TENANT_LABEL)
+                    } else {
+                        query.and_label($label)
+                    };
                 }
                 if filter.before.is_some() {
                     query = query.and_before("run_id");
@@ -332,7 +338,10 @@ macro_rules! impl_run_store {
                             q = q.bind(status.as_str());
                         }
                         for (key, value) in &filter.labels {
-                            q = q.bind(key.as_str()).bind(value.as_str());
+                            if key != weft_core::prompt::TENANT_LABEL {
+                                q = q.bind(key.as_str());
+                            }
+                            q = q.bind(value.as_str());
                         }
                         if let Some((at, id)) = before {
                             q = q.bind(at).bind(id);

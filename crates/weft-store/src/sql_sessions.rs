@@ -10,7 +10,7 @@
 /// Implements the session traits for `$store`; `$lock` is the suffix that
 /// locks a selected row for update (`""` on SQLite).
 macro_rules! impl_session_store {
-    ($store:ty, lock = $lock:literal, label = $label:literal) => {
+    ($store:ty, lock = $lock:literal, label = $label:expr) => {
         $crate::sql_session_log::impl_session_log!($store, lock = $lock);
 
         #[async_trait::async_trait]
@@ -66,8 +66,14 @@ macro_rules! impl_session_store {
                 if !filter.include_ended {
                     query = query.and("ended_at IS NULL");
                 }
-                for _ in &filter.labels {
-                    query = query.and_label($label);
+                // The tenant's key is written into the SQL, so the query
+                // uses the tenant index; other keys are parameters.
+                for key in filter.labels.keys() {
+                    query = if key == weft_core::prompt::TENANT_LABEL {
+                        query.and_label_key($label, weft_core::prompt::TENANT_LABEL)
+                    } else {
+                        query.and_label($label)
+                    };
                 }
                 if filter.before.is_some() {
                     query = query.and_before("session_id");
@@ -81,7 +87,10 @@ macro_rules! impl_session_store {
                 let rows: Vec<$crate::rows::SessionRow> = $crate::retry::retrying(self.retry_label(), || async {
                     let mut q = sqlx::query_as(&sql);
                     for (key, value) in &filter.labels {
-                        q = q.bind(key.as_str()).bind(value.as_str());
+                        if key != weft_core::prompt::TENANT_LABEL {
+                            q = q.bind(key.as_str());
+                        }
+                        q = q.bind(value.as_str());
                     }
                     if let Some((at, id)) = before {
                         q = q.bind(at).bind(id);

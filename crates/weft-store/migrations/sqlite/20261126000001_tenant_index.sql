@@ -1,0 +1,4 @@
+-- Lists are filtered by the caller's tenant label: index that label's value
+-- (the expression the list queries use, the key written in), newest first.
+CREATE INDEX runs_tenant ON runs (json_extract(labels, '$."' || 'weft.tenant' || '"'), created_at DESC, run_id DESC);
+CREATE INDEX sessions_tenant ON sessions (json_extract(labels, '$."' || 'weft.tenant' || '"'), created_at DESC, session_id DESC);
