@@ -68,6 +68,11 @@ impl Activity {
         }
     }
 
+    /// Where the connection is now.
+    pub(crate) fn phase(&self) -> Phase {
+        *self.phase.borrow()
+    }
+
     /// Bytes arrived: an idle connection now waits for a request's headers.
     fn bytes_read(&self) {
         self.phase.send_if_modified(|phase| match phase {

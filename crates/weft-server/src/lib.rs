@@ -25,8 +25,8 @@
 //!   `prompts`: a tenant's prompt overrides (list, set, clear).
 //! - `quota`: per-tenant quotas ([`TenantQuotas`]) on unfinished runs, starts
 //!   per minute and open event streams.
-//! - `listen` and `activity`: the accept loop and each connection's
-//!   timeouts ([`ConnLimits`]).
+//! - `listen`, `activity` and `crowd`: the accept loop, each connection's
+//!   timeouts ([`ConnLimits`]) and the connection limit.
 //! - `openapi`: the document served at `/openapi.json`, with the schemas of
 //!   weft-core's shapes in `message_schema`, `await_schema`, `event_schema`
 //!   and `elicit_schema`.
@@ -79,6 +79,7 @@ mod activity;
 pub mod auth;
 mod await_schema;
 mod control;
+mod crowd;
 pub mod dto;
 mod elicit_schema;
 pub mod error;

@@ -1,14 +1,15 @@
 //! The accept loop: HTTP/1 connections served by hyper with a header-read
 //! timeout (a client that never finishes its request line is cut off), a
-//! body-read deadline on every request ([`BodyDeadline`]), an idle timeout (a keep-alive connection with no request is closed), a
-//! limit on open connections (past it, new ones are closed at once), and a
-//! graceful shutdown that waits a bounded time for open connections.
+//! body-read deadline on every request ([`BodyDeadline`]), an idle timeout
+//! (a keep-alive connection with no request is closed), a limit on open
+//! connections (at it, a new connection takes the place of the one waiting
+//! longest without a request, see [`Crowd`]), and a graceful shutdown that
+//! waits a bounded time for open connections.
 //!
 //! Both timeouts are kept by each connection's [`Activity`], not by hyper,
 //! whose header-read timer also runs while a connection is idle.
 
 use std::future::Future;
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
@@ -19,9 +20,9 @@ use hyper::service::Service as _;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
-use tokio::sync::Semaphore;
 
 use crate::activity::{Activity, Timeouts, Tracked, Watched};
+use crate::crowd::Crowd;
 
 /// How the server treats connections; every limit is on by default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,7 +35,9 @@ pub struct ConnLimits {
     pub body_read_timeout: Duration,
     /// Time a kept-alive connection may wait for its next request.
     pub idle_timeout: Duration,
-    /// Connections open at once; more are closed on accept.
+    /// Connections open at once; at the limit a new one takes the place of
+    /// the connection waiting longest without a request, and is closed when
+    /// every open connection is serving one.
     pub max_connections: usize,
     /// Time open connections get to finish after shutdown begins.
     pub shutdown_grace: Duration,
@@ -67,7 +70,7 @@ pub(crate) async fn accept_loop(
     on_shutdown: impl FnOnce(),
 ) -> std::io::Result<()> {
     let graceful = GracefulShutdown::new();
-    let permits = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let crowd = Crowd::new(limits.max_connections);
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new()).header_read_timeout(None);
     let timeouts = Timeouts {
@@ -88,16 +91,16 @@ pub(crate) async fn accept_loop(
             },
             () = &mut signal => break,
         };
-        let Ok(permit) = permits.clone().try_acquire_owned() else {
+        let activity = Activity::new();
+        let Ok(place) = crowd.join(activity.clone()) else {
             tracing::warn!(
                 limit = limits.max_connections,
-                "connection refused: too many open"
+                "connection refused: every open connection is serving a request"
             );
             drop(stream);
             continue;
         };
         let _ = stream.set_nodelay(true);
-        let activity = Activity::new();
         // Each request, until its response body is done, keeps the
         // connection busy.
         let inner = TowerToHyperService::new(router.clone());
@@ -126,8 +129,11 @@ pub(crate) async fn accept_loop(
                 () = activity.expired(timeouts) => {
                     tracing::debug!("connection closed: idle, or headers too slow");
                 }
+                () = place.evicted() => {
+                    tracing::debug!("connection closed to make room for a new one");
+                }
             }
-            drop(permit);
+            drop(place);
         });
     }
     on_shutdown();

@@ -1,8 +1,10 @@
 //! Connection limits over a real socket: a client that never finishes its
 //! request is cut off after the header-read timeout, a kept-alive
 //! connection after the idle timeout, a body that never completes is
-//! answered 408 after the body-read timeout, connections past the limit are
-//! closed at once, and the server keeps answering the others.
+//! answered 408 after the body-read timeout, at the connection limit a new
+//! connection takes the place of the longest idle one (so a flood of idle
+//! sockets cannot shut a client out) and is closed only when every
+//! connection is serving a request, and the server keeps answering.
 
 mod common;
 
@@ -71,16 +73,68 @@ async fn a_request_line_that_never_ends_is_cut_off() {
 }
 
 #[tokio::test]
-async fn connections_past_the_limit_are_closed_at_once() {
+async fn at_the_limit_a_new_connection_takes_the_place_of_the_longest_idle() {
     let (addr, _f) = start(ConnLimits {
         max_connections: 2,
         ..ConnLimits::default()
     })
     .await;
     let mut first = TcpStream::connect(addr).await.unwrap();
-    let mut second = TcpStream::connect(addr).await.unwrap();
     assert!(health(&mut first).await.starts_with("HTTP/1.1 200"));
+    let mut second = TcpStream::connect(addr).await.unwrap();
     assert!(health(&mut second).await.starts_with("HTTP/1.1 200"));
+    // Both idle now: a third is served, and the first (idle longest) goes.
+    let mut third = TcpStream::connect(addr).await.unwrap();
+    assert!(health(&mut third).await.starts_with("HTTP/1.1 200"));
+    assert!(
+        closed_within(&mut first, Duration::from_secs(5))
+            .await
+            .is_some(),
+        "the connection idle longest is closed"
+    );
+    assert!(health(&mut second).await.starts_with("HTTP/1.1 200"));
+}
+
+#[tokio::test]
+async fn a_flood_of_idle_connections_does_not_shut_out_a_client() {
+    let (addr, _f) = start(ConnLimits {
+        max_connections: 16,
+        ..ConnLimits::default()
+    })
+    .await;
+    // Four times the limit of sockets that never send a byte, as a flood
+    // that renews its connections would hold.
+    let mut flood = Vec::new();
+    for _ in 0..64 {
+        flood.push(TcpStream::connect(addr).await.unwrap());
+    }
+    for _ in 0..3 {
+        let mut client = TcpStream::connect(addr).await.unwrap();
+        assert!(health(&mut client).await.starts_with("HTTP/1.1 200"));
+    }
+    drop(flood);
+}
+
+#[tokio::test]
+async fn when_every_connection_is_serving_a_request_a_new_one_is_closed() {
+    let (addr, _f) = start(ConnLimits {
+        max_connections: 2,
+        ..ConnLimits::default()
+    })
+    .await;
+    // Two requests whose bodies are still on their way: both busy.
+    let head = format!(
+        "POST /v1/runs HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {TOKEN_A}\r\n\
+         content-type: application/json\r\ncontent-length: 100\r\n\r\n{{\"agent\""
+    );
+    let mut busy = Vec::new();
+    for _ in 0..2 {
+        let mut s = TcpStream::connect(addr).await.unwrap();
+        s.write_all(head.as_bytes()).await.unwrap();
+        busy.push(s);
+    }
+    // The requests reach the router once their heads are read.
+    tokio::time::sleep(Duration::from_millis(200)).await;
     let mut third = TcpStream::connect(addr).await.unwrap();
     assert!(
         closed_within(&mut third, Duration::from_secs(5))
@@ -88,8 +142,8 @@ async fn connections_past_the_limit_are_closed_at_once() {
             .is_some(),
         "the third connection is closed"
     );
-    // Closing one frees its place.
-    drop(first);
+    // Ending one request frees its place.
+    drop(busy.remove(0));
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         let mut again = TcpStream::connect(addr).await.unwrap();
