@@ -216,6 +216,17 @@ pub enum StoreError {
         /// The sequence number given.
         seq: u64,
     },
+    /// An event's sequence number is stored already with other content. A
+    /// retried commit carries the same events; different ones under a
+    /// stored number would make the log disagree with what was delivered.
+    /// The commit was not applied.
+    #[error("event {seq} of run `{run_id}` is stored already with different content")]
+    SequenceConflict {
+        /// The run.
+        run_id: RunId,
+        /// The sequence number given twice.
+        seq: u64,
+    },
     /// The committer's lease epoch is no longer the run's: another driver
     /// took the run over. The commit was not applied.
     #[error("run `{run_id}` is driven elsewhere now: lease epoch {epoch} was superseded")]
@@ -251,6 +262,10 @@ pub trait RunStore: Send + Sync {
     ) -> Result<(), StoreError>;
 
     /// Atomically appends a step's events and stores its snapshot and status.
+    /// Events already stored (a retried commit) are skipped when their
+    /// content is the stored one; other content under a stored sequence
+    /// number is a [`StoreError::SequenceConflict`], and a gap a
+    /// [`StoreError::SequenceGap`], and nothing is applied.
     async fn commit(&self, commit: Commit<'_>) -> Result<(), StoreError>;
 
     /// Like [`commit`](Self::commit), and appends `transcript` to the run's

@@ -164,6 +164,52 @@ pub(crate) fn fresh_events<'a>(
     })
 }
 
+/// The sequence numbers of `events` stored already when the log ends at
+/// `last` (first and last, inclusive); `None` when every event is new.
+pub(crate) fn stored_range(events: &[EncodedEvent], last: u64) -> Option<(i64, i64)> {
+    let mut dups = events
+        .iter()
+        .map(|e| e.0)
+        .filter(|&seq| seq.unsigned_abs() <= last);
+    let first = dups.next()?;
+    let (lo, hi) = dups.fold((first, first), |(lo, hi), s| (lo.min(s), hi.max(s)));
+    Some((lo, hi))
+}
+
+/// Checks that each event of `events` that is among `stored` (`(seq,
+/// body)` rows read back) has the stored content: a retried commit is a
+/// no-op, different content under a stored number is a
+/// [`StoreError::SequenceConflict`]. Bodies are compared as JSON values, so
+/// key order does not matter.
+pub(crate) fn check_stored(
+    run_id: &RunId,
+    events: &[EncodedEvent],
+    stored: &[(i64, String)],
+) -> Result<(), StoreError> {
+    for (seq, body) in events {
+        let Some((_, kept)) = stored.iter().find(|(s, _)| s == seq) else {
+            continue;
+        };
+        if kept == body {
+            continue;
+        }
+        let same = match (
+            serde_json::from_str::<serde_json::Value>(kept),
+            serde_json::from_str::<serde_json::Value>(body),
+        ) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => false,
+        };
+        if !same {
+            return Err(StoreError::SequenceConflict {
+                run_id: run_id.clone(),
+                seq: seq.unsigned_abs(),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Whether a failure is [`StoreError::RunExists`].
 pub(crate) fn is_run_exists(failure: &crate::error::Failure) -> bool {
     matches!(

@@ -12,7 +12,8 @@
 //!
 //! Concurrency: a commit locks its run row (`FOR UPDATE`), so two processes
 //! committing to one run serialize, and the second one sees the first one's
-//! events (a duplicate is skipped, a gap refused). A new run holds its
+//! events (a duplicate of a stored event is skipped, one with other content
+//! or a gap refused). A new run holds its
 //! session row `FOR SHARE`, so ending the session serializes with it.
 
 mod at_once;

@@ -1,7 +1,8 @@
 //! A commit applied in SQL, shared by both backends through [`impl_commit!`]:
 //! the fast path (one conditional update when the events continue the log
 //! and the lease epoch matches) and the slow path (a locking read that tells
-//! duplicates, gaps, a lost lease and a missing run apart). A commit that
+//! duplicates, gaps, a lost lease and a missing run apart; a duplicate must
+//! match the stored event, see [`crate::commit::check_stored`]). A commit that
 //! stores new events appends the messages it carries to the run's session
 //! transcript in the same transaction, so a retried commit appends nothing.
 //! A commit's snapshot is a head in the run's row and the parts it adds
@@ -138,6 +139,17 @@ macro_rules! impl_commit {
                 }
                 let last = $crate::codec::uint(last, "last_seq")?;
                 let (fresh, new_last) = $crate::commit::fresh_events(run_id, events, last)?;
+                if let Some((lo, hi)) = $crate::commit::stored_range(events, last) {
+                    let stored: Vec<(i64, String)> = sqlx::query_as(
+                        "SELECT seq, body FROM run_events WHERE run_id = $1 AND seq >= $2 AND seq <= $3",
+                    )
+                    .bind(run_id.as_str())
+                    .bind(lo)
+                    .bind(hi)
+                    .fetch_all(&mut **tx)
+                    .await?;
+                    $crate::commit::check_stored(run_id, events, &stored)?;
+                }
                 Self::insert_events(tx, run_id, &fresh).await?;
                 sqlx::query(set!())
                     .bind(run_id.as_str())

@@ -81,6 +81,17 @@ pub(crate) fn commit_in(conn: &Connection, job: &CommitJob) -> Result<(), Failur
     }
     let last = crate::codec::uint(last, "last_seq")?;
     let (fresh, new_last) = fresh_events(&job.run_id, &job.events, last)?;
+    if let Some((lo, hi)) = crate::commit::stored_range(&job.events, last) {
+        let stored = conn
+            .prepare_cached(
+                "SELECT seq, body FROM run_events WHERE run_id = ?1 AND seq >= ?2 AND seq <= ?3",
+            )?
+            .query_map(params![job.run_id.as_str(), lo, hi], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })?
+            .collect::<Result<Vec<(i64, String)>, _>>()?;
+        crate::commit::check_stored(&job.run_id, &job.events, &stored)?;
+    }
     update(new_last, None)?;
     finish(conn, job, &fresh)
 }

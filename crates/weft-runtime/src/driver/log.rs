@@ -33,7 +33,7 @@ pub(super) struct LogWriter<'a> {
 impl LogWriter<'_> {
     /// Commits the pending events with `snapshot` (when given) and `status`,
     /// and `transcript` for the run's session, trying again briefly after a
-    /// failure; a lost lease is not retried.
+    /// failure; a lost lease or a conflicting event is not retried.
     pub(super) async fn commit(
         &self,
         snapshot: Option<&RunMachine>,
@@ -60,7 +60,10 @@ impl LogWriter<'_> {
             };
             match committed {
                 Ok(()) => break Ok(()),
-                Err(e @ StoreError::LeaseLost { .. }) => break Err(RuntimeError::Store(e)),
+                // Neither changes on a retry.
+                Err(e @ (StoreError::LeaseLost { .. } | StoreError::SequenceConflict { .. })) => {
+                    break Err(RuntimeError::Store(e));
+                }
                 Err(e) if attempt < COMMIT_ATTEMPTS => {
                     tracing::warn!(run_id = %self.shared.run_id, error = %e, attempt, "commit failed; retrying");
                     tokio::time::sleep(Duration::from_millis(50 * u64::from(attempt))).await;

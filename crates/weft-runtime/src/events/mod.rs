@@ -67,6 +67,10 @@ struct LogState {
     /// The last sequence number handed out.
     seq: u64,
     pending: Vec<RunEvent>,
+    /// The last sequence number a commit was tried with. Those events may
+    /// be stored even when the commit reported a failure, so they are never
+    /// extended afterwards: a retry must send them unchanged.
+    tried: u64,
     committing: Option<Arc<Vec<RunEvent>>>,
     tx: Option<broadcast::Sender<Arc<RunEvent>>>,
 }
@@ -80,8 +84,10 @@ impl LogState {
         if let EventKind::AssistantChunk { text } = &kind
             && let Some(RunEvent {
                 kind: EventKind::AssistantChunk { text: last },
+                seq,
                 ..
             }) = self.pending.last_mut()
+            && *seq > self.tried
             && last.len() + text.len() <= MAX_MERGED_CHUNK
         {
             last.push_str(text);
@@ -200,6 +206,9 @@ impl RunShared {
     pub(crate) fn begin_commit(&self) -> Arc<Vec<RunEvent>> {
         let mut log = self.lock();
         let events = Arc::new(std::mem::take(&mut log.pending));
+        if let Some(e) = events.last() {
+            log.tried = e.seq;
+        }
         log.committing = Some(events.clone());
         events
     }

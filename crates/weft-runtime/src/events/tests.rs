@@ -73,3 +73,19 @@ fn a_failed_commit_keeps_the_text_in_order_before_later_text() {
         vec![(1, "a".into()), (2, "bc".into())]
     );
 }
+
+#[test]
+fn text_a_failed_commit_carried_is_never_extended() {
+    // A commit that reports a failure may still have been stored; its retry
+    // must send the same events, or the stored text and the sent text part.
+    let shared = RunShared::new(RunId::new("r"), 0);
+    shared.emit(&SystemClock, chunk("a"));
+    let _ = shared.begin_commit();
+    shared.end_commit(false);
+    shared.emit(&SystemClock, chunk("b"));
+    shared.emit(&SystemClock, chunk("c"));
+    assert_eq!(
+        texts(&shared.begin_commit()),
+        vec![(1, "a".into()), (2, "bc".into())]
+    );
+}

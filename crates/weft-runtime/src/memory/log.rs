@@ -1,5 +1,5 @@
 //! The in-memory store's event logs: appending with the store contract's
-//! rules (duplicates skipped, gaps refused), and the compact form a
+//! rules (duplicates skipped, a conflicting duplicate or a gap refused), and the compact form a
 //! finished run's log is kept in.
 //!
 //! A live run's events are kept as values, ready to read. Once the run has
@@ -40,13 +40,20 @@ impl EventLog {
         }
     }
 
-    /// Appends `events`: stored sequence numbers are skipped, a gap is an
-    /// error and nothing is appended.
+    /// Appends `events`: stored sequence numbers are skipped when their
+    /// event is the stored one; other content under a stored number, or a
+    /// gap, is an error and nothing is appended.
     pub(super) fn append(&mut self, run_id: &RunId, events: &[RunEvent]) -> Result<(), StoreError> {
         let first_new = self.last_seq();
         let mut last = first_new;
         for e in events {
             if e.seq <= last {
+                if self.stored(run_id, e.seq)?.is_some_and(|kept| kept != *e) {
+                    return Err(StoreError::SequenceConflict {
+                        run_id: run_id.clone(),
+                        seq: e.seq,
+                    });
+                }
                 continue;
             }
             if e.seq != last + 1 {
@@ -98,6 +105,14 @@ impl EventLog {
             Self::Live(events) => Ok(page(events)),
             Self::Sealed { events, .. } => Ok(page(&decode(run_id, events)?)),
         }
+    }
+
+    /// The stored event with sequence number `seq`.
+    fn stored(&self, run_id: &RunId, seq: u64) -> Result<Option<RunEvent>, StoreError> {
+        Ok(self
+            .read(run_id, seq.saturating_sub(1), Some(1))?
+            .into_iter()
+            .find(|e| e.seq == seq))
     }
 
     /// The log as values, decoding a sealed one.

@@ -131,6 +131,21 @@ async fn a_finished_runs_log_is_sealed_and_reads_and_appends_as_before() {
         .map(|e| e.seq)
         .collect();
     assert_eq!(seqs, [1, 2, 3, 4]);
+    // Sealed again: a stored number with other content is refused.
+    let mut other = event(4);
+    other.kind = EventKind::RunPaused {
+        reason: "other".into(),
+    };
+    assert_eq!(
+        store
+            .commit(commit(&id, &[other, event(5)], RunStatus::Completed))
+            .await,
+        Err(StoreError::SequenceConflict {
+            run_id: id.clone(),
+            seq: 4
+        })
+    );
+    assert_eq!(store.read_events(&id, 3, None).await.unwrap(), [event(4)]);
 }
 
 #[tokio::test]

@@ -58,7 +58,7 @@ pub async fn snapshot_round_trip_of_a_driven_machine(store: &dyn FullStore) {
     assert!(store.load_run(&RunId::new("nope")).await.unwrap().is_none());
 }
 
-pub async fn appending_a_stored_seq_is_a_no_op(store: &dyn FullStore) {
+pub async fn appending_a_stored_seq_is_a_no_op_unless_its_content_differs(store: &dyn FullStore) {
     let rec = stored_run(store, record("r1", "s1", 1), 3).await;
     // The same events again, as a retried commit would send them.
     committed(
@@ -74,14 +74,27 @@ pub async fn appending_a_stored_seq_is_a_no_op(store: &dyn FullStore) {
     .await;
     let stored = store.read_events(&rec.run_id, 0, None).await.unwrap();
     assert_eq!(stored, events(1, 5));
-    // A stored seq with different content is still a no-op: the first write wins.
-    let mut changed = events(5, 5);
+    // A stored seq with different content is refused, and nothing of the
+    // commit is written: not its new events, not its status.
+    let mut changed = events(5, 6);
     changed[0].kind = weft_core::event::EventKind::RunContinued;
-    committed(store, commit(&rec.run_id, &changed, RunStatus::Running, 4)).await;
+    let err = store
+        .commit(commit(&rec.run_id, &changed, RunStatus::Completed, 4))
+        .await
+        .unwrap_err();
     assert_eq!(
-        store.read_events(&rec.run_id, 4, None).await.unwrap(),
-        events(5, 5)
+        err,
+        StoreError::SequenceConflict {
+            run_id: rec.run_id.clone(),
+            seq: 5
+        }
     );
+    assert_eq!(
+        store.read_events(&rec.run_id, 0, None).await.unwrap(),
+        events(1, 5)
+    );
+    let loaded = store.load_run(&rec.run_id).await.unwrap().unwrap();
+    assert_eq!(loaded.record.status, RunStatus::Running);
 }
 
 pub async fn a_gap_is_rejected_and_nothing_is_written(store: &dyn FullStore) {
