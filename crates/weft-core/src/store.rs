@@ -156,6 +156,9 @@ pub struct RunFilter {
     /// Only runs older than this one (the next page of a listing).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub before: Option<ListCursor>,
+    /// Only runs created at this instant or later.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_since: Option<Timestamp>,
 }
 
 /// A position in a newest-first listing: the last entry of a page. The next

@@ -1,19 +1,21 @@
 //! A tenant's runs and sessions as the store lists them: the list
-//! endpoints and the unfinished-runs quota read through here and nowhere
+//! endpoints and the start quotas read through here and nowhere
 //! else. The caller's tenant label goes into the store's filter, so the
 //! query itself keeps only the caller's rows (no other tenant's row is
 //! read), and a page holds at most [`MAX_PAGE`] entries ([`DEFAULT_PAGE`]
 //! unless asked), continued with the cursor of its last entry.
 
-use weft_core::RunId;
 use weft_core::session::{SessionFilter, SessionRecord};
 use weft_core::store::{ListCursor, RunFilter, RunRecord, RunStatus};
 use weft_core::tool::Labels;
+use weft_core::{RunId, Timestamp};
 use weft_runtime::PARENT_RUN_LABEL;
 
 use crate::AppState;
+use crate::TenantQuotas;
 use crate::auth::Tenant;
 use crate::error::ApiError;
+use crate::quota::{RATE_WINDOW, Stored};
 
 /// The statuses of a run that has not finished.
 pub(crate) const UNFINISHED: [RunStatus; 3] =
@@ -111,6 +113,45 @@ pub(crate) async fn unfinished_runs(state: &AppState, tenant: &Tenant) -> Result
         ..RunFilter::default()
     };
     Ok(runs(state, tenant, filter).await?.len())
+}
+
+/// What the store holds of the caller for the start quotas: its
+/// unfinished runs, and when its runs of the last [`RATE_WINDOW`] were
+/// created (at most the rate's number, newest first); what a quota that is
+/// off would need is not read.
+pub(crate) async fn quota_usage(
+    state: &AppState,
+    tenant: &Tenant,
+    limits: TenantQuotas,
+) -> Result<Stored, ApiError> {
+    let unfinished = match limits.max_unfinished_runs {
+        Some(_) => unfinished_runs(state, tenant).await?,
+        None => 0,
+    };
+    let now = crate::now();
+    let recent_starts = match limits.runs_per_minute {
+        Some(rate) => {
+            let window = u64::try_from(RATE_WINDOW.as_millis()).unwrap_or(u64::MAX);
+            let filter = RunFilter {
+                created_since: Some(Timestamp::from_millis(
+                    now.as_millis().saturating_sub(window),
+                )),
+                limit: Some(rate.get()),
+                ..RunFilter::default()
+            };
+            runs(state, tenant, filter)
+                .await?
+                .into_iter()
+                .map(|r| r.created_at)
+                .collect()
+        }
+        None => Vec::new(),
+    };
+    Ok(Stored {
+        unfinished,
+        recent_starts,
+        now,
+    })
 }
 
 /// The caller's sessions matching `filter`, newest first.

@@ -14,11 +14,13 @@
 //!   this process has admitted but not yet stored count too, so within one
 //!   process the cap is never exceeded; processes racing each other may go
 //!   over it by the starts in flight at the same instant.
-//! - Starts per minute are a token bucket per tenant in this process (as
-//!   many tokens as the per-minute rate, refilled evenly): one process
-//!   admits at most that many starts in any minute, so N processes behind a
-//!   balancer admit up to N times the rate. A start refused for the
-//!   unfinished-runs cap gives its token back.
+//! - Starts per minute are counted in the store too: the tenant's runs
+//!   created in the last 60 s (a sliding window, read with the tenant
+//!   index), plus the starts this process has admitted but not yet stored.
+//!   So the rate holds for the tenant across every server on the store, as
+//!   the unfinished-runs cap does, with the same allowance for processes
+//!   racing each other. A refused start is never stored, so it costs
+//!   nothing; `Retry-After` is when the oldest start in the window leaves it.
 //! - Event streams are counted in this process: a stream holds a socket and
 //!   a task here, and ends when its connection does. A stream whose client
 //!   vanished is noticed when the next write fails (at the latest at the
@@ -32,7 +34,7 @@ use std::num::NonZeroU32;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use tokio::time::Instant;
+use weft_core::Timestamp;
 
 use crate::auth::Tenant;
 use crate::error::ApiError;
@@ -43,7 +45,7 @@ use crate::error::ApiError;
 pub struct TenantQuotas {
     /// Runs running, awaiting or paused at once (default 100).
     pub max_unfinished_runs: Option<NonZeroU32>,
-    /// Runs started per minute (default 600).
+    /// Runs started in any 60 s (default 600).
     pub runs_per_minute: Option<NonZeroU32>,
     /// Event streams (SSE) open at once in one process (default 64).
     pub max_event_streams: Option<NonZeroU32>,
@@ -62,18 +64,18 @@ impl Default for TenantQuotas {
 /// How long a client over the unfinished-runs or streams cap is told to wait.
 const RETRY_CAPPED: Duration = Duration::from_secs(5);
 
+/// The window the start rate counts in.
+pub(crate) const RATE_WINDOW: Duration = Duration::from_secs(60);
+
 /// The quotas and what each tenant uses of them in this process.
 pub(crate) struct Quotas {
     limits: TenantQuotas,
     tenants: Mutex<HashMap<String, Usage>>,
 }
 
-/// One tenant's use.
+/// One tenant's use in this process.
 #[derive(Debug, Default)]
 struct Usage {
-    /// Start tokens left, as of `refilled`.
-    tokens: f64,
-    refilled: Option<Instant>,
     /// Starts reserved and not yet stored.
     starting: u32,
     /// Open event streams.
@@ -88,42 +90,14 @@ impl Quotas {
         })
     }
 
-    /// Takes a start token and reserves a start for `tenant`; a 429 when
-    /// the tenant started its per-minute share already. The reservation
-    /// lasts until the returned [`StartPermit`] drops.
-    pub(crate) fn reserve_start(
-        self: &Arc<Self>,
-        tenant: &Tenant,
-    ) -> Result<StartPermit, ApiError> {
-        let mut tenants = self.lock();
-        let usage = tenants.entry(tenant.0.clone()).or_default();
-        let took_token = match self.limits.runs_per_minute {
-            Some(rate) => {
-                let per_second = f64::from(rate.get()) / 60.0;
-                let now = Instant::now();
-                let elapsed = usage
-                    .refilled
-                    .map_or(f64::INFINITY, |t| now.duration_since(t).as_secs_f64());
-                usage.tokens = (usage.tokens + elapsed * per_second).min(f64::from(rate.get()));
-                usage.refilled = Some(now);
-                if usage.tokens < 1.0 {
-                    let wait = ((1.0 - usage.tokens) / per_second).ceil();
-                    return Err(ApiError::TooManyRequests {
-                        detail: format!("this tenant may start {rate} runs per minute"),
-                        retry_after: (wait as u64).max(1),
-                    });
-                }
-                usage.tokens -= 1.0;
-                true
-            }
-            None => false,
-        };
-        usage.starting += 1;
-        Ok(StartPermit {
+    /// Reserves a start for `tenant` until the returned [`StartPermit`]
+    /// drops; [`StartPermit::admit`] then checks it against the quotas.
+    pub(crate) fn reserve_start(self: &Arc<Self>, tenant: &Tenant) -> StartPermit {
+        self.lock().entry(tenant.0.clone()).or_default().starting += 1;
+        StartPermit {
             quotas: self.clone(),
             tenant: tenant.0.clone(),
-            took_token,
-        })
+        }
     }
 
     /// Opens an event stream for `tenant`; a 429 at the cap. The stream
@@ -167,34 +141,52 @@ impl Quotas {
 pub(crate) struct StartPermit {
     quotas: Arc<Quotas>,
     tenant: String,
-    took_token: bool,
+}
+
+/// What the store holds of a tenant, for [`StartPermit::admit`].
+pub(crate) struct Stored {
+    /// Its unfinished runs (0 when they are not capped).
+    pub(crate) unfinished: usize,
+    /// When its runs created within [`RATE_WINDOW`] of `now` were created,
+    /// newest first (at most as many as the rate).
+    pub(crate) recent_starts: Vec<Timestamp>,
+    /// The time the window ends at.
+    pub(crate) now: Timestamp,
 }
 
 impl StartPermit {
-    /// Admits the start when the tenant's `stored` unfinished runs plus the
-    /// starts reserved in this process (this one included) fit the cap;
-    /// otherwise gives the start token back and answers 429.
-    pub(crate) fn admit(&mut self, stored: usize) -> Result<(), ApiError> {
-        let Some(cap) = self.quotas.limits.max_unfinished_runs else {
-            return Ok(());
-        };
-        let mut over = false;
-        let mut refund = false;
-        self.quotas.with_usage(&self.tenant, |usage| {
-            let total = stored.saturating_add(usage.starting as usize);
-            over = total > cap.get() as usize;
-            if over && self.took_token {
-                usage.tokens += 1.0;
-                refund = true;
-            }
-        });
-        if refund {
-            self.took_token = false;
-        }
-        if over {
+    /// The quotas [`admit`](Self::admit) checks.
+    pub(crate) fn limits(&self) -> TenantQuotas {
+        self.quotas.limits
+    }
+
+    /// Admits the start when the tenant's stored runs plus the starts
+    /// reserved in this process (this one included) fit both quotas;
+    /// otherwise answers 429.
+    pub(crate) fn admit(&self, stored: &Stored) -> Result<(), ApiError> {
+        let mut starting = 0;
+        self.quotas
+            .with_usage(&self.tenant, |usage| starting = usage.starting as usize);
+        if let Some(cap) = self.quotas.limits.max_unfinished_runs
+            && stored.unfinished.saturating_add(starting) > cap.get() as usize
+        {
             return Err(ApiError::TooManyRequests {
                 detail: format!("this tenant may have {cap} unfinished runs"),
                 retry_after: RETRY_CAPPED.as_secs(),
+            });
+        }
+        if let Some(rate) = self.quotas.limits.runs_per_minute
+            && stored.recent_starts.len().saturating_add(starting) > rate.get() as usize
+        {
+            // The oldest start in the window frees a place when it leaves.
+            let window = u64::try_from(RATE_WINDOW.as_millis()).unwrap_or(u64::MAX);
+            let retry_after = stored.recent_starts.last().map_or(1, |oldest| {
+                let leaves = oldest.as_millis().saturating_add(window);
+                leaves.saturating_sub(stored.now.as_millis()).div_ceil(1000)
+            });
+            return Err(ApiError::TooManyRequests {
+                detail: format!("this tenant may start {rate} runs per minute"),
+                retry_after: retry_after.max(1),
             });
         }
         Ok(())

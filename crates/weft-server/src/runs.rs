@@ -60,8 +60,8 @@ pub(crate) async fn start_run(
     }
     let messages = body.input.into_messages()?;
     // Held until the run is stored: this start counts as unfinished.
-    let mut permit = state.quotas.reserve_start(&tenant)?;
-    permit.admit(listing::unfinished_runs(&state, &tenant).await?)?;
+    let permit = state.quotas.reserve_start(&tenant);
+    permit.admit(&listing::quota_usage(&state, &tenant, permit.limits()).await?)?;
     let session = session_for_run(&state, &tenant, body.session_id).await?;
     let request = StartRequest {
         session_id: Some(session.session_id.clone()),
@@ -157,6 +157,7 @@ pub(crate) async fn list_runs(
         statuses,
         limit: Some(size),
         before: listing::cursor(query.cursor.as_deref())?,
+        created_since: None,
     };
     let page = listing::runs(&state, &tenant, filter).await?;
     let next_cursor = listing::next_cursor(&page, size, |r| weft_core::store::ListCursor {

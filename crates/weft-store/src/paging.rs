@@ -112,6 +112,14 @@ impl ListQuery {
         self
     }
 
+    /// Only rows created at the next parameter's instant or later.
+    pub(crate) fn and_since(mut self) -> Self {
+        self.params += 1;
+        self.sql
+            .push_str(&format!(" AND created_at >= ${}", self.params));
+        self
+    }
+
     /// Only rows older than a cursor, newest first: the next two parameters
     /// are the cursor's creation time and id.
     pub(crate) fn and_before(mut self, id_column: &str) -> Self {

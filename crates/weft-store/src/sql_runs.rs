@@ -316,6 +316,9 @@ macro_rules! impl_run_store {
                 if filter.before.is_some() {
                     query = query.and_before("run_id");
                 }
+                if filter.created_since.is_some() {
+                    query = query.and_since();
+                }
                 let sql = query.newest_first("run_id");
                 let limit = $crate::paging::limit(filter.limit);
                 let before = match &filter.before {
@@ -323,6 +326,10 @@ macro_rules! impl_run_store {
                         $crate::codec::int(c.created_at.as_millis(), "cursor")?,
                         c.id.as_str(),
                     )),
+                    None => None,
+                };
+                let since = match filter.created_since {
+                    Some(t) => Some($crate::codec::int(t.as_millis(), "created_since")?),
                     None => None,
                 };
                 let rows: Vec<$crate::rows::RunRow> =
@@ -345,6 +352,9 @@ macro_rules! impl_run_store {
                         }
                         if let Some((at, id)) = before {
                             q = q.bind(at).bind(id);
+                        }
+                        if let Some(since) = since {
+                            q = q.bind(since);
                         }
                         Ok(q.bind(limit).fetch_all(self.read_pool()).await?)
                     })

@@ -363,6 +363,7 @@ impl RunStore for MemoryStore {
                     .as_ref()
                     .is_none_or(|c| c.is_before(r.created_at, r.run_id.as_str()))
             })
+            .filter(|r| filter.created_since.is_none_or(|t| r.created_at >= t))
             .cloned()
             .collect();
         out.sort_by(|a, b| {

@@ -183,10 +183,11 @@ async fn keep_finished_forgets_the_oldest_finished_runs() {
 }
 
 #[tokio::test]
-async fn runs_are_listed_by_agent() {
+async fn runs_are_listed_by_agent_and_creation_time() {
     let store = MemoryStore::new();
     let mut other = record("b");
     other.agent_id = AgentId::new("other");
+    other.created_at = Timestamp::from_millis(5);
     for r in [record("a"), other] {
         store.create_run(&r, &[event(1)], &machine()).await.unwrap();
     }
@@ -202,4 +203,10 @@ async fn runs_are_listed_by_agent() {
     assert_eq!(ids(store.list_runs(&of("other")).await.unwrap()), ["b"]);
     assert_eq!(ids(store.list_runs(&of("a")).await.unwrap()), ["a"]);
     assert!(store.list_runs(&of("nobody")).await.unwrap().is_empty());
+    let since = |millis| RunFilter {
+        created_since: Some(Timestamp::from_millis(millis)),
+        ..RunFilter::default()
+    };
+    assert_eq!(ids(store.list_runs(&since(5)).await.unwrap()), ["b"]);
+    assert_eq!(ids(store.list_runs(&since(1)).await.unwrap()), ["b", "a"]);
 }

@@ -281,6 +281,15 @@ pub async fn list_runs_filters_newest_first(store: &dyn FullStore) {
         ..limited
     };
     assert_eq!(ids(store.list_runs(&next).await.unwrap()), ["c", "a"]);
+    // Created at an instant or later (the window a start rate counts).
+    let recent = RunFilter {
+        created_since: Some(Timestamp::from_millis(20)),
+        ..RunFilter::default()
+    };
+    assert_eq!(
+        ids(store.list_runs(&recent).await.unwrap()),
+        ["d", "b", "c"]
+    );
     // Labels are matched in the query: every run carries team=a, one more
     // run carries a dotted key.
     let mut tagged = record("f", "s3", 1);

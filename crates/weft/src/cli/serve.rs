@@ -45,7 +45,8 @@ pub struct ServeLimits {
     /// every server on the store (0: no cap).
     #[arg(long, default_value_t = 100)]
     pub max_unfinished_runs: u32,
-    /// Runs each tenant may start per minute, per server process (0: no cap).
+    /// Runs each tenant may start in any 60 s, across every server on the
+    /// store (0: no cap).
     #[arg(long, default_value_t = 600)]
     pub runs_per_minute: u32,
     /// Event streams (SSE) each tenant may hold open per server process (0: no cap).
