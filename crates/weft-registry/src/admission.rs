@@ -1,6 +1,7 @@
 //! Admission of one call, in one Lua script on Redis: the toolset must be
 //! registered and healthy and its queue below its bound; then the result
-//! stream is created (with `init`, the `agent` group and a TTL) and the call
+//! stream is created (with `init`, the `agent` group at `0` or just past
+//! `init`, see [`GroupStart`], and a TTL) and the call
 //! is published. When the result stream already exists the call was
 //! published before under the same `tool_use_id` and is not published again:
 //! the caller re-attaches to it. Used by the gateway and by executors, so
@@ -58,12 +59,26 @@ if depth < 0 then depth = redis.call('XLEN', KEYS[2]) end
 local max = tonumber(s[3])
 if depth >= max then return {'queue_full', depth, max} end
 if redis.call('EXISTS', KEYS[3]) == 1 then return {'reattach'} end
-redis.call('XADD', KEYS[3], '*', 'n', 'init', 'p', '{}')
+local init = redis.call('XADD', KEYS[3], '*', 'n', 'init', 'p', '{}')
 redis.call('PEXPIRE', KEYS[3], ARGV[2])
-redis.call('XGROUP', 'CREATE', KEYS[3], 'agent', '0')
+local start = '0'
+if ARGV[3] == 'after_init' then start = init end
+redis.call('XGROUP', 'CREATE', KEYS[3], 'agent', start)
 local id = redis.call('XADD', KEYS[2], '*', 'n', 'call', 'p', ARGV[1])
 return {'published', id}
 ";
+
+/// Where the result stream's `agent` group starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupStart {
+    /// At `0`, so the group's first read returns `init`: what a reader of
+    /// the protocol expects (the gateway's calls, read by any executor).
+    Oldest,
+    /// Just past `init`, so the first read waits for the call's first delta
+    /// or its result: one read fewer per call. weft's executor, which
+    /// creates the stream and reads it, asks for this.
+    AfterInit,
+}
 
 /// Admits and publishes one call message (already encoded).
 pub async fn admit(
@@ -73,6 +88,7 @@ pub async fn admit(
     tool_use_id: &str,
     message: &[u8],
     result_ttl_ms: u64,
+    start: GroupStart,
 ) -> Result<Admission, RegistryError> {
     let reply: redis::Value = admit_script()
         .key(ns.state(toolset))
@@ -80,6 +96,10 @@ pub async fn admit(
         .key(pulse::key(&wire::result_stream(tool_use_id)))
         .arg(message)
         .arg(result_ttl_ms.max(1))
+        .arg(match start {
+            GroupStart::Oldest => "oldest",
+            GroupStart::AfterInit => "after_init",
+        })
         .invoke_async(&mut redis.mux())
         .await?;
     let (tag, rest) = split(reply)?;

@@ -218,6 +218,7 @@ impl RegistryToolSet {
             &tool_use_id,
             &bytes,
             ttl,
+            admission::GroupStart::AfterInit,
         )
         .await
         .map_err(|e| {

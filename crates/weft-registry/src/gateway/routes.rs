@@ -318,6 +318,7 @@ pub(crate) async fn call(
         &tool_use_id,
         &bytes,
         ttl,
+        admission::GroupStart::Oldest,
     )
     .await?
     {

@@ -4,7 +4,7 @@
 //! idle time is reset, so a slow call is not claimed by another provider.
 
 use std::panic::AssertUnwindSafe;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::FutureExt;
@@ -40,7 +40,13 @@ enum DeltaMsg {
 pub(crate) async fn execute(shared: &Arc<Shared>, entry_id: String, msg: ToolCallMessage) {
     let result_key = pulse::key(&wire::result_stream(&msg.tool_use_id));
     let (tx, rx) = mpsc::channel(DELTA_BUFFER);
-    let publisher = tokio::spawn(publish_deltas(shared.clone(), result_key.clone(), rx));
+    let publisher = Arc::new(Publisher {
+        shared: shared.clone(),
+        key: result_key.clone(),
+        rx: Mutex::new(Some(rx)),
+        task: Mutex::new(None),
+        runtime: tokio::runtime::Handle::current(),
+    });
     let span = tracing::info_span!(
         "registry.provider.call",
         tool = %msg.tool,
@@ -60,20 +66,26 @@ pub(crate) async fn execute(shared: &Arc<Shared>, entry_id: String, msg: ToolCal
         &msg.tracestate,
     );
     let heartbeat = heartbeat(shared, &entry_id);
-    let run = run_tool(shared, &msg, sink(&msg.tool_use_id, tx.clone()))
-        .instrument(genai)
-        .instrument(span);
+    let run = run_tool(
+        shared,
+        &msg,
+        sink(&msg.tool_use_id, tx.clone(), publisher.clone()),
+    )
+    .instrument(genai)
+    .instrument(span);
     let result = tokio::select! {
         r = run => r,
         () = heartbeat => unreachable_result(&msg.tool_use_id),
     };
     // Every delta the tool published goes out before the result.
-    let (done, flushed) = oneshot::channel();
-    if tx.send(DeltaMsg::Flush(done)).await.is_ok() {
-        let _ = flushed.await;
+    if let Some(task) = publisher.started() {
+        let (done, flushed) = oneshot::channel();
+        if tx.send(DeltaMsg::Flush(done)).await.is_ok() {
+            let _ = flushed.await;
+        }
+        task.abort();
     }
     drop(tx);
-    publisher.abort();
     let payload = wire::encode(&result);
     let res: Result<redis::Value, _> = publish_script()
         .key(&result_key)
@@ -174,8 +186,39 @@ async fn run_tool(shared: &Shared, msg: &ToolCallMessage, output: OutputSink) ->
     }
 }
 
+/// The task that publishes one call's deltas, started by the first delta:
+/// most calls publish none, and pay for no task.
+struct Publisher {
+    shared: Arc<Shared>,
+    key: String,
+    rx: Mutex<Option<mpsc::Receiver<DeltaMsg>>>,
+    task: Mutex<Option<tokio::task::AbortHandle>>,
+    /// The runtime to start it on, whatever thread the tool publishes from.
+    runtime: tokio::runtime::Handle,
+}
+
+impl Publisher {
+    /// Starts the task unless it runs already.
+    fn start(&self) {
+        let rx = self.rx.lock().ok().and_then(|mut rx| rx.take());
+        if let Some(rx) = rx {
+            let task =
+                self.runtime
+                    .spawn(publish_deltas(self.shared.clone(), self.key.clone(), rx));
+            if let Ok(mut slot) = self.task.lock() {
+                *slot = Some(task.abort_handle());
+            }
+        }
+    }
+
+    /// The task, if a delta started it.
+    fn started(&self) -> Option<tokio::task::AbortHandle> {
+        self.task.lock().ok().and_then(|mut t| t.take())
+    }
+}
+
 /// The output sink of one call: deltas go, in order, to the publisher task.
-fn sink(tool_use_id: &str, tx: mpsc::Sender<DeltaMsg>) -> OutputSink {
+fn sink(tool_use_id: &str, tx: mpsc::Sender<DeltaMsg>, publisher: Arc<Publisher>) -> OutputSink {
     let id = tool_use_id.to_owned();
     OutputSink::new(move |stream, delta| {
         let msg = ToolOutputDeltaMessage {
@@ -185,7 +228,9 @@ fn sink(tool_use_id: &str, tx: mpsc::Sender<DeltaMsg>) -> OutputSink {
         };
         if tx.try_send(DeltaMsg::Delta(wire::encode(&msg))).is_err() {
             tracing::debug!(tool_use_id = %id, "output delta dropped (buffer full or call over)");
+            return;
         }
+        publisher.start();
     })
 }
 
