@@ -19,8 +19,9 @@
 //!   index), plus the starts this process has admitted but not yet stored.
 //!   So the rate holds for the tenant across every server on the store, as
 //!   the unfinished-runs cap does, with the same allowance for processes
-//!   racing each other. A refused start is never stored, so it costs
-//!   nothing; `Retry-After` is when the oldest start in the window leaves it.
+//!   racing each other. A refused start is never stored; `Retry-After` is
+//!   when the oldest start in the window leaves it, and until then this
+//!   process refuses the tenant's starts without reading the store again.
 //! - Event streams are counted in this process: a stream holds a socket and
 //!   a task here, and ends when its connection does. A stream whose client
 //!   vanished is noticed when the next write fails (at the latest at the
@@ -33,6 +34,8 @@ use std::collections::HashMap;
 use std::num::NonZeroU32;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
+
+use tokio::time::Instant;
 
 use weft_core::Timestamp;
 
@@ -78,6 +81,10 @@ pub(crate) struct Quotas {
 struct Usage {
     /// Starts reserved and not yet stored.
     starting: u32,
+    /// Until when the start rate is known to be used up (the oldest start
+    /// in the window leaves it then): starts are refused without reading
+    /// the store, so a client that ignores `Retry-After` costs nothing.
+    rate_full_until: Option<Instant>,
     /// Open event streams.
     streams: u32,
 }
@@ -91,13 +98,26 @@ impl Quotas {
     }
 
     /// Reserves a start for `tenant` until the returned [`StartPermit`]
-    /// drops; [`StartPermit::admit`] then checks it against the quotas.
-    pub(crate) fn reserve_start(self: &Arc<Self>, tenant: &Tenant) -> StartPermit {
-        self.lock().entry(tenant.0.clone()).or_default().starting += 1;
-        StartPermit {
+    /// drops; [`StartPermit::admit`] then checks it against the quotas. A
+    /// 429 at once while the tenant's start rate is known to be used up.
+    pub(crate) fn reserve_start(
+        self: &Arc<Self>,
+        tenant: &Tenant,
+    ) -> Result<StartPermit, ApiError> {
+        let mut tenants = self.lock();
+        let usage = tenants.entry(tenant.0.clone()).or_default();
+        if let (Some(until), Some(rate)) = (usage.rate_full_until, self.limits.runs_per_minute) {
+            let left = until.saturating_duration_since(Instant::now());
+            if !left.is_zero() {
+                return Err(rate_refusal(rate, left));
+            }
+            usage.rate_full_until = None;
+        }
+        usage.starting += 1;
+        Ok(StartPermit {
             quotas: self.clone(),
             tenant: tenant.0.clone(),
-        }
+        })
     }
 
     /// Opens an event stream for `tenant`; a 429 at the cap. The stream
@@ -178,18 +198,34 @@ impl StartPermit {
         if let Some(rate) = self.quotas.limits.runs_per_minute
             && stored.recent_starts.len().saturating_add(starting) > rate.get() as usize
         {
-            // The oldest start in the window frees a place when it leaves.
+            // The oldest start in the window frees a place when it leaves;
+            // with only this process's starts in flight, in a second.
             let window = u64::try_from(RATE_WINDOW.as_millis()).unwrap_or(u64::MAX);
-            let retry_after = stored.recent_starts.last().map_or(1, |oldest| {
-                let leaves = oldest.as_millis().saturating_add(window);
-                leaves.saturating_sub(stored.now.as_millis()).div_ceil(1000)
-            });
-            return Err(ApiError::TooManyRequests {
-                detail: format!("this tenant may start {rate} runs per minute"),
-                retry_after: retry_after.max(1),
-            });
+            let wait = match stored.recent_starts.last() {
+                Some(oldest) if stored.recent_starts.len() >= rate.get() as usize => {
+                    let leaves = oldest.as_millis().saturating_add(window);
+                    Duration::from_millis(leaves.saturating_sub(stored.now.as_millis()))
+                }
+                _ => Duration::ZERO,
+            };
+            if !wait.is_zero() {
+                self.quotas.with_usage(&self.tenant, |usage| {
+                    usage.rate_full_until = Some(Instant::now() + wait);
+                });
+            }
+            return Err(rate_refusal(rate, wait));
         }
         Ok(())
+    }
+}
+
+/// The 429 for a start over the rate, to be tried again after `wait`.
+fn rate_refusal(rate: NonZeroU32, wait: Duration) -> ApiError {
+    ApiError::TooManyRequests {
+        detail: format!("this tenant may start {rate} runs per minute"),
+        retry_after: u64::try_from(wait.as_millis().div_ceil(1000))
+            .unwrap_or(u64::MAX)
+            .max(1),
     }
 }
 
@@ -210,5 +246,66 @@ impl Drop for StreamPermit {
     fn drop(&mut self) {
         self.quotas
             .with_usage(&self.tenant, |u| u.streams = u.streams.saturating_sub(1));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tenant() -> Tenant {
+        Tenant("t".into())
+    }
+
+    #[tokio::test]
+    async fn a_full_start_window_is_refused_without_reading_the_store_again() {
+        let quotas = Quotas::new(TenantQuotas {
+            runs_per_minute: NonZeroU32::new(2),
+            ..TenantQuotas::default()
+        });
+        let now = Timestamp::from_millis(100_000);
+        // Two starts stored 50 s and 10 s ago: the window is full for 10 s.
+        let full = Stored {
+            unfinished: 0,
+            recent_starts: vec![
+                Timestamp::from_millis(90_000),
+                Timestamp::from_millis(50_000),
+            ],
+            now,
+        };
+        let permit = quotas.reserve_start(&tenant()).unwrap();
+        let Err(ApiError::TooManyRequests { retry_after, .. }) = permit.admit(&full) else {
+            panic!("over the rate");
+        };
+        assert_eq!(retry_after, 10);
+        drop(permit);
+        // Refused at once now, before any store read.
+        let Err(ApiError::TooManyRequests { retry_after, .. }) = quotas.reserve_start(&tenant())
+        else {
+            panic!("refused while the window is full");
+        };
+        assert!((1..=10).contains(&retry_after), "{retry_after}");
+        // Another tenant is not affected.
+        assert!(quotas.reserve_start(&Tenant("u".into())).is_ok());
+    }
+
+    #[tokio::test]
+    async fn starts_in_flight_here_count_toward_the_rate() {
+        let quotas = Quotas::new(TenantQuotas {
+            runs_per_minute: NonZeroU32::new(2),
+            ..TenantQuotas::default()
+        });
+        let stored = Stored {
+            unfinished: 0,
+            recent_starts: vec![Timestamp::from_millis(1)],
+            now: Timestamp::from_millis(2),
+        };
+        let first = quotas.reserve_start(&tenant()).unwrap();
+        assert!(first.admit(&stored).is_ok());
+        let second = quotas.reserve_start(&tenant()).unwrap();
+        assert!(second.admit(&stored).is_err(), "one stored, two in flight");
+        drop((first, second));
+        // Refused for starts in flight only: nothing is remembered.
+        assert!(quotas.reserve_start(&tenant()).is_ok());
     }
 }

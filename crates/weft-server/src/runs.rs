@@ -60,7 +60,7 @@ pub(crate) async fn start_run(
     }
     let messages = body.input.into_messages()?;
     // Held until the run is stored: this start counts as unfinished.
-    let permit = state.quotas.reserve_start(&tenant);
+    let permit = state.quotas.reserve_start(&tenant)?;
     permit.admit(&listing::quota_usage(&state, &tenant, permit.limits()).await?)?;
     let session = session_for_run(&state, &tenant, body.session_id).await?;
     let request = StartRequest {
