@@ -1,6 +1,7 @@
 //! Calls through gateway + provider + executor against the real Redis: a
 //! round trip, output deltas in order before the result, 100 parallel
-//! calls, garbage entries, a lost consumer group, and re-attaching.
+//! calls, garbage entries, a lost consumer group, re-attaching, and a
+//! result stream that vanishes while its call and another wait on it.
 
 mod common;
 
@@ -228,5 +229,39 @@ async fn a_resumed_call_reattaches_instead_of_running_twice() {
     let reply = s.executor.call_tool(req).await.unwrap();
     assert_eq!(reply.body, ToolResultBody::Json(json!("slept")));
     assert_eq!(s.executions.load(Ordering::SeqCst), 1, "the tool ran once");
+    s.provider.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_whose_result_stream_vanishes_fails_and_the_others_finish() {
+    let s = setup(|_| {}).await;
+    let run = unique("run");
+    let name = format!("{}.slow", s.toolset);
+    let (doomed, _) = request(&name, json!({"ms": 600}), &run, "call_1");
+    let (kept, _) = request(&name, json!({"ms": 600}), &run, "call_2");
+    let doomed_key = pulse::key(&wire::result_stream(&RegistryToolSet::tool_use_id(&doomed)));
+    let (doomed, kept) = (s.executor.call_tool(doomed), s.executor.call_tool(kept));
+    let vanish = async {
+        // Both calls wait on the one result reader; then one stream goes.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let _: i64 = redis::cmd("DEL")
+            .arg(&doomed_key)
+            .query_async(&mut s.redis.mux())
+            .await
+            .unwrap();
+    };
+    let (doomed, kept, ()) = tokio::join!(doomed, kept, vanish);
+    let failure = doomed.expect_err("its stream is gone");
+    assert_eq!(
+        failure.error.code,
+        weft_core::tool::ToolError::UNAVAILABLE,
+        "{failure:?}"
+    );
+    assert!(failure.error.message.contains("gone"), "{failure:?}");
+    assert_eq!(
+        kept.unwrap().body,
+        ToolResultBody::Json(json!("slept")),
+        "the other call is read on"
+    );
     s.provider.abort();
 }

@@ -5,7 +5,8 @@
 //! schema, admits and publishes the call in one script (health and queue
 //! bound as the gateway keeps them), and waits on the call's result stream
 //! ([`wait`]) with an absolute deadline, forwarding output deltas to the
-//! call's output sink. The gateway is not a hop on the hot path.
+//! call's output sink. One [`reader`] reads the result streams of every
+//! call in flight. The gateway is not a hop on the hot path.
 //!
 //! The `tool_use_id` is `<run id>/<tool call id>`: the runtime's call id,
 //! qualified by its run so two runs' `call_1` never meet. A retried or
@@ -14,6 +15,7 @@
 //! marked idempotent for the runtime's crash recovery.
 
 mod lazy;
+mod reader;
 mod reap;
 mod wait;
 
@@ -88,6 +90,8 @@ pub struct RegistryToolSet {
     tools: HashMap<String, RemoteTool>,
     /// Result streams to delete ([`reap`]).
     reaper: tokio::sync::mpsc::Sender<String>,
+    /// Reads every result stream a call waits on.
+    reader: std::sync::Arc<reader::Reader>,
 }
 
 impl std::fmt::Debug for RegistryToolSet {
@@ -145,6 +149,7 @@ impl RegistryToolSet {
         Ok(Self {
             name,
             reaper: reap::start(redis.clone()),
+            reader: reader::Reader::start(redis.clone(), &config.consumer),
             redis,
             config,
             specs,
