@@ -75,7 +75,12 @@ impl Reader {
     pub(super) fn start(redis: Redis, consumer: &str) -> Arc<Self> {
         let reader = Arc::new(Self {
             redis,
-            wake_key: pulse::key(&format!("executor:{consumer}:wake")),
+            // Its own, even if two executors were given one consumer name:
+            // a wake must reach this reader, not another in the group.
+            wake_key: pulse::key(&format!(
+                "executor:{consumer}:{}:wake",
+                uuid::Uuid::new_v4().simple()
+            )),
             consumer: consumer.to_owned(),
             state: Mutex::new(State::default()),
             idle: Arc::new(Notify::new()),
