@@ -13,6 +13,10 @@
 //! one names every waiting stream. At most one wake is sent per read. With no
 //! call waiting the reader sleeps until one registers.
 //!
+//! Each call's entries go through a channel of its own, unbounded: one
+//! read brings at most [`COUNT`] entries of a stream, and the call drains
+//! its channel as it forwards them.
+//!
 //! A stream that vanished (TTL, deletion, Redis lost its data) fails the
 //! whole read with `NOGROUP`, naming the key: that call is told its stream
 //! is gone, and the read goes on without it. A lost connection is reopened
@@ -70,8 +74,8 @@ struct State {
 
 impl Reader {
     /// A reader for `consumer` in the result streams' `agent` group, and
-    /// its task; the task ends when `Reader` is dropped by every holder but
-    /// the task (see [`Reader::run`]).
+    /// its task, which ends once every holder has dropped the reader (the
+    /// task keeps only a weak reference while it waits).
     pub(super) fn start(redis: Redis, consumer: &str) -> Arc<Self> {
         let reader = Arc::new(Self {
             redis,
