@@ -122,19 +122,27 @@ async fn when_every_connection_is_serving_a_request_a_new_one_is_closed() {
         ..ConnLimits::default()
     })
     .await;
-    // Two requests whose bodies are still on their way: both busy.
+    // Two requests whose bodies are still on their way: both busy. The
+    // server asks for the body (100 Continue) once the request is being
+    // served, which tells the test it is.
     let head = format!(
         "POST /v1/runs HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {TOKEN_A}\r\n\
-         content-type: application/json\r\ncontent-length: 100\r\n\r\n{{\"agent\""
+         content-type: application/json\r\ncontent-length: 100\r\n\
+         expect: 100-continue\r\n\r\n"
     );
     let mut busy = Vec::new();
     for _ in 0..2 {
         let mut s = TcpStream::connect(addr).await.unwrap();
         s.write_all(head.as_bytes()).await.unwrap();
+        let mut buf = [0u8; 256];
+        let n = tokio::time::timeout(Duration::from_secs(5), s.read(&mut buf))
+            .await
+            .expect("the server asks for the body")
+            .unwrap();
+        let answer = String::from_utf8_lossy(&buf[..n]);
+        assert!(answer.starts_with("HTTP/1.1 100"), "{answer}");
         busy.push(s);
     }
-    // The requests reach the router once their heads are read.
-    tokio::time::sleep(Duration::from_millis(200)).await;
     let mut third = TcpStream::connect(addr).await.unwrap();
     assert!(
         closed_within(&mut third, Duration::from_secs(5))
