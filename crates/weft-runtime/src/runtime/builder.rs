@@ -113,6 +113,7 @@ impl RuntimeBuilder {
                 control_poll: OnceLock::new(),
                 max_driven: self.max_driven,
                 capacity_freed: tokio::sync::Notify::new(),
+                cancelling: std::sync::atomic::AtomicUsize::new(0),
             }),
         }
     }

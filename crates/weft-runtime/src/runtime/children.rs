@@ -14,7 +14,8 @@
 //!   question (see `crate::children::ask`); the answer goes to the child. A
 //!   question the human dismisses cancels the child.
 //! - When the parent's call ends before its child (the parent is cancelled,
-//!   or its time budget runs out), the child is cancelled. A process that
+//!   or its time budget runs out), the child is cancelled, in the
+//!   background; `Runtime::settle` waits for such cancellations. A process that
 //!   stops driving the parent (a crash, a shutdown) leaves the child alone:
 //!   the parent's next driver follows it.
 
@@ -246,10 +247,16 @@ impl Drop for CancelUnlessDone {
         }
         let (runtime, child) = (self.runtime.clone(), self.child.clone());
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            let cancelling = &runtime.inner.cancelling;
+            cancelling.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
             handle.spawn(async move {
                 if let Err(e) = runtime.cancel(&child, "its parent's call ended").await {
                     tracing::warn!(run_id = %child, error = %e, "cancelling a child run failed");
                 }
+                runtime
+                    .inner
+                    .cancelling
+                    .fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
             });
         }
     }

@@ -72,6 +72,9 @@ pub(crate) struct Inner {
     pub(crate) max_driven: usize,
     /// Wakes the sweeper when a driver ends, so queued runs start at once.
     pub(crate) capacity_freed: tokio::sync::Notify,
+    /// Cancellations of child runs started in the background and not done
+    /// yet (see [`Runtime::settle`]).
+    pub(crate) cancelling: std::sync::atomic::AtomicUsize,
 }
 
 /// The lease a new driver task drives under, and whether it recovers the

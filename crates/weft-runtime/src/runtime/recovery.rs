@@ -96,6 +96,28 @@ impl Runtime {
         })
     }
 
+    /// Waits, at most `within`, until this process drives no run and every
+    /// cancellation it started in the background (of a child run whose
+    /// parent's call ended) is stored. A process about to exit calls it
+    /// after its last run ends, so a cancelled run's children are cancelled
+    /// too rather than left waiting. `false` when `within` passed first.
+    pub async fn settle(&self, within: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            let cancelling = self
+                .inner
+                .cancelling
+                .load(std::sync::atomic::Ordering::Acquire);
+            if cancelling == 0 && self.inner.leases.is_empty() {
+                return true;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
     /// Stops driving every run here at once, as a crash would: driver tasks
     /// are aborted mid-step (what they had not committed is lost) and their
     /// leases are freed, so other processes take the runs over at once.

@@ -58,6 +58,10 @@ fn agents(args: &RunArgs) -> anyhow::Result<Vec<Agent>> {
     }
 }
 
+/// How long `weft run` waits, after its run ends, for the cancellation of
+/// the run's children.
+const SETTLE: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Runs the command; the exit code is 0 for an answer, 1 for a failed or cancelled run.
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let _telemetry = super::telemetry::install_traces_only()?;
@@ -146,6 +150,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             }
         }
         let outcome = handle.outcome().await?;
+        // A run that ended early cancels the child runs it was waiting on
+        // in the background: let that finish before the process exits.
+        if !runtime.settle(SETTLE).await {
+            tracing::warn!("child runs were still being cancelled at exit");
+        }
         if let Some(stored) = runtime.store().load_run(handle.run_id()).await? {
             renderer.set_turns(stored.snapshot.turn());
         }
