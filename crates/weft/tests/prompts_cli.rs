@@ -41,6 +41,19 @@ fn model_agent(dir: &Path) -> String {
 }
 
 /// The `prompt_rendered` events of the only run in `db`.
+/// Runs `agent` once with `weft run` and returns its one `prompt_rendered`
+/// event, which must be the system prompt's.
+fn run_rendering_system(db: &str, agent: &str) -> Value {
+    ok(weft()
+        .args(["run", "--db", db, agent, "hi"])
+        .output()
+        .unwrap());
+    let mut events = rendered(db);
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["template_id"], "system");
+    events.remove(0)
+}
+
 fn rendered(db: &str) -> Vec<Value> {
     let runs = ok(weft().args(["runs", "list", "--db", db]).output().unwrap());
     let run = runs[0]["run_id"].as_str().unwrap().to_owned();
@@ -106,15 +119,9 @@ fn an_override_set_from_the_cli_reaches_the_next_run_and_is_cleared() {
     assert_eq!(rest[0], listed[1]);
 
     // The run carries no `env` label: the global override applies.
-    ok(weft()
-        .args(["run", "--db", &db, &agent, "hi"])
-        .output()
-        .unwrap());
-    let events = rendered(&db);
-    assert_eq!(events.len(), 1, "{events:?}");
-    assert_eq!(events[0]["template_id"], "system");
-    assert_eq!(events[0]["version"], global[0]["version"]);
-    assert_eq!(events[0]["override"]["labels"], serde_json::json!({}));
+    let event = run_rendering_system(&db, &agent);
+    assert_eq!(event["version"], global[0]["version"]);
+    assert_eq!(event["override"]["labels"], serde_json::json!({}));
 
     let clear = |code: i32| {
         let out = weft()
@@ -145,18 +152,12 @@ fn an_agent_file_s_own_template_renders_until_an_override_replaces_it() {
         format!("{text}\n[prompts]\nsystem = \"{template}\"\n"),
     )
     .unwrap();
-    ok(weft()
-        .args(["run", "--db", &db, &agent, "hi"])
-        .output()
-        .unwrap());
-    let events = rendered(&db);
-    assert_eq!(events.len(), 1, "{events:?}");
-    assert_eq!(events[0]["template_id"], "system");
+    let event = run_rendering_system(&db, &agent);
     assert_eq!(
-        events[0]["version"],
+        event["version"],
         weft_core::prompt::template_version(template)
     );
-    assert!(events[0].get("override").is_none(), "{events:?}");
+    assert!(event.get("override").is_none(), "{event:?}");
 
     // A template that does not parse is refused when the file is read.
     std::fs::write(
