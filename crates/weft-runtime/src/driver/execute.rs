@@ -6,10 +6,13 @@
 //! human meanwhile ([`super::elicit`]).
 //!
 //! Each call runs as a task of its own (aborted when the batch is dropped),
-//! never as a future the driver polls: while the driver awaits a commit, a
-//! call must still make progress, since it may hold what that commit waits
-//! for (an agent called as a tool writes its child run through the same
-//! store, whose SQLite writer is a single connection).
+//! never as a future the driver keeps polling: while the driver awaits a
+//! commit, a call must still make progress, since it may hold what that
+//! commit waits for (an agent called as a tool writes its child run through
+//! the same store, whose SQLite writer is a single connection). The one
+//! exception is cheap: the lone call of a batch is polled once in place
+//! first, and becomes a task only if it is not done then, so an in-process
+//! tool that answers at once costs no task, wake-up or timer.
 
 use std::time::{Duration, Instant};
 
@@ -21,6 +24,7 @@ use super::log::FLUSH_EVERY;
 use super::*;
 use crate::advisor;
 use crate::inbox::DriverMsg;
+use futures_util::FutureExt as _;
 use futures_util::future::Either;
 use tracing::Instrument as _;
 use weft_core::child::{Children, ParentLink};
@@ -77,6 +81,10 @@ impl RunTask {
             }
             None => &calls,
         };
+        // A lone call may be polled in place first; the calls of a larger
+        // batch start as tasks at once, so they run side by side.
+        let inline = to_run.len() == 1;
+        let mut ready = Vec::new();
         for call in to_run {
             if recovering && !self.tools.is_idempotent(&call.name) {
                 interrupted.push(interrupted_output(call));
@@ -164,11 +172,30 @@ impl RunTask {
                 });
                 out
             };
-            running.spawn(timed.instrument(genai).instrument(span));
+            let call = timed.instrument(genai).instrument(span);
+            if inline {
+                // Polled once here: a call that is done at once (an
+                // in-process tool) costs no task, no wake-up and no timer.
+                let mut call = Box::pin(call);
+                match (&mut call).now_or_never() {
+                    Some(out) => ready.push(out),
+                    None => {
+                        running.spawn(call);
+                    }
+                }
+            } else {
+                running.spawn(call);
+            }
         }
         drop(inbox);
         let result = self
-            .run_batch(&mut running, interrupted, messages.as_mut(), &mut waiting)
+            .run_batch(
+                &mut running,
+                interrupted,
+                ready,
+                messages.as_mut(),
+                &mut waiting,
+            )
             .await;
         // Calls the batch abandoned (a cancel, the time budget, a failed
         // commit) end before the driver moves on, while it still holds the
@@ -181,11 +208,13 @@ impl RunTask {
     }
 
     /// Feeds results, elicitations and answers to the machine until the
-    /// batch is over, committing after each.
+    /// batch is over, committing after each. `ready` are results of calls
+    /// that finished when first polled.
     async fn run_batch(
         &mut self,
         running: &mut JoinSet<ToolOutput>,
         interrupted: Vec<ToolOutput>,
+        ready: Vec<ToolOutput>,
         mut messages: Option<&mut mpsc::UnboundedReceiver<DriverMsg>>,
         waiting: &mut Waiting,
     ) -> Result<(), RuntimeError> {
@@ -193,11 +222,19 @@ impl RunTask {
             self.finish_call(out);
             self.commit().await?;
         }
+        for out in ready {
+            self.finish_call(out);
+            self.after_result(waiting).await?;
+        }
         let cancel = self.shared.cancel.clone();
         // Events of running calls (their start, their live output) are
         // committed every `FLUSH_EVERY`, so subscribers see them meanwhile.
         let flush = tokio::time::sleep(FLUSH_EVERY);
         tokio::pin!(flush);
+        // The timers are armed only once the calls have had a turn to run
+        // and are still running: a batch that ends in that turn registers
+        // no timer (registering one wakes the runtime's driver).
+        let mut armed = false;
         while self.machine.phase_name() == PhaseName::Executing {
             let deadline = self.machine.poll_timeout().map(|d| (d, self.now()));
             tokio::select! {
@@ -213,29 +250,40 @@ impl RunTask {
                 () = cancel.cancelled() => {
                     let _ = self.machine.cancel(self.shared.cancel_reason());
                 }
-                () = sleep_until(deadline) => {
+                () = tokio::task::yield_now(), if !armed => {
+                    armed = true;
+                    continue;
+                }
+                () = sleep_until(deadline), if armed => {
                     // The time budget ran out: the machine abandons the batch.
                     let now = self.now();
                     let _ = self.machine.next_step(now);
                 }
-                () = &mut flush => {
+                () = &mut flush, if armed => {
                     self.flush_events().await?;
                     let next = if self.shared.has_pending() { FLUSH_EVERY } else { FLUSH_EVERY * 5 };
                     flush.as_mut().reset(tokio::time::Instant::now() + next);
                     continue;
                 }
             }
-            if self.machine.outcome().is_some() {
-                self.hold_control().await;
-            }
-            if self.machine.phase_name() == PhaseName::Planning {
-                // The batch is over and the next plan follows.
-                self.defer();
-            } else {
-                self.commit().await?;
-            }
-            waiting.flush(&self.machine);
+            self.after_result(waiting).await?;
         }
+        Ok(())
+    }
+
+    /// Stores what a result (or a message) moved the machine to: with the
+    /// next plan when the batch is over, at once otherwise.
+    async fn after_result(&mut self, waiting: &mut Waiting) -> Result<(), RuntimeError> {
+        if self.machine.outcome().is_some() {
+            self.hold_control().await;
+        }
+        if self.machine.phase_name() == PhaseName::Planning {
+            // The batch is over and the next plan follows.
+            self.defer();
+        } else {
+            self.commit().await?;
+        }
+        waiting.flush(&self.machine);
         Ok(())
     }
 

@@ -4,8 +4,10 @@
 //!
 //! A live run's events are kept as values, ready to read. Once the run has
 //! finished its log is sealed ([`Sealed`]: compressed JSON, a fraction of
-//! the memory of the values), and decoded again only when it is read. A
-//! sealed log that gets more events is opened first.
+//! the memory of the values; see [`super::sealer`]), and decoded again only
+//! when it is read. A sealed log that gets more events is opened first.
+
+use std::sync::Arc;
 
 use weft_core::RunId;
 use weft_core::event::RunEvent;
@@ -16,8 +18,8 @@ use super::sealed::Sealed;
 /// A run's events, oldest first.
 #[derive(Debug)]
 pub(super) enum EventLog {
-    /// Kept as values.
-    Live(Vec<RunEvent>),
+    /// Kept as values (shared with the sealer while it encodes them).
+    Live(Arc<Vec<RunEvent>>),
     /// Kept compactly, with the last sequence number.
     Sealed {
         last_seq: u64,
@@ -27,7 +29,7 @@ pub(super) enum EventLog {
 
 impl Default for EventLog {
     fn default() -> Self {
-        Self::Live(Vec::new())
+        Self::Live(Arc::default())
     }
 }
 
@@ -73,17 +75,29 @@ impl EventLog {
         Ok(())
     }
 
-    /// Encodes the log compactly; reads decode it again. A log that cannot
-    /// be encoded stays as it is.
-    pub(super) fn seal(&mut self) {
-        let Self::Live(events) = self else {
-            return;
-        };
-        if let Some(sealed) = Sealed::seal(events) {
-            *self = Self::Sealed {
-                last_seq: events.last().map_or(0, |e| e.seq),
-                events: sealed,
-            };
+    /// The live events, shared; `None` when the log is sealed.
+    pub(super) fn live(&self) -> Option<Arc<Vec<RunEvent>>> {
+        match self {
+            Self::Live(events) => Some(events.clone()),
+            Self::Sealed { .. } => None,
+        }
+    }
+
+    /// The compact form of `events`; `None` when they cannot be encoded.
+    pub(super) fn sealed_from(events: &[RunEvent]) -> Option<Self> {
+        Some(Self::Sealed {
+            last_seq: events.last().map_or(0, |e| e.seq),
+            events: Sealed::seal(events)?,
+        })
+    }
+
+    /// Takes `sealed` in place of the live events `were`, if the log still
+    /// holds exactly those (events appended meanwhile keep it live).
+    pub(super) fn replace_with(&mut self, were: &Arc<Vec<RunEvent>>, sealed: Self) {
+        if let Self::Live(events) = self
+            && Arc::ptr_eq(events, were)
+        {
+            *self = sealed;
         }
     }
 
@@ -102,7 +116,7 @@ impl EventLog {
             events[start..end].to_vec()
         };
         match self {
-            Self::Live(events) => Ok(page(events)),
+            Self::Live(events) => Ok(page(events.as_slice())),
             Self::Sealed { events, .. } => Ok(page(&decode(run_id, events)?)),
         }
     }
@@ -118,10 +132,10 @@ impl EventLog {
     /// The log as values, decoding a sealed one.
     fn open(&mut self, run_id: &RunId) -> Result<&mut Vec<RunEvent>, StoreError> {
         if let Self::Sealed { events, .. } = self {
-            *self = Self::Live(decode(run_id, events)?);
+            *self = Self::Live(Arc::new(decode(run_id, events)?));
         }
         match self {
-            Self::Live(events) => Ok(events),
+            Self::Live(events) => Ok(Arc::make_mut(events)),
             Self::Sealed { .. } => Err(StoreError::Corrupt {
                 message: format!("events of run `{run_id}` stayed sealed"),
             }),

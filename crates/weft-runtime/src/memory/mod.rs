@@ -5,9 +5,10 @@
 mod lease;
 mod log;
 mod sealed;
+mod sealer;
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use weft_core::Timestamp;
@@ -29,7 +30,7 @@ use sealed::Snapshot;
 /// kept, for long-lived processes that need no history.
 #[derive(Debug, Default)]
 pub struct MemoryStore {
-    runs: Mutex<HashMap<RunId, Entry>>,
+    runs: sealer::Runs,
     finished: Mutex<VecDeque<RunId>>,
     keep_finished: Option<usize>,
 }
@@ -93,7 +94,7 @@ impl MemoryStore {
             record.run_id.clone(),
             Entry {
                 record: record.clone(),
-                snapshot: Snapshot::Live(Box::new(snapshot.clone())),
+                snapshot: Snapshot::Live(Arc::new(snapshot.clone())),
                 events: log,
                 lease,
                 control: None,
@@ -288,7 +289,7 @@ impl RunStore for MemoryStore {
         }
         entry.events.append(commit.run_id, commit.events)?;
         if let Some(s) = commit.snapshot {
-            entry.snapshot = Snapshot::Live(Box::new(s.clone()));
+            entry.snapshot = Snapshot::Live(Arc::new(s.clone()));
         }
         if commit.status != RunStatus::Running {
             entry.control = None;
@@ -298,15 +299,12 @@ impl RunStore for MemoryStore {
             }
         }
         let newly_finished = commit.status.is_finished() && !entry.record.status.is_finished();
-        if newly_finished {
-            // The log and the snapshot are complete: keep them compact.
-            entry.events.seal();
-            entry.snapshot.seal();
-        }
         entry.record.status = commit.status;
         entry.record.updated_at = commit.now;
         drop(runs);
         if newly_finished {
+            // The log and the snapshot are complete: keep them compact.
+            sealer::seal(&self.runs, commit.run_id);
             self.note_finished(commit.run_id);
         }
         Ok(())

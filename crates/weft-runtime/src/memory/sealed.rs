@@ -6,6 +6,7 @@
 //! when the run finishes and again on each read of the finished run.
 
 use std::marker::PhantomData;
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -26,8 +27,9 @@ impl<T> std::fmt::Debug for Sealed<T> {
 }
 
 impl<T: Serialize + DeserializeOwned> Sealed<T> {
-    /// Seals `value`; `None` when it cannot be encoded (keep it as it is).
-    pub(super) fn seal(value: &T) -> Option<Self> {
+    /// Seals `value`, which encodes as a `T` does (a slice for a vector);
+    /// `None` when it cannot be encoded (keep it as it is).
+    pub(super) fn seal(value: &(impl Serialize + ?Sized)) -> Option<Self> {
         let json = serde_json::to_vec(value).ok()?;
         Some(Self {
             bytes: lz4_flex::compress_prepend_size(&json).into_boxed_slice(),
@@ -42,12 +44,11 @@ impl<T: Serialize + DeserializeOwned> Sealed<T> {
     }
 }
 
-/// A run's last snapshot: a value while the run may still move, sealed
-/// once it has finished (boxed, so a sealed one does not keep a machine's
-/// worth of bytes inline).
+/// A run's last snapshot: a value while the run may still move (shared
+/// with the sealer while it encodes it), sealed once it has finished.
 #[derive(Debug)]
 pub(super) enum Snapshot {
-    Live(Box<RunMachine>),
+    Live(Arc<RunMachine>),
     Sealed(Sealed<RunMachine>),
 }
 
@@ -62,10 +63,19 @@ impl Snapshot {
         }
     }
 
-    /// Keeps the snapshot compactly; one that cannot be encoded stays as it is.
-    pub(super) fn seal(&mut self) {
+    /// The live snapshot, shared; `None` when it is sealed.
+    pub(super) fn live(&self) -> Option<Arc<RunMachine>> {
+        match self {
+            Self::Live(machine) => Some(machine.clone()),
+            Self::Sealed(_) => None,
+        }
+    }
+
+    /// Takes `sealed` in place of the live snapshot `was`, if it is still
+    /// the one kept.
+    pub(super) fn replace_with(&mut self, was: &Arc<RunMachine>, sealed: Sealed<RunMachine>) {
         if let Self::Live(machine) = self
-            && let Some(sealed) = Sealed::seal(&**machine)
+            && Arc::ptr_eq(machine, was)
         {
             *self = Self::Sealed(sealed);
         }
@@ -81,7 +91,7 @@ mod tests {
         let value: Vec<String> = (0..200)
             .map(|i| format!("{{\"kind\":\"tool_started\",\"seq\":{i}}}"))
             .collect();
-        let sealed = Sealed::seal(&value).unwrap();
+        let sealed = Sealed::<Vec<String>>::seal(&value).unwrap();
         assert_eq!(sealed.open().unwrap(), value);
         let json = serde_json::to_vec(&value).unwrap().len();
         assert!(
@@ -93,7 +103,7 @@ mod tests {
 
     #[test]
     fn damaged_bytes_are_an_error_not_a_panic() {
-        let mut sealed = Sealed::seal(&vec![1u32, 2, 3]).unwrap();
+        let mut sealed = Sealed::<Vec<u32>>::seal(&vec![1u32, 2, 3]).unwrap();
         let mut bytes = sealed.bytes.to_vec();
         bytes.truncate(bytes.len() - 2);
         sealed.bytes = bytes.into_boxed_slice();

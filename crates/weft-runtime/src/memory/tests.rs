@@ -97,11 +97,7 @@ async fn a_finished_runs_log_is_sealed_and_reads_and_appends_as_before() {
         .commit(commit(&id, &[event(2), event(3)], RunStatus::Completed))
         .await
         .unwrap();
-    let sealed = matches!(
-        store.lock().get(&id).map(|e| &e.events),
-        Some(EventLog::Sealed { last_seq: 3, .. })
-    );
-    assert!(sealed);
+    assert!(sealed(&store, &id));
     let all = store.read_events(&id, 0, None).await.unwrap();
     assert_eq!(all, [event(1), event(2), event(3)]);
     assert_eq!(
@@ -146,6 +142,48 @@ async fn a_finished_runs_log_is_sealed_and_reads_and_appends_as_before() {
         })
     );
     assert_eq!(store.read_events(&id, 3, None).await.unwrap(), [event(4)]);
+}
+
+/// Whether `id`'s log and snapshot are sealed.
+fn sealed(store: &MemoryStore, id: &RunId) -> bool {
+    store.lock().get(id).is_some_and(|e| {
+        matches!(e.events, EventLog::Sealed { .. }) && matches!(e.snapshot, Snapshot::Sealed(_))
+    })
+}
+
+#[tokio::test]
+async fn a_log_that_grew_while_it_was_encoded_stays_live() {
+    let store = MemoryStore::new();
+    let id = RunId::new("r");
+    store
+        .create_run(&record("r"), &[event(1), event(2)], &machine())
+        .await
+        .unwrap();
+    // What the sealer encodes, then an append before it swaps the result in.
+    let were = store.lock().get(&id).and_then(|e| e.events.live()).unwrap();
+    let sealed = EventLog::sealed_from(&were).unwrap();
+    store
+        .commit(commit(&id, &[event(3)], RunStatus::Running))
+        .await
+        .unwrap();
+    if let Some(e) = store.lock().get_mut(&id) {
+        e.events.replace_with(&were, sealed);
+    }
+    let seqs: Vec<u64> = store
+        .read_events(&id, 0, None)
+        .await
+        .unwrap()
+        .iter()
+        .map(|e| e.seq)
+        .collect();
+    assert_eq!(seqs, [1, 2, 3]);
+    // Sealed from what it holds now, it keeps all three.
+    sealer::seal(&store.runs, &id);
+    assert!(matches!(
+        store.lock().get(&id).map(|e| &e.events),
+        Some(EventLog::Sealed { last_seq: 3, .. })
+    ));
+    assert_eq!(store.read_events(&id, 0, None).await.unwrap().len(), 3);
 }
 
 #[tokio::test]
