@@ -99,7 +99,13 @@ impl AgentTools {
                 limits.timeout
             };
             let fut = AssertUnwindSafe(toolset.call_tool(request)).catch_unwind();
-            let mut out = match tokio::time::timeout(timeout, fut).await {
+            let mut fut = std::pin::pin!(fut);
+            // A call done when first polled needs no timer.
+            let done = match (&mut fut).now_or_never() {
+                Some(done) => Ok(done),
+                None => tokio::time::timeout(timeout, fut).await,
+            };
+            let mut out = match done {
                 Err(_) => {
                     let err = ToolError::new(
                         ToolError::TIMEOUT,

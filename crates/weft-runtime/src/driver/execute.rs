@@ -14,10 +14,12 @@
 //! first, and becomes a task only if it is not done then, so an in-process
 //! tool that answers at once costs no task, wake-up or timer.
 
+use std::pin::Pin;
 use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
+use tokio::time::Sleep;
 
 use super::elicit::Waiting;
 use super::log::FLUSH_EVERY;
@@ -229,8 +231,7 @@ impl RunTask {
         let cancel = self.shared.cancel.clone();
         // Events of running calls (their start, their live output) are
         // committed every `FLUSH_EVERY`, so subscribers see them meanwhile.
-        let flush = tokio::time::sleep(FLUSH_EVERY);
-        tokio::pin!(flush);
+        let mut flush: Option<Pin<Box<Sleep>>> = None;
         // The timers are armed only once the calls have had a turn to run
         // and are still running: a batch that ends in that turn registers
         // no timer (registering one wakes the runtime's driver).
@@ -252,6 +253,7 @@ impl RunTask {
                 }
                 () = tokio::task::yield_now(), if !armed => {
                     armed = true;
+                    flush = Some(Box::pin(tokio::time::sleep(FLUSH_EVERY)));
                     continue;
                 }
                 () = sleep_until(deadline), if armed => {
@@ -259,10 +261,12 @@ impl RunTask {
                     let now = self.now();
                     let _ = self.machine.next_step(now);
                 }
-                () = &mut flush, if armed => {
+                () = tick(&mut flush) => {
                     self.flush_events().await?;
                     let next = if self.shared.has_pending() { FLUSH_EVERY } else { FLUSH_EVERY * 5 };
-                    flush.as_mut().reset(tokio::time::Instant::now() + next);
+                    if let Some(flush) = &mut flush {
+                        flush.as_mut().reset(tokio::time::Instant::now() + next);
+                    }
                     continue;
                 }
             }
@@ -352,6 +356,14 @@ fn interrupted_output(call: &ToolCall) -> ToolOutput {
         err,
     )
     .with_retry_hint(Some(hint))
+}
+
+/// When the flush timer fires; never, while it is not armed.
+async fn tick(flush: &mut Option<Pin<Box<Sleep>>>) {
+    match flush {
+        Some(sleep) => sleep.as_mut().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// The next message of an open inbox; never, when the batch opened none.

@@ -285,7 +285,10 @@ impl Inner {
                 // A panic in a planner, a tool adapter or the driver must not
                 // leave the run held here forever: it ends the task like a
                 // failure, and the run is stored paused for a human to look at.
-                let (end, held) = match std::panic::AssertUnwindSafe(task.drive())
+                // Boxed: the task's own cell stays small, which the
+                // allocator serves from its caches (a large aligned cell
+                // costs a heap consolidation per run).
+                let (end, held) = match std::panic::AssertUnwindSafe(Box::pin(task.drive()))
                     .catch_unwind()
                     .await
                 {
