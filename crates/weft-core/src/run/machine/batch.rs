@@ -137,7 +137,8 @@ impl RunMachine {
         self.retries_used = 0;
         self.restrict_to = None;
         let mut parts = r.preamble;
-        parts.reserve(r.calls.len());
+        // Exact: the message stays in the transcript for the run's life.
+        parts.reserve_exact(r.calls.len());
         let mut calls = Vec::with_capacity(r.calls.len());
         let mut confirms = Vec::with_capacity(r.calls.len());
         for c in r.calls {
