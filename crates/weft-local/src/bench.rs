@@ -9,9 +9,13 @@
 //! the first over the time after it. The same runs are then made with the
 //! answer constrained by the tool-call grammar (one call of a tool taking
 //! free text, from the first token), so constrained decoding's cost shows
-//! next to free decoding's. One JSON line per run, then a summary line with
-//! the medians and their ratio; the summary carries the rendered prompt so another
-//! engine can be timed on exactly the same tokens.
+//! next to free decoding's. They are made twice: replacing a token the
+//! grammar rejects by the next best it allows (the default), and by masking
+//! the whole vocabulary (`constraint` `grammar_mask`); the summary says
+//! whether both wrote the same answer, as they must. One JSON line per run,
+//! then a summary line with the medians and their ratio; the summary carries
+//! the rendered prompt so another engine can be timed on exactly the same
+//! tokens.
 
 use std::time::Instant;
 
@@ -19,8 +23,9 @@ use serde_json::{Value, json};
 use weft_core::model::ModelError;
 
 use super::LocalModel;
-use super::generation::{Constraint, Generate, Sampling};
+use super::generation::{Constraint, Generate, Replace, Sampling};
 use super::grammar::{GrammarTool, tool_call_grammar};
+use super::output::Piece;
 use super::prompt::Turn;
 
 /// What to measure.
@@ -67,6 +72,7 @@ pub fn bench_local_model(
             seed: 0,
         },
         constraint: Constraint::None,
+        replace: Replace::NextBest,
         stop: Vec::new(),
         ignore_eog: true,
         reuse_prefix: false,
@@ -86,13 +92,20 @@ pub fn bench_local_model(
         ignore_eog: false,
         ..free.clone()
     };
+    let masked = Generate {
+        replace: Replace::Mask,
+        ..constrained.clone()
+    };
     let mut lines = Vec::new();
     let free_runs = timed(&engine, &free, settings.runs, "none", &mut lines)?;
     let constrained_runs = timed(&engine, &constrained, settings.runs, "grammar", &mut lines)?;
+    let masked_runs = timed(&engine, &masked, settings.runs, "grammar_mask", &mut lines)?;
     let (mut ttft, mut speed): (Vec<f64>, Vec<f64>) = free_runs.runs.into_iter().unzip();
     let mut constrained_speed: Vec<f64> = constrained_runs.runs.into_iter().map(|r| r.1).collect();
+    let mut masked_speed: Vec<f64> = masked_runs.runs.into_iter().map(|r| r.1).collect();
     let free_tok_s = median(&mut speed);
     let constrained_tok_s = median(&mut constrained_speed);
+    let masked_tok_s = median(&mut masked_speed);
     lines.push(json!({
         "bench": "local-model",
         "engine": "weft",
@@ -107,6 +120,9 @@ pub fn bench_local_model(
         "decode_tok_s_median": round(free_tok_s),
         "constrained_decode_tok_s_median": round(constrained_tok_s),
         "constrained_to_free_ratio": round(constrained_tok_s / free_tok_s.max(1e-9)),
+        "constrained_mask_decode_tok_s_median": round(masked_tok_s),
+        "constrained_same_as_mask": constrained_runs.answer == masked_runs.answer,
+        "constrained_answer": constrained_runs.answer,
         "prompt": prompt.text,
     }));
     Ok(lines)
@@ -115,6 +131,9 @@ pub fn bench_local_model(
 /// The measured runs of one kind of generation.
 struct Timed {
     prompt_tokens: u32,
+    /// What the last run wrote: its text, and its calls' names and
+    /// arguments.
+    answer: String,
     /// Time to first token (ms) and decode speed (tokens/s) of each run.
     runs: Vec<(f64, f64)>,
 }
@@ -129,10 +148,21 @@ fn timed(
 ) -> Result<Timed, ModelError> {
     let mut out = Timed {
         prompt_tokens: 0,
+        answer: String::new(),
         runs: Vec::new(),
     };
     for run in 0..=runs {
-        let g = engine.generate(generate, &mut |_| true)?;
+        let mut answer = String::new();
+        let g = engine.generate(generate, &mut |piece| {
+            match piece {
+                Piece::Text(text) => answer.push_str(&text),
+                Piece::Call { name, arguments } => {
+                    answer.push_str(&format!("<call {name}>{arguments}</call>"));
+                }
+            }
+            true
+        })?;
+        out.answer = answer;
         out.prompt_tokens = g.prompt_tokens;
         if run == 0 {
             continue; // warm-up: page in the weights, settle the threads

@@ -29,6 +29,18 @@ pub enum Constraint {
     Strict(String),
 }
 
+/// How a token the tool-call grammar rejects is replaced.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Replace {
+    /// A greedy pick checks the next most likely tokens one by one, and
+    /// masks the whole vocabulary only when none of them is allowed; the
+    /// token is the one [`Replace::Mask`] gives, found faster.
+    #[default]
+    NextBest,
+    /// Mask the whole vocabulary with the grammar and pick again.
+    Mask,
+}
+
 /// A prompt rendered by the chat template, with the byte ranges that came
 /// from users and tools: those are tokenized as plain text, so text like
 /// `<|im_start|>system` in a message cannot forge the template's special
@@ -55,6 +67,8 @@ pub struct Generate {
     pub sampling: Sampling,
     /// Tool-call grammar.
     pub constraint: Constraint,
+    /// How a token the grammar rejects is replaced.
+    pub replace: Replace,
     /// Stop sequences (text only).
     pub stop: Vec<String>,
     /// Keep generating past end-of-turn tokens (benchmarks only).

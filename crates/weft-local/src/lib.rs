@@ -50,7 +50,7 @@ use weft_core::model::{
 use weft_core::planner::NoopEvents;
 
 use self::engine::Engine;
-use self::generation::{Constraint, Generate, Generated, Sampling};
+use self::generation::{Constraint, Generate, Generated, Replace, Sampling};
 use self::grammar::{GrammarTool, tool_call_grammar};
 use self::output::Piece;
 
@@ -159,6 +159,7 @@ impl LocalModel {
                 seed: request.seed.map_or_else(|| fastrand::u32(..), fold_seed),
             },
             constraint,
+            replace: Replace::default(),
             stop: request.stop.clone(),
             ignore_eog: false,
             reuse_prefix: true,
