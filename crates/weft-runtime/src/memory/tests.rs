@@ -34,6 +34,17 @@ fn machine() -> RunMachine {
     )
 }
 
+/// The sequence numbers of `id`'s stored events.
+async fn seqs(store: &MemoryStore, id: &RunId) -> Vec<u64> {
+    store
+        .read_events(id, 0, None)
+        .await
+        .unwrap()
+        .iter()
+        .map(|e| e.seq)
+        .collect()
+}
+
 fn commit<'a>(run_id: &'a RunId, events: &'a [RunEvent], status: RunStatus) -> Commit<'a> {
     Commit {
         run_id,
@@ -68,13 +79,7 @@ async fn appends_are_idempotent_and_gaps_rejected() {
             seq: 4
         })
     );
-    let seqs: Vec<u64> = store
-        .read_events(&id, 0, None)
-        .await
-        .unwrap()
-        .iter()
-        .map(|e| e.seq)
-        .collect();
+    let seqs = seqs(&store, &id).await;
     assert_eq!(seqs, vec![1, 2]);
     assert_eq!(store.read_events(&id, 1, Some(1)).await.unwrap().len(), 1);
     assert!(
@@ -119,13 +124,7 @@ async fn a_finished_runs_log_is_sealed_and_reads_and_appends_as_before() {
         .commit(commit(&id, &[event(3), event(4)], RunStatus::Completed))
         .await
         .unwrap();
-    let seqs: Vec<u64> = store
-        .read_events(&id, 0, None)
-        .await
-        .unwrap()
-        .iter()
-        .map(|e| e.seq)
-        .collect();
+    let seqs = seqs(&store, &id).await;
     assert_eq!(seqs, [1, 2, 3, 4]);
     // Sealed again: a stored number with other content is refused.
     let mut other = event(4);
@@ -169,13 +168,7 @@ async fn a_log_that_grew_while_it_was_encoded_stays_live() {
     if let Some(e) = store.lock().get_mut(&id) {
         e.events.replace_with(&were, sealed);
     }
-    let seqs: Vec<u64> = store
-        .read_events(&id, 0, None)
-        .await
-        .unwrap()
-        .iter()
-        .map(|e| e.seq)
-        .collect();
+    let seqs = seqs(&store, &id).await;
     assert_eq!(seqs, [1, 2, 3]);
     // Sealed from what it holds now, it keeps all three.
     sealer::seal(&store.runs, &id);
