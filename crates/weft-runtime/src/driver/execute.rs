@@ -231,11 +231,11 @@ impl RunTask {
         let cancel = self.shared.cancel.clone();
         // Events of running calls (their start, their live output) are
         // committed every `FLUSH_EVERY`, so subscribers see them meanwhile.
+        // The timers are armed (the flush timer made) only once the calls
+        // have had a turn to run and are still running: a batch that ends
+        // in that turn registers no timer (registering one wakes the
+        // runtime's driver).
         let mut flush: Option<Pin<Box<Sleep>>> = None;
-        // The timers are armed only once the calls have had a turn to run
-        // and are still running: a batch that ends in that turn registers
-        // no timer (registering one wakes the runtime's driver).
-        let mut armed = false;
         while self.machine.phase_name() == PhaseName::Executing {
             let deadline = self.machine.poll_timeout().map(|d| (d, self.now()));
             tokio::select! {
@@ -251,12 +251,11 @@ impl RunTask {
                 () = cancel.cancelled() => {
                     let _ = self.machine.cancel(self.shared.cancel_reason());
                 }
-                () = tokio::task::yield_now(), if !armed => {
-                    armed = true;
+                () = tokio::task::yield_now(), if flush.is_none() => {
                     flush = Some(Box::pin(tokio::time::sleep(FLUSH_EVERY)));
                     continue;
                 }
-                () = sleep_until(deadline), if armed => {
+                () = sleep_until(deadline), if flush.is_some() => {
                     // The time budget ran out: the machine abandons the batch.
                     let now = self.now();
                     let _ = self.machine.next_step(now);
