@@ -156,7 +156,7 @@ impl PostgresStore {
             .acquire_timeout(options.acquire_timeout)
             .idle_timeout(options.idle_timeout)
             .max_lifetime(options.max_lifetime)
-            .test_before_acquire(true)
+            .test_before_acquire(false)
             .connect_with(base)
             .await
             .map_err(connect)?;

@@ -1,26 +1,36 @@
-//! PostgreSQL's commit in one round trip: the common commit (its events
-//! continue the log, the run keeps running, no session transcript to
-//! append) as one statement whose data-modifying `WITH` clauses update the
-//! run row and insert the events and the snapshot's new parts only when the
-//! row's update matched. One statement is its own transaction: it lands
-//! whole or not at all. Anything else, or a statement that matched no row,
-//! takes the general path ([`crate::sql_commit`]) in a transaction.
-
-use weft_core::store::RunStatus;
+//! PostgreSQL's commit in one round trip: a commit whose events continue
+//! the log (the common case, a run's last commit included) as one statement
+//! whose data-modifying `WITH` clauses update the run row and, only when
+//! that update matched, insert the events and the snapshot's new parts,
+//! append the commit's messages to the session transcript (under the
+//! session row's lock, unless the session has ended) and, when the run
+//! stops, delete the answers still waiting for it. One statement is its own
+//! transaction: it lands whole or not at all. Anything else (duplicates, a
+//! gap, a lost lease, a run that is not running), or a statement that
+//! matched no row, takes the general path ([`crate::sql_commit`]) in a
+//! transaction.
+//!
+//! The run row is locked before the session row, as on the general path,
+//! so the two paths cannot deadlock each other.
 
 use super::PostgresStore;
 use crate::commit::{CommitJob, fresh_events};
 use crate::error::Failure;
 
 /// The run row's update when the events continue its log and the lease
-/// epoch holds, then the rows of the events and the parts, joined to the
-/// update so they are inserted only when it matched.
+/// epoch holds (its status, lease and control request set as on the general
+/// path), then the writes joined to that update, so they happen only when it
+/// matched.
 const AT_ONCE: &str = "\
 WITH updated AS (
-    UPDATE runs SET last_seq = $2, updated_at = $3, snapshot = COALESCE($4, snapshot)
+    UPDATE runs SET last_seq = $2, status = $12, updated_at = $3,
+        snapshot = COALESCE($4, snapshot),
+        lease_owner = CASE WHEN $13 THEN NULL ELSE lease_owner END,
+        lease_expires = CASE WHEN $13 THEN 0 ELSE lease_expires END,
+        control_request = CASE WHEN $12 = 'running' THEN control_request ELSE NULL END
     WHERE run_id = $1 AND status = 'running' AND last_seq = $5
       AND lease_epoch = COALESCE($6, lease_epoch)
-    RETURNING run_id
+    RETURNING run_id, session_id
 ), events AS (
     INSERT INTO run_events (run_id, seq, body)
     SELECT updated.run_id, e.seq, e.body
@@ -30,16 +40,26 @@ WITH updated AS (
     SELECT updated.run_id, p.kind, p.idx, p.body
     FROM updated, unnest($9::text[], $10::bigint[], $11::text[]) AS p(kind, idx, body)
     ON CONFLICT (run_id, kind, idx) DO NOTHING
+), session AS (
+    UPDATE sessions SET transcript_seq = sessions.transcript_seq + cardinality($14::text[])
+    FROM updated
+    WHERE sessions.session_id = updated.session_id AND sessions.ended_at IS NULL
+      AND cardinality($14::text[]) > 0
+    RETURNING sessions.session_id, sessions.transcript_seq - cardinality($14::text[]) AS before
+), appended AS (
+    INSERT INTO transcript (session_id, seq, run_id, at, message)
+    SELECT session.session_id, session.before + m.ord, $1, $3, m.message
+    FROM session, unnest($14::text[]) WITH ORDINALITY AS m(message, ord)
+), answers AS (
+    DELETE FROM run_answers USING updated
+    WHERE run_answers.run_id = updated.run_id AND $12 <> 'running'
 )
 SELECT count(*) FROM updated";
 
 impl PostgresStore {
-    /// Applies `job` in one statement when it is a common commit; whether it
-    /// did (when not, nothing was written).
+    /// Applies `job` in one statement when its events continue the log;
+    /// whether it did (when not, nothing was written).
     pub(crate) async fn commit_at_once(&self, job: &CommitJob) -> Result<bool, Failure> {
-        if job.status != RunStatus::Running || !job.transcript.is_empty() || job.release {
-            return Ok(false);
-        }
         let Some(&(first, _)) = job.events.first() else {
             return Ok(false);
         };
@@ -58,6 +78,7 @@ impl PostgresStore {
         let kinds: Vec<&str> = parts.iter().map(|p| p.0).collect();
         let indexes: Vec<i64> = parts.iter().map(|p| p.1).collect();
         let part_bodies: Vec<&str> = parts.iter().map(|p| p.2.as_str()).collect();
+        let transcript: Vec<&str> = job.transcript.iter().map(String::as_str).collect();
         let (matched,): (i64,) = sqlx::query_as(AT_ONCE)
             .bind(job.run_id.as_str())
             .bind(crate::codec::int(new_last, "event seq")?)
@@ -70,6 +91,9 @@ impl PostgresStore {
             .bind(kinds)
             .bind(indexes)
             .bind(part_bodies)
+            .bind(job.status.as_str())
+            .bind(job.release)
+            .bind(transcript)
             .fetch_one(&self.pool)
             .await?;
         Ok(matched == 1)

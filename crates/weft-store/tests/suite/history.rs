@@ -220,3 +220,45 @@ pub async fn deleting_a_session_erases_its_history_and_refuses_runs(store: &dyn 
         Err(SessionError::NotFound { .. })
     ));
 }
+
+/// Runs of one session that complete at the same time each append their
+/// exchange whole: the transcript is gap-free and no exchange is split.
+pub async fn concurrent_completions_in_one_session_append_whole_exchanges(store: &dyn FullStore) {
+    const RUNS: usize = 8;
+    let session = SessionId::new("s1");
+    let records: Vec<_> = (0..RUNS)
+        .map(|r| record(&format!("r{r}"), "s1", r as u64 + 1))
+        .collect();
+    for r in &records {
+        store
+            .create_run(r, &events(1, 1), &machine())
+            .await
+            .unwrap();
+    }
+    let done = events(2, 3);
+    let completions = records.iter().enumerate().map(|(i, r)| {
+        let exchange = exchange(&format!("q{i}"), &format!("a{i}"));
+        let done = &done;
+        async move {
+            store
+                .commit_with_transcript(
+                    commit(&r.run_id, done, RunStatus::Completed, 10),
+                    &exchange,
+                )
+                .await
+        }
+    });
+    for result in futures_util::future::join_all(completions).await {
+        result.unwrap();
+    }
+    let entries = texts(&store.read_transcript(&session, 0, None).await.unwrap());
+    assert_eq!(entries.len(), 2 * RUNS, "{entries:?}");
+    for (pair, seqs) in entries.chunks(2).zip((1u64..).step_by(2)) {
+        let (q, a) = (&pair[0], &pair[1]);
+        assert_eq!((q.0, a.0), (seqs, seqs + 1), "{entries:?}");
+        let i = q.1.trim_start_matches('q');
+        assert_eq!(a.1, format!("a{i}"), "{entries:?}");
+        assert_eq!(q.2, a.2, "{entries:?}");
+        assert_eq!(q.2.as_deref(), Some(format!("r{i}").as_str()));
+    }
+}

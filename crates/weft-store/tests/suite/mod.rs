@@ -55,6 +55,7 @@ macro_rules! for_each_suite_test {
             history::completing_runs_append_their_conversation_once,
             history::a_fenced_out_completion_appends_nothing,
             history::deleting_a_session_erases_its_history_and_refuses_runs,
+            history::concurrent_completions_in_one_session_append_whole_exchanges,
         );
     };
 }
