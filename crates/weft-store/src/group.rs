@@ -93,11 +93,30 @@ impl GroupCommitStats {
     }
 }
 
+/// Counts of the batches written, shared by the writer and the store.
 #[derive(Debug, Default)]
-struct Counters {
+pub(crate) struct Counters {
     batches: AtomicU64,
     commits: AtomicU64,
     largest: AtomicU64,
+}
+
+impl Counters {
+    /// Counts a batch of `size` commits.
+    pub(crate) fn record(&self, size: u64) {
+        self.batches.fetch_add(1, Ordering::Relaxed);
+        self.commits.fetch_add(size, Ordering::Relaxed);
+        self.largest.fetch_max(size, Ordering::Relaxed);
+    }
+
+    /// The counts so far.
+    pub(crate) fn stats(&self) -> GroupCommitStats {
+        GroupCommitStats {
+            batches: self.batches.load(Ordering::Relaxed),
+            commits: self.commits.load(Ordering::Relaxed),
+            largest: self.largest.load(Ordering::Relaxed),
+        }
+    }
 }
 
 /// The handle to the group-commit thread; the thread ends when every
@@ -130,11 +149,7 @@ impl GroupCommitter {
 
     /// How the commits so far were grouped.
     pub(crate) fn stats(&self) -> GroupCommitStats {
-        GroupCommitStats {
-            batches: self.counters.batches.load(Ordering::Relaxed),
-            commits: self.counters.commits.load(Ordering::Relaxed),
-            largest: self.counters.largest.load(Ordering::Relaxed),
-        }
+        self.counters.stats()
     }
 
     /// Queues `job` and waits until it is durable or refused.
@@ -186,9 +201,7 @@ impl Thread {
                 batch.push(next);
             }
             let size = batch.len() as u64;
-            self.counters.batches.fetch_add(1, Ordering::Relaxed);
-            self.counters.commits.fetch_add(size, Ordering::Relaxed);
-            self.counters.largest.fetch_max(size, Ordering::Relaxed);
+            self.counters.record(size);
             match self.write(&batch) {
                 Ok(outcomes) => {
                     for (pending, outcome) in batch.drain(..).zip(outcomes) {

@@ -8,7 +8,9 @@
 //! retried on a fresh one, with backoff, when that is safe (see [`crate::retry`]).
 //!
 //! Speed: the common commit is one statement, one round trip
-//! ([`at_once`]).
+//! ([`at_once`]), and the commits of different runs waiting at the same
+//! time share one statement ([`batch`]); so is a run's creation
+//! ([`create_at_once`]).
 //!
 //! Concurrency: a commit locks its run row (`FOR UPDATE`), so two processes
 //! committing to one run serialize, and the second one sees the first one's
@@ -17,6 +19,8 @@
 //! session row `FOR SHARE`, so ending the session serializes with it.
 
 mod at_once;
+mod batch;
+mod create_at_once;
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -111,6 +115,7 @@ impl PostgresOptions {
 #[derive(Debug, Clone)]
 pub struct PostgresStore {
     pool: PgPool,
+    batcher: batch::Batcher,
     label: String,
     parts: PartCache,
 }
@@ -166,6 +171,7 @@ impl PostgresStore {
             None => target.clone(),
         };
         Ok(Self {
+            batcher: batch::Batcher::start(pool.clone()),
             pool,
             label,
             parts: PartCache::default(),
@@ -183,6 +189,11 @@ impl PostgresStore {
         } else {
             Durability::Sync
         })
+    }
+
+    /// How the commit batcher has grouped the commits so far.
+    pub fn group_commit_stats(&self) -> crate::GroupCommitStats {
+        self.batcher.stats()
     }
 
     /// Closes every connection, waiting for running operations.
@@ -219,6 +230,9 @@ impl PostgresStore {
         &self,
         job: std::sync::Arc<crate::commit::CreateJob>,
     ) -> Result<(), crate::error::Failure> {
+        if self.create_at_once(&job).await? {
+            return Ok(());
+        }
         let mut tx = self.write_tx().await?;
         Self::create_in(&mut tx, &job).await?;
         tx.commit().await?;

@@ -13,6 +13,8 @@
 //! The run row is locked before the session row, as on the general path,
 //! so the two paths cannot deadlock each other.
 
+use std::sync::Arc;
+
 use super::PostgresStore;
 use crate::commit::{CommitJob, fresh_events};
 use crate::error::Failure;
@@ -57,20 +59,17 @@ WITH updated AS (
 SELECT count(*) FROM updated";
 
 impl PostgresStore {
-    /// Applies `job` in one statement when its events continue the log;
-    /// whether it did (when not, nothing was written).
-    pub(crate) async fn commit_at_once(&self, job: &CommitJob) -> Result<bool, Failure> {
-        let Some(&(first, _)) = job.events.first() else {
+    /// Applies `job` in one statement when its events continue the log
+    /// (with other runs' commits when others are under way and it appends
+    /// no transcript, see [`super::batch`]); whether it did (when not,
+    /// nothing was written).
+    pub(crate) async fn commit_at_once(&self, job: &Arc<CommitJob>) -> Result<bool, Failure> {
+        let Some((expected, new_last)) = continues_log(job) else {
             return Ok(false);
         };
-        let Some(expected) = first.unsigned_abs().checked_sub(1).filter(|_| first >= 1) else {
-            return Ok(false);
-        };
-        let Ok((fresh, new_last)) = fresh_events(&job.run_id, &job.events, expected) else {
-            return Ok(false);
-        };
-        if fresh.len() != job.events.len() {
-            return Ok(false);
+        let busy = self.batcher.enter();
+        if !busy.alone && job.transcript.is_empty() {
+            return Ok(self.batcher.commit(job, expected, new_last).await);
         }
         let (seqs, bodies): (Vec<i64>, Vec<&str>) =
             job.events.iter().map(|(s, b)| (*s, b.as_str())).unzip();
@@ -96,6 +95,18 @@ impl PostgresStore {
             .bind(transcript)
             .fetch_one(&self.pool)
             .await?;
+        drop(busy);
+        self.batcher.record_single();
         Ok(matched == 1)
     }
+}
+
+/// Where `job`'s log continues from and up to which sequence number, when
+/// all its events are new and follow each other (`None` otherwise: a commit
+/// for the general path).
+fn continues_log(job: &CommitJob) -> Option<(u64, u64)> {
+    let &(first, _) = job.events.first()?;
+    let expected = first.unsigned_abs().checked_sub(1).filter(|_| first >= 1)?;
+    let (fresh, new_last) = fresh_events(&job.run_id, &job.events, expected).ok()?;
+    (fresh.len() == job.events.len()).then_some((expected, new_last))
 }

@@ -127,8 +127,17 @@ async fn sqlite(dir: &std::path::Path, mode: Durability, s: &Settings) -> anyhow
 /// PostgreSQL at `url` in `mode`; a line with the error when it cannot be opened.
 async fn postgres(url: &str, mode: Durability, s: &Settings) -> anyhow::Result<Value> {
     let name = format!("postgres/{mode}");
-    match weft_store::connect_with(url, Some(mode)).await {
-        Ok(pg) => Ok(measure(&name, pg, None, s).await?),
+    let mut options = weft_store::PostgresOptions::from_url(url);
+    options.durability = mode;
+    match weft_store::PostgresStore::open_with(options).await {
+        Ok(pg) => {
+            let store = Arc::new(pg);
+            let counters = store.clone();
+            let groups = move || counters.group_commit_stats();
+            let line = measure(&name, store.clone(), Some(&groups), s).await?;
+            store.close().await;
+            Ok(line)
+        }
         Err(e) => Ok(json!({"bench": "durable-loop", "store": name, "error": e.to_string()})),
     }
 }

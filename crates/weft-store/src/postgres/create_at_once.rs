@@ -1,0 +1,79 @@
+//! PostgreSQL's creation of a run in one round trip: its session (when
+//! new, or held for share when open, as on the general path, so ending the
+//! session waits for it), its row, its first events and its snapshot's
+//! parts, as one statement. A session that has ended, or one another
+//! transaction is creating at the same moment, inserts nothing, and a taken
+//! run id fails the whole statement (so a new session is not left behind);
+//! both take the general path ([`crate::sql_create`]), which tells the
+//! cases apart.
+
+use super::PostgresStore;
+use crate::commit::CreateJob;
+use crate::error::Failure;
+
+/// The session, then the run row only when the session is open, then the
+/// events and parts joined to the new row.
+const CREATE: &str = "\
+WITH new_session AS (
+    INSERT INTO sessions (session_id, labels, created_at, ended_at, transcript_seq)
+    VALUES ($3, '{}', $6, NULL, 0)
+    ON CONFLICT (session_id) DO NOTHING
+    RETURNING session_id
+), open_session AS (
+    SELECT session_id FROM sessions WHERE session_id = $3 AND ended_at IS NULL FOR SHARE
+), run AS (
+    INSERT INTO runs (run_id, agent_id, session_id, status, labels, created_at, updated_at,
+                      last_seq, snapshot, lease_owner, lease_epoch, lease_expires)
+    SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12
+    WHERE EXISTS (SELECT 1 FROM new_session) OR EXISTS (SELECT 1 FROM open_session)
+    RETURNING run_id
+), events AS (
+    INSERT INTO run_events (run_id, seq, body)
+    SELECT run.run_id, e.seq, e.body
+    FROM run, unnest($13::bigint[], $14::text[]) AS e(seq, body)
+), parts AS (
+    INSERT INTO run_snapshot_parts (run_id, kind, idx, body)
+    SELECT run.run_id, p.kind, p.idx, p.body
+    FROM run, unnest($15::text[], $16::bigint[], $17::text[]) AS p(kind, idx, body)
+    ON CONFLICT (run_id, kind, idx) DO NOTHING
+)
+SELECT count(*) FROM run";
+
+impl PostgresStore {
+    /// Creates the run of `job` in one statement; whether it did (when not,
+    /// nothing was written).
+    pub(crate) async fn create_at_once(&self, job: &CreateJob) -> Result<bool, Failure> {
+        let (seqs, bodies): (Vec<i64>, Vec<&str>) =
+            job.events.iter().map(|(s, b)| (*s, b.as_str())).unzip();
+        let parts = &job.snapshot.parts;
+        let kinds: Vec<&str> = parts.iter().map(|p| p.0).collect();
+        let indexes: Vec<i64> = parts.iter().map(|p| p.1).collect();
+        let part_bodies: Vec<&str> = parts.iter().map(|p| p.2.as_str()).collect();
+        let created = sqlx::query_as::<_, (i64,)>(CREATE)
+            .bind(job.run_id.as_str())
+            .bind(job.agent_id.as_str())
+            .bind(job.session_id.as_str())
+            .bind(job.status.as_str())
+            .bind(job.labels.as_str())
+            .bind(job.created)
+            .bind(job.updated)
+            .bind(job.last)
+            .bind(job.snapshot.head.as_str())
+            .bind(job.lease.as_ref().map(|l| l.0.as_str()))
+            .bind(i64::from(job.lease.is_some()))
+            .bind(job.lease.as_ref().map_or(0, |l| l.1))
+            .bind(seqs)
+            .bind(bodies)
+            .bind(kinds)
+            .bind(indexes)
+            .bind(part_bodies)
+            .fetch_one(&self.pool)
+            .await;
+        match created {
+            Ok((n,)) => Ok(n == 1),
+            // The run id is taken: the general path says so.
+            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
