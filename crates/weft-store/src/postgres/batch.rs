@@ -29,7 +29,10 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use sqlx::PgPool;
+use std::time::Duration;
+
+use sqlx::pool::PoolConnection;
+use sqlx::{PgPool, Postgres};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::commit::CommitJob;
@@ -41,6 +44,9 @@ const MAX_BATCH: usize = 128;
 
 /// How many commits may wait for the batcher before senders wait too.
 const QUEUE: usize = 4096;
+
+/// How long the batcher keeps its connection without commits to write.
+const LINGER: Duration = Duration::from_secs(1);
 
 /// The commits of a batch, each joined by its position (`job`) in the
 /// input; the writes of a commit happen only when its run row's update
@@ -162,12 +168,26 @@ impl Batcher {
     }
 }
 
-/// Writes batch after batch until every sender is gone.
+/// Writes batch after batch until every sender is gone, through a
+/// connection it keeps while commits keep coming (a pooled connection is
+/// pinged each time it goes back to the pool: a round trip per batch
+/// saved), and gives back after [`LINGER`] without any.
 async fn run(pool: PgPool, mut rx: mpsc::Receiver<Pending>, counters: Arc<Counters>) {
     let mut waiting: Vec<Pending> = Vec::new();
+    let mut conn: Option<PoolConnection<Postgres>> = None;
     loop {
         if waiting.is_empty() {
-            match rx.recv().await {
+            let next = match conn {
+                Some(_) => match tokio::time::timeout(LINGER, rx.recv()).await {
+                    Ok(next) => next,
+                    Err(_) => {
+                        conn = None;
+                        rx.recv().await
+                    }
+                },
+                None => rx.recv().await,
+            };
+            match next {
                 Some(first) => waiting.push(first),
                 None => return,
             }
@@ -179,9 +199,11 @@ async fn run(pool: PgPool, mut rx: mpsc::Receiver<Pending>, counters: Arc<Counte
         }
         let batch = take_batch(&mut waiting);
         counters.record(batch.len() as u64);
-        let applied = match write(&pool, &batch).await {
+        let applied = match write(&pool, &mut conn, &batch).await {
             Ok(applied) => applied,
             Err(e) => {
+                // The connection may be broken: the next batch takes another.
+                conn = None;
                 tracing::debug!(error = ?e, commits = batch.len(), "batched commit failed; each takes the general path");
                 HashSet::new()
             }
@@ -211,8 +233,17 @@ fn take_batch(waiting: &mut Vec<Pending>) -> Vec<Pending> {
     batch
 }
 
-/// Sends `batch` as one statement; the positions of the commits it applied.
-async fn write(pool: &PgPool, batch: &[Pending]) -> Result<HashSet<usize>, Failure> {
+/// Sends `batch` as one statement through `conn` (taken from `pool` when
+/// there is none); the positions of the commits it applied.
+async fn write(
+    pool: &PgPool,
+    conn: &mut Option<PoolConnection<Postgres>>,
+    batch: &[Pending],
+) -> Result<HashSet<usize>, Failure> {
+    let conn = match conn {
+        Some(conn) => conn,
+        None => conn.insert(pool.acquire().await?),
+    };
     let mut input = Input::default();
     for (i, pending) in batch.iter().enumerate() {
         input.push(i, pending)?;
@@ -234,7 +265,7 @@ async fn write(pool: &PgPool, batch: &[Pending]) -> Result<HashSet<usize>, Failu
         .bind(input.part_kinds)
         .bind(input.part_indexes)
         .bind(input.part_bodies)
-        .fetch_all(pool)
+        .fetch_all(&mut **conn)
         .await?;
     Ok(applied
         .into_iter()
