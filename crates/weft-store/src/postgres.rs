@@ -1,11 +1,13 @@
 //! [`PostgresStore`]: runs, sessions, memory and prompts in PostgreSQL, for
 //! many runtime processes on many hosts.
 //!
-//! Resilience: the pool checks a connection before handing it out
-//! (`test_before_acquire`), closes idle ones before a server or a proxy drops
-//! them, and replaces connections that died (server restart, terminated
-//! backend). An operation that was running on a connection when it died is
-//! retried on a fresh one, with backoff, when that is safe (see [`crate::retry`]).
+//! Resilience: the pool checks a connection when it comes back (sqlx pings
+//! it then, and closes it when the ping fails), closes idle ones before a
+//! server or a proxy drops them, and replaces connections that died (server
+//! restart, terminated backend). It does not ping again before handing one
+//! out: that was a round trip before every operation. An operation that
+//! fails on a connection that died meanwhile is retried on a fresh one, with
+//! backoff, when that is safe (see [`crate::retry`]).
 //!
 //! Speed: the common commit is one statement, one round trip
 //! ([`at_once`]), and the commits of different runs waiting at the same

@@ -1,9 +1,9 @@
 //! Retrying an operation after a lost connection.
 //!
 //! PostgreSQL servers drop idle connections, restart, or have their backends
-//! terminated by an administrator. The pool replaces a dead connection when
-//! it is next acquired (`test_before_acquire`), but an operation already
-//! running on it fails. The operations retried here are safe to run again:
+//! terminated by an administrator. The pool finds a dead connection when it
+//! comes back (and replaces it), so an operation that was running on it, or
+//! that took it from the pool after it died, fails. The operations retried here are safe to run again:
 //! reads, and writes that are idempotent (a commit's already-stored events are
 //! skipped and its snapshot write is the same).
 //!
