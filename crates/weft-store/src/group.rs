@@ -17,10 +17,9 @@
 //! this process, so the two connections never wait on SQLite's busy handler
 //! for each other.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, TransactionBehavior};
 use sqlx::pool::PoolConnection;
@@ -125,6 +124,52 @@ impl Counters {
 pub(crate) struct GroupCommitter {
     queue: flume::Sender<Pending>,
     counters: Arc<Counters>,
+    writer: Arc<Mutex<Writer>>,
+    pool: SqlitePool,
+    tokio: tokio::runtime::Handle,
+}
+
+/// What writes: the commit connection and, while held, the pooled writer
+/// (the store's write lock in this process). The commit thread takes it
+/// for each batch; a leader takes it for its own commit (see
+/// [`GroupCommitter::write`]).
+struct Writer {
+    conn: Connection,
+    gate: Option<PoolConnection<Sqlite>>,
+    /// When a batch was last written, for giving the pooled writer back.
+    last_write: Instant,
+}
+
+impl std::fmt::Debug for Writer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Writer")
+            .field("holds_gate", &self.gate.is_some())
+            .finish()
+    }
+}
+
+impl Writer {
+    /// Writes `jobs` while holding the pooled writer (taken from `pool`
+    /// through `tokio` when not held); the outcome of each write, or why
+    /// none could be written. Blocks.
+    fn write(
+        &mut self,
+        tokio: &tokio::runtime::Handle,
+        pool: &SqlitePool,
+        jobs: &[&Job],
+    ) -> Result<Vec<Result<(), Failure>>, Lost> {
+        if self.gate.is_none() {
+            let gate = tokio.block_on(pool.acquire());
+            self.gate = Some(gate.map_err(|e| Lost::Other(e.to_string()))?);
+        }
+        self.last_write = Instant::now();
+        write_batch(&mut self.conn, jobs).map_err(|e| match e.sqlite_error_code() {
+            Some(
+                code @ (rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked),
+            ) => Lost::Conflict(code, e.to_string()),
+            _ => Lost::Other(e.to_string()),
+        })
+    }
 }
 
 impl GroupCommitter {
@@ -134,17 +179,27 @@ impl GroupCommitter {
         let (queue, rx) = flume::bounded(QUEUE);
         let counters = Arc::new(Counters::default());
         let tokio = tokio::runtime::Handle::current();
-        let thread = Thread {
-            tokio,
-            writer,
+        let shared = Arc::new(Mutex::new(Writer {
             conn,
-            counters: counters.clone(),
             gate: None,
+            last_write: Instant::now(),
+        }));
+        let thread = Thread {
+            tokio: tokio.clone(),
+            pool: writer.clone(),
+            writer: shared.clone(),
+            counters: counters.clone(),
         };
         std::thread::Builder::new()
             .name("weft-sqlite-commit".into())
             .spawn(move || thread.run(rx))?;
-        Ok(Self { queue, counters })
+        Ok(Self {
+            queue,
+            counters,
+            writer: shared,
+            pool: writer,
+            tokio,
+        })
     }
 
     /// How the commits so far were grouped.
@@ -152,8 +207,33 @@ impl GroupCommitter {
         self.counters.stats()
     }
 
-    /// Queues `job` and waits until it is durable or refused.
+    /// Writes `job` and waits until it is durable or refused.
+    ///
+    /// When nothing waits for the writer, nobody writes, and the thread
+    /// still holds the pooled writer from its last batch (a lone run
+    /// committing step after step), the caller writes its own commit on its
+    /// own thread, as the leader, instead of handing it to the commit
+    /// thread: that saves two wake-ups of sleeping threads, the larger part
+    /// of a lone commit's cost after the sync itself. Commits that arrive
+    /// meanwhile queue for the thread, which writes them together once the
+    /// leader is done. Only on a multi-threaded runtime, which can lend the
+    /// caller's thread to a blocking write.
     pub(crate) async fn write(&self, job: Job) -> Result<(), Failure> {
+        // Only while the thread lingers with the pooled writer: then it
+        // gives the writer back once leaders stop coming too.
+        if self.queue.is_empty()
+            && self.tokio.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
+            && let Ok(mut writer) = self.writer.try_lock()
+            && writer.gate.is_some()
+        {
+            self.counters.record(1);
+            let written =
+                tokio::task::block_in_place(|| writer.write(&self.tokio, &self.pool, &[&job]));
+            return match written {
+                Ok(mut outcomes) => outcomes.pop().unwrap_or_else(|| Err(stopped())),
+                Err(lost) => Err(lost.failure()),
+            };
+        }
         let (reply, outcome) = oneshot::channel();
         self.queue
             .send_async(Pending { job, reply })
@@ -178,11 +258,9 @@ const LINGER: Duration = Duration::from_millis(2);
 /// What the commit thread owns.
 struct Thread {
     tokio: tokio::runtime::Handle,
-    writer: SqlitePool,
-    conn: Connection,
+    pool: SqlitePool,
+    writer: Arc<Mutex<Writer>>,
     counters: Arc<Counters>,
-    /// The pooled writer, while the thread holds it.
-    gate: Option<PoolConnection<Sqlite>>,
 }
 
 impl Thread {
@@ -202,7 +280,10 @@ impl Thread {
             }
             let size = batch.len() as u64;
             self.counters.record(size);
-            match self.write(&batch) {
+            let jobs: Vec<&Job> = batch.iter().map(|p| &p.job).collect();
+            let written = self.lock().write(&self.tokio, &self.pool, &jobs);
+            drop(jobs);
+            match written {
                 Ok(outcomes) => {
                     for (pending, outcome) in batch.drain(..).zip(outcomes) {
                         // The caller may have given up waiting; the write stands.
@@ -216,40 +297,44 @@ impl Thread {
                 }
             }
         }
-        self.gate = None;
+        self.lock().gate = None;
     }
 
-    /// The next write: waited for [`LINGER`] while holding the pooled
-    /// writer, then without it; `None` once every sender is gone.
+    fn lock(&self) -> std::sync::MutexGuard<'_, Writer> {
+        // A panic while writing leaves the connection usable: its
+        // transaction rolls back when dropped.
+        self.writer.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The next write: waited for [`LINGER`] after the last write (the
+    /// thread's or a leader's) while holding the pooled writer, then
+    /// without it; `None` once every sender is gone.
     fn next(&mut self, rx: &flume::Receiver<Pending>) -> Option<Pending> {
         match rx.try_recv() {
             Ok(pending) => return Some(pending),
             Err(flume::TryRecvError::Disconnected) => return None,
             Err(flume::TryRecvError::Empty) => {}
         }
-        if self.gate.is_some() {
-            match rx.recv_timeout(LINGER) {
+        loop {
+            let linger = {
+                let mut writer = self.lock();
+                if writer.gate.is_none() {
+                    break;
+                }
+                let since = writer.last_write.elapsed();
+                if since >= LINGER {
+                    writer.gate = None;
+                    break;
+                }
+                LINGER - since
+            };
+            match rx.recv_timeout(linger) {
                 Ok(pending) => return Some(pending),
                 Err(flume::RecvTimeoutError::Disconnected) => return None,
-                Err(flume::RecvTimeoutError::Timeout) => self.gate = None,
+                Err(flume::RecvTimeoutError::Timeout) => {}
             }
         }
         rx.recv().ok()
-    }
-
-    /// Writes `batch` while holding the pooled writer connection; the
-    /// outcome of each write, or why none could be written.
-    fn write(&mut self, batch: &[Pending]) -> Result<Vec<Result<(), Failure>>, Lost> {
-        if self.gate.is_none() {
-            let gate = self.tokio.block_on(self.writer.acquire());
-            self.gate = Some(gate.map_err(|e| Lost::Other(e.to_string()))?);
-        }
-        write_batch(&mut self.conn, batch).map_err(|e| match e.sqlite_error_code() {
-            Some(
-                code @ (rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked),
-            ) => Lost::Conflict(code, e.to_string()),
-            _ => Lost::Other(e.to_string()),
-        })
     }
 }
 
@@ -287,10 +372,10 @@ impl Lost {
 /// of each, or the error that lost them all.
 fn write_batch(
     conn: &mut Connection,
-    jobs: &[Pending],
+    jobs: &[&Job],
 ) -> Result<Vec<Result<(), Failure>>, rusqlite::Error> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    if let [Pending { job, .. }] = jobs {
+    if let [job] = jobs {
         // Alone, the commit needs no savepoint: the transaction is its own.
         return match job.apply(&tx) {
             Ok(()) => tx.commit().map(|()| vec![Ok(())]),
@@ -300,7 +385,7 @@ fn write_batch(
     let mut outcomes = Vec::with_capacity(jobs.len());
     // Savepoints by prepared statements: rusqlite's own parse theirs anew.
     let step = |sql: &str| tx.prepare_cached(sql)?.execute([]).map(drop);
-    for Pending { job, .. } in jobs {
+    for job in jobs {
         step("SAVEPOINT w")?;
         let outcome = job.apply(&tx);
         if outcome.is_err() {
