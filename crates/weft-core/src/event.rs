@@ -133,8 +133,9 @@ pub enum EventKind {
         /// The model's id.
         model: String,
         /// The answer: text, thinking, tool calls (provider names, raw
-        /// arguments), usage and stop reason.
-        output: ModelSummary,
+        /// arguments), usage and stop reason. Boxed, as the variant's large
+        /// parts are: every event is as large as the largest variant.
+        output: Box<ModelSummary>,
     },
     /// Tokens used.
     Usage {
@@ -177,7 +178,7 @@ pub enum EventKind {
         /// The scope of the override used; absent when the agent's own
         /// template (or the planner's default) was used.
         #[serde(default, rename = "override", skip_serializing_if = "Option::is_none")]
-        override_scope: Option<PromptScope>,
+        override_scope: Option<Box<PromptScope>>,
     },
 }
 

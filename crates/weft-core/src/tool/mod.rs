@@ -177,9 +177,10 @@ pub struct ToolOutput {
     /// How the result relates to the full data, when it was truncated or paged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bounds: Option<Bounds>,
-    /// Guidance for the planner after a failure.
+    /// Guidance for the planner after a failure (boxed: most outputs have
+    /// none, and a run keeps every output it made).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub retry_hint: Option<RetryHint>,
+    pub retry_hint: Option<Box<RetryHint>>,
     /// How the call went.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub telemetry: Option<Telemetry>,
@@ -208,7 +209,7 @@ impl ToolOutput {
 
     /// Attaches a retry hint.
     pub fn with_retry_hint(mut self, hint: Option<RetryHint>) -> Self {
-        self.retry_hint = hint;
+        self.retry_hint = hint.map(Box::new);
         self
     }
 

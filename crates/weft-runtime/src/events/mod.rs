@@ -307,7 +307,7 @@ impl PlannerEvents for Sink<'_> {
             self.clock,
             EventKind::ModelOutput {
                 model: model.to_owned(),
-                output: output.clone(),
+                output: Box::new(output.clone()),
             },
         );
     }
@@ -318,7 +318,7 @@ impl PlannerEvents for Sink<'_> {
             EventKind::PromptRendered {
                 template_id: rendered.template_id.clone(),
                 version: rendered.version.clone(),
-                override_scope: rendered.override_scope.clone(),
+                override_scope: rendered.override_scope.clone().map(Box::new),
             },
         );
     }

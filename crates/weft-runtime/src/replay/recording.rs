@@ -182,7 +182,7 @@ impl Recording {
                     });
                 }
                 EventKind::ModelOutput { model, output } => {
-                    rec.model_outputs.push((model.clone(), output.clone()));
+                    rec.model_outputs.push((model.clone(), (**output).clone()));
                 }
                 EventKind::AssistantChunk { .. } | EventKind::Usage { .. } => {
                     rec.used_a_model = true;
@@ -195,7 +195,7 @@ impl Recording {
                 } => rec.rendered.push(PromptRendered {
                     template_id: template_id.clone(),
                     version: version.clone(),
-                    override_scope: override_scope.clone(),
+                    override_scope: override_scope.as_deref().cloned(),
                 }),
                 _ => {}
             }

@@ -280,22 +280,22 @@ impl Inner {
             agent = %task.agent.id,
             tenant = %tenant,
         );
+        // Boxed before the task is made, and so is the work after it: the
+        // task's own cell holds only pointers (a cell holds every value its
+        // future captures for the task's whole life). A small cell is served
+        // from the allocator's caches (a large aligned one costs a heap
+        // consolidation per run), and a run in flight keeps less memory.
+        let drive = Box::pin(task.drive());
         let handle = tokio::spawn(
             async move {
                 // A panic in a planner, a tool adapter or the driver must not
                 // leave the run held here forever: it ends the task like a
                 // failure, and the run is stored paused for a human to look at.
-                // Boxed: the task's own cell stays small, which the
-                // allocator serves from its caches (a large aligned cell
-                // costs a heap consolidation per run).
-                let (end, held) = match std::panic::AssertUnwindSafe(Box::pin(task.drive()))
-                    .catch_unwind()
-                    .await
-                {
+                let (end, held) = match std::panic::AssertUnwindSafe(drive).catch_unwind().await {
                     Ok(done) => done,
                     Err(panic) => (DriveEnd::Panicked(panic_message(&panic)), None),
                 };
-                inner.driver_done(&shared, epoch, &end, held).await;
+                Box::pin(inner.driver_done(&shared, epoch, &end, held)).await;
             }
             .instrument(span),
         );

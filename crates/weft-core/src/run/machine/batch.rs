@@ -333,7 +333,7 @@ impl RunMachine {
                     None => RetryHint::for_issues(&out.name, &out.payload, &issues, None),
                 };
                 e.field_issues = issues;
-                out.retry_hint = Some(hint);
+                out.retry_hint = Some(Box::new(hint));
             }
             results.push(self.record(out));
         }
