@@ -8,7 +8,9 @@
 //! alone), and ends the transaction once. A commit is acknowledged only after
 //! that transaction is durable, so the contract is unchanged: a commit either
 //! lands whole or not at all. A lone commit is written at once, without
-//! waiting for company.
+//! waiting for company, and when the thread is idle it is written by its
+//! caller, as the leader, on the caller's own thread (see
+//! [`GroupCommitter::write`]): no thread is woken for it.
 //!
 //! The batch is written by a thread of its own through a connection of its
 //! own ([`crate::sqlite_commit`]), statement after statement with no handoff
@@ -17,7 +19,6 @@
 //! this process, so the two connections never wait on SQLite's busy handler
 //! for each other.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -29,6 +30,8 @@ use weft_core::store::StoreError;
 
 use crate::commit::{CommitJob, CreateJob};
 use crate::error::Failure;
+use crate::group_stats::Counters;
+pub(crate) use crate::group_stats::GroupCommitStats;
 
 /// Most commits one transaction carries.
 const MAX_BATCH: usize = 256;
@@ -58,64 +61,6 @@ impl Job {
 struct Pending {
     job: Job,
     reply: oneshot::Sender<Result<(), Failure>>,
-}
-
-/// How the commits written so far were grouped: a benchmark's figure.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct GroupCommitStats {
-    /// Transactions written (each one sync to disk).
-    pub batches: u64,
-    /// Commits they carried.
-    pub commits: u64,
-    /// Most commits one transaction carried.
-    pub largest: u64,
-}
-
-impl GroupCommitStats {
-    /// Commits per transaction on average (0 before the first).
-    pub fn mean(&self) -> f64 {
-        if self.batches == 0 {
-            0.0
-        } else {
-            self.commits as f64 / self.batches as f64
-        }
-    }
-
-    /// What was written after `earlier` was taken (`largest` stays the
-    /// largest of all).
-    pub fn since(&self, earlier: &Self) -> Self {
-        Self {
-            batches: self.batches.saturating_sub(earlier.batches),
-            commits: self.commits.saturating_sub(earlier.commits),
-            largest: self.largest,
-        }
-    }
-}
-
-/// Counts of the batches written, shared by the writer and the store.
-#[derive(Debug, Default)]
-pub(crate) struct Counters {
-    batches: AtomicU64,
-    commits: AtomicU64,
-    largest: AtomicU64,
-}
-
-impl Counters {
-    /// Counts a batch of `size` commits.
-    pub(crate) fn record(&self, size: u64) {
-        self.batches.fetch_add(1, Ordering::Relaxed);
-        self.commits.fetch_add(size, Ordering::Relaxed);
-        self.largest.fetch_max(size, Ordering::Relaxed);
-    }
-
-    /// The counts so far.
-    pub(crate) fn stats(&self) -> GroupCommitStats {
-        GroupCommitStats {
-            batches: self.batches.load(Ordering::Relaxed),
-            commits: self.commits.load(Ordering::Relaxed),
-            largest: self.largest.load(Ordering::Relaxed),
-        }
-    }
 }
 
 /// The handle to the group-commit thread; the thread ends when every

@@ -44,6 +44,7 @@ mod commit;
 pub mod durability;
 mod error;
 mod group;
+mod group_stats;
 mod paging;
 mod parts;
 pub mod postgres;
@@ -69,7 +70,7 @@ use weft_core::session::FullStore;
 pub use bench::{bench_commit, bench_commit_concurrent};
 pub use durability::{Durability, UnknownDurability};
 pub use error::{MigrationFailure, OpenError};
-pub use group::GroupCommitStats;
+pub use group_stats::GroupCommitStats;
 pub use postgres::{PostgresOptions, PostgresStore};
 pub use sqlite::{SqliteOptions, SqliteStore, Synchronous};
 

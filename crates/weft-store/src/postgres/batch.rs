@@ -37,7 +37,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::commit::CommitJob;
 use crate::error::Failure;
-use crate::group::{Counters, GroupCommitStats};
+use crate::group_stats::{Counters, GroupCommitStats};
 
 /// Most commits one statement carries.
 const MAX_BATCH: usize = 128;
