@@ -32,24 +32,12 @@ macro_rules! impl_create {
                 if let Some((Some(_),)) = ended {
                     return Err(job.session_ended().into());
                 }
-                let inserted = sqlx::query(
+                let inserted = $crate::sql_create::bind_run_row!(sqlx::query(
                     "INSERT INTO runs (run_id, agent_id, session_id, status, labels, created_at, updated_at, \
                      last_seq, snapshot, lease_owner, lease_epoch, lease_expires) \
                      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
                      ON CONFLICT (run_id) DO NOTHING",
-                )
-                .bind(job.run_id.as_str())
-                .bind(job.agent_id.as_str())
-                .bind(job.session_id.as_str())
-                .bind(job.status.as_str())
-                .bind(job.labels.as_str())
-                .bind(job.created)
-                .bind(job.updated)
-                .bind(job.last)
-                .bind(job.snapshot.head.as_str())
-                .bind(job.lease.as_ref().map(|l| l.0.as_str()))
-                .bind(i64::from(job.lease.is_some()))
-                .bind(job.lease.as_ref().map_or(0, |l| l.1))
+                ), job)
                 .execute(&mut **tx)
                 .await?;
                 if inserted.rows_affected() == 0 {
@@ -65,3 +53,26 @@ macro_rules! impl_create {
 }
 
 pub(crate) use impl_create;
+
+/// Binds the run row of creation `$job` (`runs`' twelve columns, from
+/// `run_id` to `lease_expires`, in table order) to `$query`'s first
+/// parameters.
+macro_rules! bind_run_row {
+    ($query:expr, $job:expr) => {
+        $query
+            .bind($job.run_id.as_str())
+            .bind($job.agent_id.as_str())
+            .bind($job.session_id.as_str())
+            .bind($job.status.as_str())
+            .bind($job.labels.as_str())
+            .bind($job.created)
+            .bind($job.updated)
+            .bind($job.last)
+            .bind($job.snapshot.head.as_str())
+            .bind($job.lease.as_ref().map(|l| l.0.as_str()))
+            .bind(i64::from($job.lease.is_some()))
+            .bind($job.lease.as_ref().map_or(0, |l| l.1))
+    };
+}
+
+pub(crate) use bind_run_row;

@@ -49,19 +49,7 @@ impl PostgresStore {
         let kinds: Vec<&str> = parts.iter().map(|p| p.0).collect();
         let indexes: Vec<i64> = parts.iter().map(|p| p.1).collect();
         let part_bodies: Vec<&str> = parts.iter().map(|p| p.2.as_str()).collect();
-        let created = sqlx::query_as::<_, (i64,)>(CREATE)
-            .bind(job.run_id.as_str())
-            .bind(job.agent_id.as_str())
-            .bind(job.session_id.as_str())
-            .bind(job.status.as_str())
-            .bind(job.labels.as_str())
-            .bind(job.created)
-            .bind(job.updated)
-            .bind(job.last)
-            .bind(job.snapshot.head.as_str())
-            .bind(job.lease.as_ref().map(|l| l.0.as_str()))
-            .bind(i64::from(job.lease.is_some()))
-            .bind(job.lease.as_ref().map_or(0, |l| l.1))
+        let created = crate::sql_create::bind_run_row!(sqlx::query_as::<_, (i64,)>(CREATE), job)
             .bind(seqs)
             .bind(bodies)
             .bind(kinds)
