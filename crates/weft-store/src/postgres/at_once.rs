@@ -16,8 +16,9 @@
 use std::sync::Arc;
 
 use super::PostgresStore;
-use crate::commit::{CommitJob, fresh_events};
+use crate::commit::{CommitJob, EncodedEvent, fresh_events};
 use crate::error::Failure;
+use crate::parts::EncodedPart;
 
 /// The run row's update when the events continue its log and the lease
 /// epoch holds (its status, lease and control request set as on the general
@@ -71,12 +72,8 @@ impl PostgresStore {
         if !busy.alone && job.transcript.is_empty() {
             return Ok(self.batcher.commit(job, expected, new_last).await);
         }
-        let (seqs, bodies): (Vec<i64>, Vec<&str>) =
-            job.events.iter().map(|(s, b)| (*s, b.as_str())).unzip();
         let parts = job.snapshot.as_ref().map_or(&[][..], |s| &s.parts[..]);
-        let kinds: Vec<&str> = parts.iter().map(|p| p.0).collect();
-        let indexes: Vec<i64> = parts.iter().map(|p| p.1).collect();
-        let part_bodies: Vec<&str> = parts.iter().map(|p| p.2.as_str()).collect();
+        let rows = Rows::of(&job.events, parts);
         let transcript: Vec<&str> = job.transcript.iter().map(String::as_str).collect();
         let (matched,): (i64,) = sqlx::query_as(AT_ONCE)
             .bind(job.run_id.as_str())
@@ -85,11 +82,11 @@ impl PostgresStore {
             .bind(job.snapshot.as_ref().map(|s| s.head.as_str()))
             .bind(crate::codec::int(expected, "event seq")?)
             .bind(job.fence)
-            .bind(seqs)
-            .bind(bodies)
-            .bind(kinds)
-            .bind(indexes)
-            .bind(part_bodies)
+            .bind(rows.seqs)
+            .bind(rows.bodies)
+            .bind(rows.kinds)
+            .bind(rows.indexes)
+            .bind(rows.part_bodies)
             .bind(job.status.as_str())
             .bind(job.release)
             .bind(transcript)
@@ -109,4 +106,28 @@ fn continues_log(job: &CommitJob) -> Option<(u64, u64)> {
     let expected = first.unsigned_abs().checked_sub(1).filter(|_| first >= 1)?;
     let (fresh, new_last) = fresh_events(&job.run_id, &job.events, expected).ok()?;
     (fresh.len() == job.events.len()).then_some((expected, new_last))
+}
+
+/// A write's events and snapshot parts as the column arrays a one-statement
+/// write binds (its `unnest` arguments).
+pub(super) struct Rows<'a> {
+    pub(super) seqs: Vec<i64>,
+    pub(super) bodies: Vec<&'a str>,
+    pub(super) kinds: Vec<&'a str>,
+    pub(super) indexes: Vec<i64>,
+    pub(super) part_bodies: Vec<&'a str>,
+}
+
+impl<'a> Rows<'a> {
+    /// The columns of `events` and `parts`.
+    pub(super) fn of(events: &'a [EncodedEvent], parts: &'a [EncodedPart]) -> Self {
+        let (seqs, bodies) = events.iter().map(|(s, b)| (*s, b.as_str())).unzip();
+        Self {
+            seqs,
+            bodies,
+            kinds: parts.iter().map(|p| p.0).collect(),
+            indexes: parts.iter().map(|p| p.1).collect(),
+            part_bodies: parts.iter().map(|p| p.2.as_str()).collect(),
+        }
+    }
 }

@@ -43,18 +43,13 @@ impl PostgresStore {
     /// Creates the run of `job` in one statement; whether it did (when not,
     /// nothing was written).
     pub(crate) async fn create_at_once(&self, job: &CreateJob) -> Result<bool, Failure> {
-        let (seqs, bodies): (Vec<i64>, Vec<&str>) =
-            job.events.iter().map(|(s, b)| (*s, b.as_str())).unzip();
-        let parts = &job.snapshot.parts;
-        let kinds: Vec<&str> = parts.iter().map(|p| p.0).collect();
-        let indexes: Vec<i64> = parts.iter().map(|p| p.1).collect();
-        let part_bodies: Vec<&str> = parts.iter().map(|p| p.2.as_str()).collect();
+        let rows = super::at_once::Rows::of(&job.events, &job.snapshot.parts);
         let created = crate::sql_create::bind_run_row!(sqlx::query_as::<_, (i64,)>(CREATE), job)
-            .bind(seqs)
-            .bind(bodies)
-            .bind(kinds)
-            .bind(indexes)
-            .bind(part_bodies)
+            .bind(rows.seqs)
+            .bind(rows.bodies)
+            .bind(rows.kinds)
+            .bind(rows.indexes)
+            .bind(rows.part_bodies)
             .fetch_one(&self.pool)
             .await;
         match created {
