@@ -28,6 +28,7 @@ use sqlx::{Sqlite, SqlitePool};
 use tokio::sync::oneshot;
 use weft_core::store::StoreError;
 
+use crate::checkpoint::{CHECKPOINT_EVERY, CheckpointStats, Checkpointer};
 use crate::commit::{CommitJob, CreateJob};
 use crate::error::Failure;
 use crate::group_stats::Counters;
@@ -69,6 +70,7 @@ struct Pending {
 pub(crate) struct GroupCommitter {
     queue: flume::Sender<Pending>,
     counters: Arc<Counters>,
+    checkpointer: Option<Checkpointer>,
     writer: Arc<Mutex<Writer>>,
     pool: SqlitePool,
     tokio: tokio::runtime::Handle,
@@ -83,6 +85,10 @@ struct Writer {
     gate: Option<PoolConnection<Sqlite>>,
     /// When a batch was last written, for giving the pooled writer back.
     last_write: Instant,
+    /// Checkpoints the WAL off the commit path, when asked to.
+    checkpointer: Option<Checkpointer>,
+    /// Commits written since the last checkpoint request.
+    since_checkpoint: u64,
 }
 
 impl std::fmt::Debug for Writer {
@@ -108,6 +114,13 @@ impl Writer {
             self.gate = Some(gate.map_err(|e| Lost::Other(e.to_string()))?);
         }
         self.last_write = Instant::now();
+        self.since_checkpoint += jobs.len() as u64;
+        if self.since_checkpoint >= CHECKPOINT_EVERY
+            && let Some(checkpointer) = &self.checkpointer
+        {
+            self.since_checkpoint = 0;
+            checkpointer.request();
+        }
         write_batch(&mut self.conn, jobs).map_err(|e| match e.sqlite_error_code() {
             Some(
                 code @ (rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked),
@@ -119,8 +132,13 @@ impl Writer {
 
 impl GroupCommitter {
     /// Starts the thread, writing through `conn` while it holds `writer`'s
-    /// connection, which it takes through the current tokio runtime.
-    pub(crate) fn start(writer: SqlitePool, conn: Connection) -> std::io::Result<Self> {
+    /// connection, which it takes through the current tokio runtime, and
+    /// asking `checkpointer` (if any) for checkpoints as commits accumulate.
+    pub(crate) fn start(
+        writer: SqlitePool,
+        conn: Connection,
+        checkpointer: Option<Checkpointer>,
+    ) -> std::io::Result<Self> {
         let (queue, rx) = flume::bounded(QUEUE);
         let counters = Arc::new(Counters::default());
         let tokio = tokio::runtime::Handle::current();
@@ -128,6 +146,8 @@ impl GroupCommitter {
             conn,
             gate: None,
             last_write: Instant::now(),
+            checkpointer: checkpointer.clone(),
+            since_checkpoint: 0,
         }));
         let thread = Thread {
             tokio: tokio.clone(),
@@ -141,6 +161,7 @@ impl GroupCommitter {
         Ok(Self {
             queue,
             counters,
+            checkpointer,
             writer: shared,
             pool: writer,
             tokio,
@@ -150,6 +171,11 @@ impl GroupCommitter {
     /// How the commits so far were grouped.
     pub(crate) fn stats(&self) -> GroupCommitStats {
         self.counters.stats()
+    }
+
+    /// The background checkpoints so far, if they run in the background.
+    pub(crate) fn checkpoint_stats(&self) -> Option<CheckpointStats> {
+        self.checkpointer.as_ref().map(Checkpointer::stats)
     }
 
     /// Writes `job` and waits until it is durable or refused.

@@ -39,6 +39,7 @@
 //! weft is refused with [`OpenError::SchemaTooNew`].
 
 pub mod bench;
+mod checkpoint;
 mod codec;
 mod commit;
 pub mod durability;
@@ -68,6 +69,7 @@ use std::sync::Arc;
 use weft_core::session::FullStore;
 
 pub use bench::{bench_commit, bench_commit_concurrent};
+pub use checkpoint::CheckpointStats;
 pub use durability::{Durability, UnknownDurability};
 pub use error::{MigrationFailure, OpenError};
 pub use group_stats::GroupCommitStats;

@@ -16,6 +16,8 @@
 //! only at checkpoints: a commit still survives the process being killed
 //! (it is in the WAL, in the OS's page cache) and the database never
 //! corrupts, but an OS crash or power loss may roll back the last commits.
+//! With it (and group commit), checkpoints run off the commit path
+//! ([`crate::checkpoint`]).
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -26,6 +28,7 @@ use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
 
+use crate::checkpoint::{self, CheckpointStats, Checkpointer};
 use crate::commit::{CommitJob, CreateJob};
 use crate::durability::Durability;
 use crate::error::{Failure, MigrationFailure, OpenError, redact};
@@ -46,6 +49,16 @@ pub enum Synchronous {
     Full,
     /// Sync at checkpoints: commits survive a killed process, not power loss.
     Normal,
+}
+
+impl Synchronous {
+    /// The value of `PRAGMA synchronous`.
+    pub(crate) fn pragma(self) -> &'static str {
+        match self {
+            Synchronous::Full => "FULL",
+            Synchronous::Normal => "NORMAL",
+        }
+    }
 }
 
 /// How to open a SQLite store.
@@ -158,7 +171,10 @@ impl SqliteStore {
             .busy_timeout(options.busy_timeout)
             .foreign_keys(true)
             // As the commit connection's (see `commit_connection`).
-            .pragma("wal_autocheckpoint", WAL_AUTOCHECKPOINT.to_string());
+            .pragma(
+                "wal_autocheckpoint",
+                checkpoint::autocheckpoint_pages(&options).to_string(),
+            );
         // No idle timeout and no lifetime: a local file's connections need
         // no reaping, and without them the pool runs no maintenance task
         // (whose reaper can spin forever in sqlx 0.8, launchbadge/sqlx#3645,
@@ -189,7 +205,17 @@ impl SqliteStore {
                     target: target.clone(),
                     source,
                 })?;
-            let started = GroupCommitter::start(writer.clone(), conn);
+            let checkpointer = checkpoint::in_background(&options)
+                .then(|| Checkpointer::open(&options))
+                .transpose()
+                .map_err(|e| match e {
+                    checkpoint::StartError::Connection(source) => OpenError::CommitConnection {
+                        target: target.clone(),
+                        source,
+                    },
+                    checkpoint::StartError::Thread(source) => OpenError::CommitThread { source },
+                })?;
+            let started = GroupCommitter::start(writer.clone(), conn, checkpointer);
             Some(started.map_err(|source| OpenError::CommitThread { source })?)
         } else {
             None
@@ -225,6 +251,15 @@ impl SqliteStore {
     /// How group commit has grouped the commits so far (`None` when it is off).
     pub fn group_commit_stats(&self) -> Option<GroupCommitStats> {
         self.committer.as_ref().map(GroupCommitter::stats)
+    }
+
+    /// The checkpoints run off the commit path so far (`None` when SQLite
+    /// checkpoints inside commits: with `synchronous = FULL` or without
+    /// group commit).
+    pub fn checkpoint_stats(&self) -> Option<CheckpointStats> {
+        self.committer
+            .as_ref()
+            .and_then(GroupCommitter::checkpoint_stats)
     }
 
     /// Closes every connection, waiting for running operations.
@@ -288,33 +323,24 @@ impl SqliteStore {
     }
 }
 
-/// WAL pages after which a commit checkpoints: 32 MiB, so the pages that
-/// every commit changes (run rows, the newest log pages) are copied to the
-/// database once per checkpoint rather than every 1,000 pages (SQLite's
-/// default), which cost a busy store a seventh of its commit time.
-const WAL_AUTOCHECKPOINT: i64 = 8192;
-
 /// The group committer's connection: the pooled writer's settings (the file
 /// is in WAL mode already: the pool opened it first), and
 /// room for the commit's prepared statements.
 fn commit_connection(options: &SqliteOptions) -> Result<rusqlite::Connection, rusqlite::Error> {
     let conn = rusqlite::Connection::open(&options.path)?;
     conn.busy_timeout(options.busy_timeout)?;
-    conn.pragma_update(
-        None,
-        "synchronous",
-        match options.synchronous {
-            Synchronous::Full => "FULL",
-            Synchronous::Normal => "NORMAL",
-        },
-    )?;
+    conn.pragma_update(None, "synchronous", options.synchronous.pragma())?;
     conn.pragma_update(None, "foreign_keys", "ON")?;
     // A batch's savepoints journal the pages they change: kept in memory,
     // with a page cache large enough that a batch of a hundred runs does
     // not spill (16 MiB; SQLite's default is 2 MiB).
     conn.pragma_update(None, "temp_store", "MEMORY")?;
     conn.pragma_update(None, "cache_size", -16384)?;
-    conn.pragma_update(None, "wal_autocheckpoint", WAL_AUTOCHECKPOINT)?;
+    conn.pragma_update(
+        None,
+        "wal_autocheckpoint",
+        checkpoint::autocheckpoint_pages(options),
+    )?;
     conn.set_prepared_statement_cache_capacity(32);
     Ok(conn)
 }

@@ -372,3 +372,51 @@ async fn durability_sets_the_sync_mode_and_commits_survive_reopening_in_both() {
         suite::events(1, 3)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn process_durability_checkpoints_off_the_commit_path() {
+    use std::time::{Duration, Instant};
+    use weft_store::{Durability, SqliteOptions};
+
+    let db = TestDb::new();
+    // With a sync per commit, SQLite checkpoints inside commits.
+    let sync = db.open().await;
+    assert_eq!(sync.checkpoint_stats(), None);
+    sync.close().await;
+
+    let process = SqliteOptions::from_url(&db.url())
+        .unwrap()
+        .with_durability(Durability::Process);
+    let store = SqliteStore::open_with(process).await.unwrap();
+    assert_eq!(
+        store.checkpoint_stats().unwrap(),
+        weft_store::CheckpointStats::default()
+    );
+    // 1,200 commits: past the commits between two checkpoint requests.
+    let report = weft_store::bench_commit_concurrent(&store, 4, 300).await;
+    assert!(report.get("error").is_none(), "{report}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let stats = loop {
+        let stats = store.checkpoint_stats().unwrap();
+        if stats.checkpoints >= 1 {
+            break stats;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no checkpoint ran in the background: {stats:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(stats.frames > 0, "{stats:?}");
+    // Commits after a checkpoint (into a WAL that starts over) stay whole.
+    suite::stored_run(&store, suite::record("r1", "s1", 1), 3).await;
+    store.close().await;
+    let reopened = db.open().await;
+    assert_eq!(
+        reopened
+            .read_events(&RunId::new("r1"), 0, None)
+            .await
+            .unwrap(),
+        suite::events(1, 3)
+    );
+}

@@ -119,7 +119,10 @@ async fn sqlite(dir: &std::path::Path, mode: Durability, s: &Settings) -> anyhow
         Arc::new(SqliteStore::open_with(SqliteOptions::new(path).with_durability(mode)).await?);
     let counters = store.clone();
     let groups = move || counters.group_commit_stats().unwrap_or_default();
-    let line = measure(&format!("sqlite/{mode}"), store.clone(), Some(&groups), s).await?;
+    let mut line = measure(&format!("sqlite/{mode}"), store.clone(), Some(&groups), s).await?;
+    if let Some(c) = store.checkpoint_stats() {
+        line["background_checkpoints"] = json!({"checkpoints": c.checkpoints, "frames": c.frames});
+    }
     store.close().await;
     Ok(line)
 }
