@@ -26,6 +26,18 @@ const UPDATE_RUN: &str = "UPDATE runs SET last_seq = ?2, status = ?3, updated_at
      WHERE run_id = ?1 \
      AND (?7 IS NULL OR (last_seq = ?7 AND lease_epoch = COALESCE(?8, lease_epoch)))";
 
+/// A step's update of a run that stays running and keeps its lease: only
+/// the columns a step changes. SQLite rewrites an index entry whenever a
+/// column of the index is SET, even to its own value, so [`UPDATE_RUN`]
+/// dirties a page of `runs_status` and one of `runs_orphans` at every
+/// commit: two of the ten WAL pages a step wrote. Applies only to a run
+/// that is running already (otherwise [`UPDATE_RUN`] follows), with the
+/// same checks as [`UPDATE_RUN`]'s `?7` and `?8` in `?5` and `?6`.
+const UPDATE_STEP: &str = "UPDATE runs SET last_seq = ?2, updated_at = ?3, \
+     snapshot = COALESCE(?4, snapshot) \
+     WHERE run_id = ?1 AND status = 'running' \
+     AND (?5 IS NULL OR (last_seq = ?5 AND lease_epoch = COALESCE(?6, lease_epoch)))";
+
 /// Applies `job` on `conn`, inside a transaction or savepoint the caller
 /// opens and ends.
 pub(crate) fn commit_in(conn: &Connection, job: &CommitJob) -> Result<(), Failure> {
@@ -35,12 +47,27 @@ pub(crate) fn commit_in(conn: &Connection, job: &CommitJob) -> Result<(), Failur
         let expected = expected
             .map(|e| crate::codec::int(e, "event seq"))
             .transpose()?;
+        let last = crate::codec::int(new_last, "event seq")?;
+        let snapshot = job.snapshot.as_ref().map(|s| s.head.as_str());
+        if job.status == RunStatus::Running && !job.release {
+            let updated = conn.prepare_cached(UPDATE_STEP)?.execute(params![
+                job.run_id.as_str(),
+                last,
+                job.now,
+                snapshot,
+                expected,
+                job.fence,
+            ])?;
+            if updated == 1 {
+                return Ok(true);
+            }
+        }
         let updated = conn.prepare_cached(UPDATE_RUN)?.execute(params![
             job.run_id.as_str(),
-            crate::codec::int(new_last, "event seq")?,
+            last,
             job.status.as_str(),
             job.now,
-            job.snapshot.as_ref().map(|s| s.head.as_str()),
+            snapshot,
             job.release,
             expected,
             job.fence,

@@ -8,6 +8,7 @@ pub mod history;
 pub mod leases;
 pub mod prompts;
 pub mod runs;
+pub mod runs_status;
 pub mod sessions;
 pub mod snapshots;
 
@@ -36,6 +37,7 @@ macro_rules! for_each_suite_test {
             runs::concurrent_commits_keep_every_log_gap_free,
             runs::one_bad_commit_does_not_sink_concurrent_ones,
             runs::bench_commit_reports_timing,
+            runs_status::statuses_follow_every_transition,
             snapshots::a_run_committed_step_by_step_reloads_equal,
             leases::a_superseded_epoch_cannot_commit,
             leases::stopping_the_run_frees_its_lease,
