@@ -310,9 +310,14 @@ impl Inner {
             .ok_or_else(|| RuntimeError::RunNotFound(run_id.clone()))
     }
 
-    /// A random, unguessable run id.
+    /// A fresh, unguessable run id that sorts by creation time: a UUIDv7,
+    /// its 74 bits after the millisecond timestamp random. A store keeps a
+    /// run's rows under its id, so a new run's rows go after every older
+    /// run's instead of into the middle of the indexes, where each insert
+    /// splits and rebalances pages that other runs' rows share.
     fn next_run_id(&self) -> RunId {
-        RunId::new(format!("run_{}", uuid::Uuid::new_v4().simple()))
+        let now = uuid::Timestamp::now(uuid::NoContext);
+        RunId::new(format!("run_{}", uuid::Uuid::new_v7(now).simple()))
     }
 
     fn live(&self) -> std::sync::MutexGuard<'_, HashMap<RunId, Arc<RunShared>>> {
