@@ -1,10 +1,11 @@
-//! Admission of one call, in one Lua script on Redis: the toolset must be
-//! registered and healthy and its queue below its bound; then the result
-//! stream is created (with `init`, the `agent` group at `0` or just past
-//! `init`, see [`GroupStart`], and a TTL) and the call
-//! is published. When the result stream already exists the call was
-//! published before under the same `tool_use_id` and is not published again:
-//! the caller re-attaches to it. Used by the gateway and by executors, so
+//! Admission of calls, in one Lua script on Redis per batch of calls to one
+//! toolset: the toolset must be registered and healthy and its queue below
+//! its bound; then each call's result stream is created (with `init`, the
+//! `agent` group at `0` or just past `init`, see [`GroupStart`], and a TTL)
+//! and the call is published. When the result stream already exists the
+//! call was published before under the same `tool_use_id` and is not
+//! published again: the caller re-attaches to it. Used by the gateway (one
+//! call per script) and by executors (their concurrent calls batched), so
 //! both honour the same health and queue bound.
 
 use crate::catalog::Namespace;
@@ -35,6 +36,10 @@ pub enum Admission {
     },
 }
 
+/// KEYS: state, request stream, then one result stream per call; ARGV:
+/// result TTL, group start, then one message per call. The health check and
+/// queue depth are read once; calls published earlier in the batch count
+/// against the bound.
 const ADMIT_SCRIPT: &str = r"
 local s = redis.call('HMGET', KEYS[1], 'last_pong_ms', 'stale_ms', 'max_queue')
 if not s[1] then return {'unknown'} end
@@ -57,15 +62,23 @@ if ok then
 end
 if depth < 0 then depth = redis.call('XLEN', KEYS[2]) end
 local max = tonumber(s[3])
-if depth >= max then return {'queue_full', depth, max} end
-if redis.call('EXISTS', KEYS[3]) == 1 then return {'reattach'} end
-local init = redis.call('XADD', KEYS[3], '*', 'n', 'init', 'p', '{}')
-redis.call('PEXPIRE', KEYS[3], ARGV[2])
-local start = '0'
-if ARGV[3] == 'after_init' then start = init end
-redis.call('XGROUP', 'CREATE', KEYS[3], 'agent', start)
-local id = redis.call('XADD', KEYS[2], '*', 'n', 'call', 'p', ARGV[1])
-return {'published', id}
+local out = {'batch'}
+for i = 3, #KEYS do
+  if depth >= max then
+    out[#out + 1] = {'queue_full', depth, max}
+  elseif redis.call('EXISTS', KEYS[i]) == 1 then
+    out[#out + 1] = {'reattach'}
+  else
+    local init = redis.call('XADD', KEYS[i], '*', 'n', 'init', 'p', '{}')
+    redis.call('PEXPIRE', KEYS[i], ARGV[1])
+    local start = '0'
+    if ARGV[2] == 'after_init' then start = init end
+    redis.call('XGROUP', 'CREATE', KEYS[i], 'agent', start)
+    out[#out + 1] = {'published', redis.call('XADD', KEYS[2], '*', 'n', 'call', 'p', ARGV[i])}
+    depth = depth + 1
+  end
+end
+return out
 ";
 
 /// Where the result stream's `agent` group starts.
@@ -80,6 +93,15 @@ pub enum GroupStart {
     AfterInit,
 }
 
+/// One call to admit: its transport id and its encoded call message.
+#[derive(Debug, Clone)]
+pub struct Call {
+    /// The call's `tool_use_id` (names its result stream).
+    pub tool_use_id: String,
+    /// The encoded call message.
+    pub message: Vec<u8>,
+}
+
 /// Admits and publishes one call message (already encoded).
 pub async fn admit(
     redis: &Redis,
@@ -90,24 +112,66 @@ pub async fn admit(
     result_ttl_ms: u64,
     start: GroupStart,
 ) -> Result<Admission, RegistryError> {
-    let reply: redis::Value = admit_script()
+    let call = Call {
+        tool_use_id: tool_use_id.to_owned(),
+        message: message.to_vec(),
+    };
+    admit_batch(redis, ns, toolset, &[call], result_ttl_ms, start)
+        .await?
+        .pop()
+        .ok_or_else(|| pulse::ReplyError("no admission outcome".into()).into())
+}
+
+/// Admits calls of one toolset in one script, in order: one outcome per call.
+pub async fn admit_batch(
+    redis: &Redis,
+    ns: &Namespace,
+    toolset: &str,
+    calls: &[Call],
+    result_ttl_ms: u64,
+    start: GroupStart,
+) -> Result<Vec<Admission>, RegistryError> {
+    let mut script = admit_script().prepare_invoke();
+    script
         .key(ns.state(toolset))
         .key(pulse::key(&wire::toolset_stream(toolset)))
-        .key(pulse::key(&wire::result_stream(tool_use_id)))
-        .arg(message)
         .arg(result_ttl_ms.max(1))
         .arg(match start {
             GroupStart::Oldest => "oldest",
             GroupStart::AfterInit => "after_init",
-        })
-        .invoke_async(&mut redis.mux())
-        .await?;
+        });
+    for call in calls {
+        script
+            .key(pulse::key(&wire::result_stream(&call.tool_use_id)))
+            .arg(&call.message);
+    }
+    let reply: redis::Value = script.invoke_async(&mut redis.mux()).await?;
     let (tag, rest) = split(reply)?;
+    if tag != "batch" {
+        // The toolset is unknown or unhealthy: the same for every call.
+        let one = outcome(&tag, &rest)?;
+        return Ok(vec![one; calls.len()]);
+    }
+    if rest.len() != calls.len() {
+        let n = rest.len();
+        return Err(
+            pulse::ReplyError(format!("{n} admission outcomes for {} calls", calls.len())).into(),
+        );
+    }
+    rest.into_iter()
+        .map(|o| {
+            let (tag, rest) = split(o)?;
+            outcome(&tag, &rest)
+        })
+        .collect()
+}
+
+fn outcome(tag: &str, rest: &[redis::Value]) -> Result<Admission, RegistryError> {
     let int = |i: usize| match rest.get(i) {
         Some(redis::Value::Int(n)) => Ok(*n),
         other => Err(pulse::ReplyError(format!("admission number {other:?}"))),
     };
-    Ok(match tag.as_str() {
+    Ok(match tag {
         "published" => Admission::Published(match rest.first() {
             Some(redis::Value::BulkString(b)) => String::from_utf8_lossy(b).into_owned(),
             other => return Err(pulse::ReplyError(format!("entry id {other:?}")).into()),

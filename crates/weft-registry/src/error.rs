@@ -20,6 +20,9 @@ pub enum RegistryError {
         /// What went wrong.
         message: String,
     },
+    /// A batch this operation shared with others failed (the batch's error).
+    #[error("batched operation failed: {0}")]
+    Batch(String),
     /// A configuration value is unusable.
     #[error("invalid configuration: {0}")]
     Config(String),

@@ -6,6 +6,7 @@
 //! - [`conn`]: Redis connections (multiplexed writes, dedicated blocking reads).
 //! - [`catalog`]: the registry's state in Redis.
 //! - [`admission`]: the one-script health check, queue bound and publish.
+//! - `batch`: one script for the items callers submit at the same time.
 //! - [`executor`]: a registry toolset as a weft `ToolSet`.
 //! - [`gateway`]: the HTTP service (`weft registry serve`) and the health pinger.
 //! - [`provider`]: serves a weft toolset from its request stream.
@@ -14,6 +15,7 @@
 //! - `trace`: W3C trace context from the executor's span to the provider's.
 
 pub mod admission;
+mod batch;
 pub mod catalog;
 pub mod client;
 pub mod conn;

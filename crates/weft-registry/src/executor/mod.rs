@@ -3,9 +3,9 @@
 //! It learns the tools and schemas once from the gateway, then calls
 //! straight through Redis: it validates the payload against the cached
 //! schema, admits and publishes the call in one script (health and queue
-//! bound as the gateway keeps them), and waits on the call's result stream
-//! ([`wait`]) with an absolute deadline, forwarding output deltas to the
-//! call's output sink. One [`reader`] reads the result streams of every
+//! bound as the gateway keeps them; calls made at the same time share one
+//! script), and waits on the call's result stream ([`wait`]) with an
+//! absolute deadline, forwarding output deltas to the call's output sink. One [`reader`] reads the result streams of every
 //! call in flight. The gateway is not a hop on the hot path.
 //!
 //! The `tool_use_id` is `<run id>/<tool call id>`: the runtime's call id,
@@ -31,7 +31,10 @@ use weft_core::tool::{
 };
 use weft_tools::{ArgsValidator, ToolFailure, ToolReply, ToolSet};
 
+use futures_util::FutureExt;
+
 use crate::admission::{self, Admission};
+use crate::batch::Batcher;
 use crate::catalog::Namespace;
 use crate::client::GatewayClient;
 use crate::conn::Redis;
@@ -92,6 +95,8 @@ pub struct RegistryToolSet {
     reaper: tokio::sync::mpsc::Sender<String>,
     /// Reads every result stream a call waits on.
     reader: std::sync::Arc<reader::Reader>,
+    /// Admits concurrent calls in one script.
+    admitter: Batcher<admission::Call, Admission>,
 }
 
 impl std::fmt::Debug for RegistryToolSet {
@@ -148,6 +153,7 @@ impl RegistryToolSet {
         }
         Ok(Self {
             name,
+            admitter: admitter(&redis, &config),
             reaper: reap::start(redis.clone()),
             reader: reader::Reader::start(redis.clone(), &config.consumer),
             redis,
@@ -215,18 +221,11 @@ impl RegistryToolSet {
                 ),
             ));
         }
-        let ttl = u64::try_from(self.config.result_ttl.as_millis()).unwrap_or(u64::MAX);
-        let admitted = admission::admit(
-            &self.redis,
-            &self.config.namespace,
-            &self.config.toolset,
-            &tool_use_id,
-            &bytes,
-            ttl,
-            admission::GroupStart::AfterInit,
-        )
-        .await
-        .map_err(|e| {
+        let call = admission::Call {
+            tool_use_id: tool_use_id.clone(),
+            message: bytes,
+        };
+        let admitted = self.admitter.submit(call).await.map_err(|e| {
             failure(
                 &request.name,
                 ToolError::UNAVAILABLE,
@@ -270,6 +269,34 @@ impl RegistryToolSet {
         let deadline = started + self.config.call_timeout;
         wait::wait(self, &request, &tool_use_id, reattach, deadline).await
     }
+}
+
+/// Most calls admitted in one script, and most waiting for their turn.
+const ADMIT_BATCH: usize = 256;
+const ADMIT_QUEUE: usize = 4096;
+
+/// The batcher admitting this toolset's calls ([`admission::admit_batch`]).
+fn admitter(redis: &Redis, config: &ExecutorConfig) -> Batcher<admission::Call, Admission> {
+    let (redis, ns, toolset) = (
+        redis.clone(),
+        config.namespace.clone(),
+        config.toolset.clone(),
+    );
+    let ttl = u64::try_from(config.result_ttl.as_millis()).unwrap_or(u64::MAX);
+    Batcher::new(
+        ADMIT_BATCH,
+        ADMIT_QUEUE,
+        move |calls: Vec<admission::Call>| {
+            let (redis, ns, toolset) = (redis.clone(), ns.clone(), toolset.clone());
+            async move {
+                let start = admission::GroupStart::AfterInit;
+                let outcomes =
+                    admission::admit_batch(&redis, &ns, &toolset, &calls, ttl, start).await?;
+                Ok(outcomes.into_iter().map(Ok).collect())
+            }
+            .boxed()
+        },
+    )
 }
 
 /// A failure with its retry hint derived from its code.

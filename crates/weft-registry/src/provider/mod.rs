@@ -3,8 +3,9 @@
 //! One dedicated connection reads the `provider` consumer group, asking only
 //! for as many calls as the worker pool has free slots (unread calls wait in
 //! Redis, never in memory). Each call runs on a worker; its result is
-//! published and the call acknowledged in one script, so a call is never
-//! acknowledged without its result. Pings are answered with a pong to the
+//! published and the call acknowledged in one script (one for the results
+//! ready at the same time), so a call is never acknowledged without its
+//! result. Pings are answered with a pong to the
 //! gateway. A claimer ([`claim`]) takes over calls a crashed provider left
 //! idle, dead-letters calls delivered too often and trims acknowledged
 //! entries. Garbage entries are acknowledged and logged; nothing in a
@@ -22,6 +23,7 @@ use tokio::sync::Semaphore;
 use weft_core::tool::ToolIdent;
 use weft_tools::{ArgsValidator, ToolSet};
 
+use crate::batch::Batcher;
 use crate::client::{GatewayClient, PongReply};
 use crate::conn::Redis;
 use crate::dto::RegisterRequest;
@@ -74,6 +76,8 @@ pub(crate) struct Shared {
     pub(crate) tools: HashMap<String, (ToolIdent, ArgsValidator)>,
     pub(crate) config: ProviderConfig,
     pub(crate) permits: Arc<Semaphore>,
+    /// Publishes results and acknowledges their calls, batched.
+    pub(crate) publisher: Batcher<worker::Publish, bool>,
     gateway: Option<GatewayClient>,
     registration: RegisterRequest,
 }
@@ -137,11 +141,13 @@ impl Provider {
             max_queue: None,
         };
         let permits = Arc::new(Semaphore::new(config.max_concurrent));
+        let stream_key = pulse::key(&wire::toolset_stream(registry_toolset));
         Ok(Self {
             shared: Arc::new(Shared {
+                publisher: worker::publisher(redis.clone(), stream_key.clone()),
                 redis,
                 registry_toolset: registry_toolset.to_owned(),
-                stream_key: pulse::key(&wire::toolset_stream(registry_toolset)),
+                stream_key,
                 toolset,
                 tools,
                 config,

@@ -1,6 +1,7 @@
 //! One call on a provider: decode, validate, run the tool with an output
 //! sink that publishes deltas to the result stream, then publish the result
-//! and acknowledge the call in one script. While the tool runs the call's
+//! and acknowledge the call in one script (shared by the results ready at
+//! the same time). While the tool runs the call's
 //! idle time is reset, so a slow call is not claimed by another provider.
 
 use std::panic::AssertUnwindSafe;
@@ -17,19 +18,78 @@ use weft_tools::ToolFailure;
 
 use super::Shared;
 use super::reply::{encode_failure, encode_reply, error_result};
+use crate::batch::Batcher;
+use crate::conn::Redis;
+use crate::error::RegistryError;
 use crate::pulse;
 use crate::wire::{self, ToolCallMessage, ToolOutputDeltaMessage, ToolResultMessage};
 
 /// Deltas buffered per call before new ones are dropped (deltas are best effort).
 const DELTA_BUFFER: usize = 256;
 
-/// Publishes the result (unless nobody waits: no result stream) and
-/// acknowledges the call.
+/// Publishes results (unless nobody waits: no result stream) and
+/// acknowledges their calls, in one script. KEYS: the request stream, then
+/// one result stream per result; ARGV: payload and entry id per result.
+/// Per result: 1 published, 0 nobody waits, or the error of its `XADD` (not
+/// acknowledged).
 const PUBLISH_SCRIPT: &str = r"
-local id = redis.call('XADD', KEYS[1], 'NOMKSTREAM', '*', 'n', 'result', 'p', ARGV[1])
-redis.call('XACK', KEYS[2], 'provider', ARGV[2])
-return id
+local out, ids = {}, {}
+for i = 2, #KEYS do
+  local ok, id = pcall(redis.call, 'XADD', KEYS[i], 'NOMKSTREAM', '*', 'n', 'result', 'p', ARGV[2 * i - 3])
+  if not ok then
+    out[#out + 1] = type(id) == 'table' and tostring(id.err) or tostring(id)
+  else
+    out[#out + 1] = id and 1 or 0
+    ids[#ids + 1] = ARGV[2 * i - 2]
+  end
+end
+if #ids > 0 then redis.call('XACK', KEYS[1], 'provider', unpack(ids)) end
+return out
 ";
+
+/// Most results published in one script, and most waiting for their turn.
+const PUBLISH_BATCH: usize = 256;
+const PUBLISH_QUEUE: usize = 4096;
+
+/// One call's result to publish, and the request entry to acknowledge.
+pub(crate) struct Publish {
+    key: String,
+    payload: Vec<u8>,
+    entry_id: String,
+}
+
+/// The batcher publishing results: `true` published, `false` nobody waits.
+pub(crate) fn publisher(redis: Redis, stream_key: String) -> Batcher<Publish, bool> {
+    Batcher::new(PUBLISH_BATCH, PUBLISH_QUEUE, move |batch: Vec<Publish>| {
+        let (redis, stream_key) = (redis.clone(), stream_key.clone());
+        async move {
+            let mut script = publish_script().prepare_invoke();
+            script.key(&stream_key);
+            for p in &batch {
+                script.key(&p.key).arg(&p.payload).arg(&p.entry_id);
+            }
+            let reply: redis::Value = script.invoke_async(&mut redis.mux()).await?;
+            let redis::Value::Array(items) = reply else {
+                return Err(pulse::ReplyError(format!("publish reply {reply:?}")).into());
+            };
+            Ok(items.into_iter().map(published).collect())
+        }
+        .boxed()
+    })
+}
+
+fn published(v: redis::Value) -> Result<bool, RegistryError> {
+    match v {
+        redis::Value::Int(n) => Ok(n == 1),
+        redis::Value::BulkString(e) => Err(redis::RedisError::from((
+            redis::ErrorKind::Extension,
+            "publishing the result",
+            String::from_utf8_lossy(&e).into_owned(),
+        ))
+        .into()),
+        other => Err(pulse::ReplyError(format!("publish outcome {other:?}")).into()),
+    }
+}
 
 enum DeltaMsg {
     Delta(Vec<u8>),
@@ -87,19 +147,20 @@ pub(crate) async fn execute(shared: &Arc<Shared>, entry_id: String, msg: ToolCal
     }
     drop(tx);
     let payload = wire::encode(&result);
-    let res: Result<redis::Value, _> = publish_script()
-        .key(&result_key)
-        .key(&shared.stream_key)
-        .arg(payload)
-        .arg(&entry_id)
-        .invoke_async(&mut shared.redis.mux())
+    let res = shared
+        .publisher
+        .submit(Publish {
+            key: result_key,
+            payload,
+            entry_id,
+        })
         .await;
     match res {
-        Ok(redis::Value::Nil) => tracing::info!(
+        Ok(false) => tracing::info!(
             tool_use_id = %msg.tool_use_id,
             "nobody waits for this result (its stream is gone); acknowledged"
         ),
-        Ok(_) => {}
+        Ok(true) => {}
         // Not acknowledged: after the claim grace another delivery publishes it.
         Err(e) => {
             tracing::warn!(error = %e, tool_use_id = %msg.tool_use_id, "publishing the result failed")
