@@ -116,7 +116,11 @@ pub(crate) struct RunTask {
 impl RunTask {
     /// Drives the run until it finishes, pauses or the store fails; returns
     /// how it ended and the run's control lock if the task took it.
-    pub(crate) async fn drive(mut self) -> (DriveEnd, Option<OwnedMutexGuard<()>>) {
+    ///
+    /// By `&mut self`, so the future that owns the task (the spawned one)
+    /// holds it once: consuming `self` kept a second copy of the task in
+    /// this future's state for its whole life.
+    pub(crate) async fn drive(&mut self) -> (DriveEnd, Option<OwnedMutexGuard<()>>) {
         use tracing::Instrument as _;
         let span = spans::invoke_agent(&self.agent.id, &self.shared.run_id, &self.session_id);
         let end = self.drive_inner().instrument(span.clone()).await;

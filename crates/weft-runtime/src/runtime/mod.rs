@@ -251,7 +251,7 @@ impl Inner {
             .get(weft_core::prompt::TENANT_LABEL)
             .cloned()
             .unwrap_or_default();
-        let task = RunTask {
+        let mut task = RunTask {
             store: self.store.clone(),
             prompts: self.prompts.clone(),
             sessions: self.sessions.clone(),
@@ -285,7 +285,7 @@ impl Inner {
         // future captures for the task's whole life). A small cell is served
         // from the allocator's caches (a large aligned one costs a heap
         // consolidation per run), and a run in flight keeps less memory.
-        let drive = Box::pin(task.drive());
+        let drive = Box::pin(async move { task.drive().await });
         let handle = tokio::spawn(
             async move {
                 // A panic in a planner, a tool adapter or the driver must not
