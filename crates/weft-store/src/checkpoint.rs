@@ -61,20 +61,21 @@ pub(crate) fn autocheckpoint_pages(options: &SqliteOptions) -> i64 {
     }
 }
 
-/// How many background checkpoints ran and what they copied: a
+/// How many background checkpoints ran and how far the WAL grew: a
 /// benchmark's figure.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CheckpointStats {
     /// Checkpoints run.
     pub checkpoints: u64,
-    /// WAL frames they copied into the database file.
-    pub frames: u64,
+    /// The most frames the WAL held when a checkpoint began: how far the
+    /// WAL grows between checkpoints.
+    pub largest_wal_frames: u64,
 }
 
 #[derive(Debug, Default)]
 struct Counters {
     checkpoints: AtomicU64,
-    frames: AtomicU64,
+    largest_wal_frames: AtomicU64,
 }
 
 /// A handle to the checkpoint thread; the thread ends when every handle is
@@ -132,7 +133,7 @@ impl Checkpointer {
     pub(crate) fn stats(&self) -> CheckpointStats {
         CheckpointStats {
             checkpoints: self.counters.checkpoints.load(Ordering::Relaxed),
-            frames: self.counters.frames.load(Ordering::Relaxed),
+            largest_wal_frames: self.counters.largest_wal_frames.load(Ordering::Relaxed),
         }
     }
 }
@@ -151,8 +152,8 @@ fn run(conn: &Connection, requests: &mpsc::Receiver<()>, counters: &Counters) {
             Ok((_, log, copied)) => {
                 counters.checkpoints.fetch_add(1, Ordering::Relaxed);
                 counters
-                    .frames
-                    .fetch_add(u64::try_from(copied).unwrap_or(0), Ordering::Relaxed);
+                    .largest_wal_frames
+                    .fetch_max(u64::try_from(log).unwrap_or(0), Ordering::Relaxed);
                 tracing::debug!(log, copied, "background checkpoint");
             }
             // Another connection checkpointing, or the file busy: the next

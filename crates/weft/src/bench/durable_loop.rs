@@ -121,7 +121,8 @@ async fn sqlite(dir: &std::path::Path, mode: Durability, s: &Settings) -> anyhow
     let groups = move || counters.group_commit_stats().unwrap_or_default();
     let mut line = measure(&format!("sqlite/{mode}"), store.clone(), Some(&groups), s).await?;
     if let Some(c) = store.checkpoint_stats() {
-        line["background_checkpoints"] = json!({"checkpoints": c.checkpoints, "frames": c.frames});
+        line["background_checkpoints"] =
+            json!({"checkpoints": c.checkpoints, "largest_wal_frames": c.largest_wal_frames});
     }
     store.close().await;
     Ok(line)
