@@ -28,7 +28,8 @@ use std::sync::mpsc;
 
 use rusqlite::Connection;
 
-use crate::sqlite::{SqliteOptions, Synchronous};
+use std::path::Path;
+use std::time::Duration;
 
 /// Commits between two requests for a checkpoint: a step commits 4 to 10
 /// WAL pages, so a checkpoint copies a few thousand frames, as when SQLite
@@ -46,18 +47,33 @@ const BACKSTOP_PAGES: i64 = 32_768;
 /// default), which cost a busy store a seventh of its commit time.
 const WAL_AUTOCHECKPOINT: i64 = 8192;
 
-/// Whether the store opened with `options` checkpoints off the commit path.
-pub(crate) fn in_background(options: &SqliteOptions) -> bool {
-    options.group_commit && options.synchronous == Synchronous::Normal
+/// What checkpointing needs to know of a store's options.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Setup<'a> {
+    /// The database file.
+    pub(crate) path: &'a Path,
+    /// The store's busy timeout.
+    pub(crate) busy_timeout: Duration,
+    /// Whether group commit is on.
+    pub(crate) group_commit: bool,
+    /// Whether commits skip the sync (`synchronous = NORMAL`).
+    pub(crate) no_sync_per_commit: bool,
 }
 
-/// The store's connections' `wal_autocheckpoint`: when checkpoints run off
-/// the commit path, SQLite's own is the backstop.
-pub(crate) fn autocheckpoint_pages(options: &SqliteOptions) -> i64 {
-    if in_background(options) {
-        BACKSTOP_PAGES
-    } else {
-        WAL_AUTOCHECKPOINT
+impl Setup<'_> {
+    /// Whether checkpoints run off the commit path.
+    pub(crate) fn in_background(&self) -> bool {
+        self.group_commit && self.no_sync_per_commit
+    }
+
+    /// The store's connections' `wal_autocheckpoint`: when checkpoints run
+    /// off the commit path, SQLite's own is the backstop.
+    pub(crate) fn autocheckpoint_pages(&self) -> i64 {
+        if self.in_background() {
+            BACKSTOP_PAGES
+        } else {
+            WAL_AUTOCHECKPOINT
+        }
     }
 }
 
@@ -98,11 +114,16 @@ pub(crate) enum StartError {
 impl Checkpointer {
     /// Opens a connection of its own to the store's file (syncing as the
     /// store's commits do) and starts the thread.
-    pub(crate) fn open(options: &SqliteOptions) -> Result<Self, StartError> {
+    pub(crate) fn open(setup: Setup<'_>) -> Result<Self, StartError> {
         let connect = || -> Result<Connection, rusqlite::Error> {
-            let conn = Connection::open(&options.path)?;
-            conn.busy_timeout(options.busy_timeout)?;
-            conn.pragma_update(None, "synchronous", options.synchronous.pragma())?;
+            let conn = Connection::open(setup.path)?;
+            conn.busy_timeout(setup.busy_timeout)?;
+            let sync = if setup.no_sync_per_commit {
+                "NORMAL"
+            } else {
+                "FULL"
+            };
+            conn.pragma_update(None, "synchronous", sync)?;
             conn.pragma_update(None, "wal_autocheckpoint", 0)?;
             Ok(conn)
         };

@@ -54,6 +54,26 @@ where
     })
 }
 
+/// Migrates the SQLite database behind `pool`, after checking that every
+/// migration it has applied is one of this build's.
+pub(crate) async fn migrate_sqlite(pool: &sqlx::SqlitePool) -> Result<(), OpenError> {
+    let fail = |e: sqlx::Error| OpenError::from(MigrationFailure::from(e));
+    let (tables,): (i64,) = sqlx::query_as(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'",
+    )
+    .fetch_one(pool)
+    .await
+    .map_err(fail)?;
+    if tables > 0 {
+        let applied: Vec<(i64,)> = sqlx::query_as(APPLIED)
+            .fetch_all(pool)
+            .await
+            .map_err(fail)?;
+        check_applied(&SQLITE, &applied)?;
+    }
+    run(&SQLITE, pool).await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -31,7 +31,7 @@ use sqlx::sqlite::{
 use crate::checkpoint::{self, CheckpointStats, Checkpointer};
 use crate::commit::{CommitJob, CreateJob};
 use crate::durability::Durability;
-use crate::error::{Failure, MigrationFailure, OpenError, redact};
+use crate::error::{Failure, OpenError, redact};
 use crate::group::{GroupCommitStats, GroupCommitter, Job};
 use crate::parts::PartCache;
 use crate::schema;
@@ -53,10 +53,22 @@ pub enum Synchronous {
 
 impl Synchronous {
     /// The value of `PRAGMA synchronous`.
-    pub(crate) fn pragma(self) -> &'static str {
+    fn pragma(self) -> &'static str {
         match self {
             Synchronous::Full => "FULL",
             Synchronous::Normal => "NORMAL",
+        }
+    }
+}
+
+impl SqliteOptions {
+    /// What checkpointing needs to know of these options.
+    fn checkpoints(&self) -> checkpoint::Setup<'_> {
+        checkpoint::Setup {
+            path: &self.path,
+            busy_timeout: self.busy_timeout,
+            group_commit: self.group_commit,
+            no_sync_per_commit: self.synchronous == Synchronous::Normal,
         }
     }
 }
@@ -173,7 +185,7 @@ impl SqliteStore {
             // As the commit connection's (see `commit_connection`).
             .pragma(
                 "wal_autocheckpoint",
-                checkpoint::autocheckpoint_pages(&options).to_string(),
+                options.checkpoints().autocheckpoint_pages().to_string(),
             );
         // No idle timeout and no lifetime: a local file's connections need
         // no reaping, and without them the pool runs no maintenance task
@@ -190,7 +202,7 @@ impl SqliteStore {
             .connect_with(base.clone().create_if_missing(true))
             .await
             .map_err(connect)?;
-        migrate(&writer).await?;
+        schema::migrate_sqlite(&writer).await?;
         let reader = SqlitePoolOptions::new()
             .idle_timeout(None)
             .max_lifetime(None)
@@ -205,8 +217,10 @@ impl SqliteStore {
                     target: target.clone(),
                     source,
                 })?;
-            let checkpointer = checkpoint::in_background(&options)
-                .then(|| Checkpointer::open(&options))
+            let checkpoints = options.checkpoints();
+            let checkpointer = checkpoints
+                .in_background()
+                .then(|| Checkpointer::open(checkpoints))
                 .transpose()
                 .map_err(|e| match e {
                     checkpoint::StartError::Connection(source) => OpenError::CommitConnection {
@@ -339,28 +353,10 @@ fn commit_connection(options: &SqliteOptions) -> Result<rusqlite::Connection, ru
     conn.pragma_update(
         None,
         "wal_autocheckpoint",
-        checkpoint::autocheckpoint_pages(options),
+        options.checkpoints().autocheckpoint_pages(),
     )?;
     conn.set_prepared_statement_cache_capacity(32);
     Ok(conn)
-}
-
-async fn migrate(pool: &SqlitePool) -> Result<(), OpenError> {
-    let fail = |e: sqlx::Error| OpenError::from(MigrationFailure::from(e));
-    let (tables,): (i64,) = sqlx::query_as(
-        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'",
-    )
-    .fetch_one(pool)
-    .await
-    .map_err(fail)?;
-    if tables > 0 {
-        let applied: Vec<(i64,)> = sqlx::query_as(schema::APPLIED)
-            .fetch_all(pool)
-            .await
-            .map_err(fail)?;
-        schema::check_applied(&schema::SQLITE, &applied)?;
-    }
-    schema::run(&schema::SQLITE, pool).await
 }
 
 impl FromStr for SqliteOptions {
