@@ -18,9 +18,10 @@
 //! own writes to the same disk (a sequential step went from 265 to 300 µs),
 //! so there SQLite checkpoints inside commits as before.
 //!
-//! SQLite's own checkpoint stays on as a backstop, at a higher bound
-//! ([`BACKSTOP_PAGES`]): if this thread falls behind (or a long read keeps
-//! it from copying every frame), the WAL still cannot grow without bound.
+//! SQLite's own checkpoint stays on as the backstop ([`BACKSTOP_PAGES`]):
+//! the commit that reaches it copies what this thread has not yet (little,
+//! unless the thread fell behind or a long read held it back) and lets the
+//! WAL start over, so the WAL never grows past it for long.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -31,14 +32,18 @@ use rusqlite::Connection;
 use std::path::Path;
 use std::time::Duration;
 
-/// Commits between two requests for a checkpoint: a step commits 4 to 10
-/// WAL pages, so a checkpoint copies a few thousand frames, as when SQLite
-/// checkpointed by itself every 8,192 pages, and far below the backstop.
-pub(crate) const CHECKPOINT_EVERY: u64 = 1024;
+/// Commits between two requests for a checkpoint: a step commits about 7
+/// WAL pages, so a checkpoint copies a few thousand frames, about half the
+/// backstop.
+pub(crate) const CHECKPOINT_EVERY: u64 = 512;
 
-/// WAL pages past which a commit checkpoints by itself even so (128 MiB of
-/// 4 KiB pages).
-const BACKSTOP_PAGES: i64 = 32_768;
+/// WAL pages past which a commit checkpoints by itself even so (32 MiB of
+/// 4 KiB pages). Under a steady stream of commits the background checkpoint
+/// never sees every frame copied at a moment no commit is under way, and
+/// only then can the next commit start the WAL over; a commit reaching this
+/// bound does, and finds all but the newest frames copied already, so the
+/// WAL stays within it at little cost to that commit.
+const BACKSTOP_PAGES: i64 = 8192;
 
 /// WAL pages after which a commit checkpoints when nothing checkpoints
 /// off the commit path (group commit off): 32 MiB, so the pages that every
