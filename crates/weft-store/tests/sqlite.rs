@@ -361,16 +361,7 @@ async fn durability_sets_the_sync_mode_and_commits_survive_reopening_in_both() {
         .with_durability(Durability::Process);
     let store = SqliteStore::open_with(process).await.unwrap();
     assert_eq!(store.durability().await.unwrap(), Durability::Process);
-    suite::stored_run(&store, suite::record("r1", "s1", 1), 3).await;
-    store.close().await;
-    let reopened = db.open().await;
-    assert_eq!(
-        reopened
-            .read_events(&RunId::new("r1"), 0, None)
-            .await
-            .unwrap(),
-        suite::events(1, 3)
-    );
+    stores_a_run_that_survives_reopening(&db, store).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -409,6 +400,12 @@ async fn process_durability_checkpoints_off_the_commit_path() {
     };
     assert!(stats.largest_wal_frames > 0, "{stats:?}");
     // Commits after a checkpoint (into a WAL that starts over) stay whole.
+    stores_a_run_that_survives_reopening(&db, store).await;
+}
+
+/// Stores run `r1` through `store`, closes it, and reads the run's events
+/// back through a store opened anew on the same file.
+async fn stores_a_run_that_survives_reopening(db: &TestDb, store: SqliteStore) {
     suite::stored_run(&store, suite::record("r1", "s1", 1), 3).await;
     store.close().await;
     let reopened = db.open().await;
