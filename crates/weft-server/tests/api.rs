@@ -373,11 +373,14 @@ async fn sessions_are_created_with_or_without_a_body_on(f: Fixture) {
         r.body["labels"],
         json!({"team": "x", "weft.tenant": "tenant-a"})
     );
-    // Generated ids are random, not a per-process counter: no prefix of two
-    // ids beyond `ses_` is shared.
+    // Generated ids are v7 UUIDs (a millisecond timestamp, then 74 random
+    // bits), not a per-process counter: their random tails differ.
     let other = r.body["session_id"].as_str().unwrap();
     assert_eq!(other.len(), "ses_".len() + 32, "{other}");
-    assert_ne!(other[..12], generated[..12]);
+    let tail = |id: &str| id[id.len() - 16..].to_owned();
+    assert_ne!(tail(other), tail(&generated));
+    let version = |id: &str| id.as_bytes()["ses_".len() + 12];
+    assert_eq!((version(other), version(&generated)), (b'7', b'7'));
     // A session id of another tenant or of nobody is a 404 for a run, and
     // never creates a session.
     for (token, session) in [(TOKEN_B, other), (TOKEN_A, "ses_made_up")] {
