@@ -5,8 +5,9 @@
 //! schema, admits and publishes the call in one script (health and queue
 //! bound as the gateway keeps them; calls made at the same time share one
 //! script), and waits on the call's result stream ([`wait`]) with an
-//! absolute deadline, forwarding output deltas to the call's output sink. One [`reader`] reads the result streams of every
-//! call in flight. The gateway is not a hop on the hot path.
+//! absolute deadline, forwarding output deltas to the call's output sink.
+//! One [`reader`] reads the result streams of every call in flight. The
+//! gateway is not a hop on the hot path.
 //!
 //! The `tool_use_id` is `<run id>/<tool call id>`: the runtime's call id,
 //! qualified by its run so two runs' `call_1` never meet. A retried or
@@ -25,13 +26,12 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
+use futures_util::FutureExt;
 use serde_json::Value;
 use weft_core::tool::{
     RetryHint, RetryReason, ToolAnnotations, ToolError, ToolIdent, ToolRequest, ToolSpec,
 };
 use weft_tools::{ArgsValidator, ToolFailure, ToolReply, ToolSet};
-
-use futures_util::FutureExt;
 
 use crate::admission::{self, Admission};
 use crate::batch::Batcher;

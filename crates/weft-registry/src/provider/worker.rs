@@ -1,8 +1,8 @@
 //! One call on a provider: decode, validate, run the tool with an output
 //! sink that publishes deltas to the result stream, then publish the result
 //! and acknowledge the call in one script (shared by the results ready at
-//! the same time). While the tool runs the call's
-//! idle time is reset, so a slow call is not claimed by another provider.
+//! the same time). While the tool runs the call's idle time is reset, so a
+//! slow call is not claimed by another provider.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
