@@ -30,10 +30,13 @@ impl<T: Serialize + DeserializeOwned> Sealed<T> {
     /// Seals `value`, which encodes as a `T` does (a slice for a vector);
     /// `None` when it cannot be encoded (keep it as it is).
     pub(super) fn seal(value: &(impl Serialize + ?Sized)) -> Option<Self> {
-        let json = serde_json::to_vec(value).ok()?;
-        Some(Self {
-            bytes: lz4_flex::compress_prepend_size(&json).into_boxed_slice(),
-            kind: PhantomData,
+        SCRATCH.with_borrow_mut(|scratch| {
+            let bytes = scratch.seal(value);
+            scratch.trim();
+            Some(Self {
+                bytes: bytes?,
+                kind: PhantomData,
+            })
         })
     }
 
@@ -41,6 +44,60 @@ impl<T: Serialize + DeserializeOwned> Sealed<T> {
     pub(super) fn open(&self) -> Result<T, String> {
         let json = lz4_flex::decompress_size_prepended(&self.bytes).map_err(|e| e.to_string())?;
         serde_json::from_slice(&json).map_err(|e| e.to_string())
+    }
+}
+
+/// Buffers a thread reuses from one seal to the next: the JSON text, the
+/// compressed bytes and LZ4's hash table. Allocating and zeroing them for
+/// every finished run cost more than the encoding itself.
+struct Scratch {
+    json: Vec<u8>,
+    out: Vec<u8>,
+    table: lz4_flex::block::CompressTable,
+}
+
+/// A scratch buffer larger than this is given back after use, so one huge
+/// run does not pin its size on the thread for good.
+const SCRATCH_KEEP: usize = 1 << 20;
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch {
+        json: Vec::new(),
+        out: Vec::new(),
+        table: lz4_flex::block::CompressTable::default(),
+    });
+}
+
+impl Scratch {
+    /// `value`'s JSON, compressed, after its length as 4 little-endian
+    /// bytes (the layout `lz4_flex::decompress_size_prepended` reads).
+    fn seal(&mut self, value: &(impl Serialize + ?Sized)) -> Option<Box<[u8]>> {
+        self.json.clear();
+        serde_json::to_writer(&mut self.json, value).ok()?;
+        let len = u32::try_from(self.json.len()).ok()?;
+        let max = 4 + lz4_flex::block::get_maximum_output_size(self.json.len());
+        if self.out.len() < max {
+            self.out.resize(max, 0);
+        }
+        self.out[..4].copy_from_slice(&len.to_le_bytes());
+        let n = lz4_flex::block::compress_into_with_table(
+            &self.json,
+            &mut self.out[4..],
+            &mut self.table,
+        )
+        .ok()?;
+        Some(self.out[..4 + n].into())
+    }
+
+    fn trim(&mut self) {
+        for buf in [&mut self.json, &mut self.out] {
+            if buf.capacity() > SCRATCH_KEEP {
+                *buf = Vec::new();
+            }
+        }
+        if matches!(self.table, lz4_flex::block::CompressTable::Large(_)) {
+            self.table = lz4_flex::block::CompressTable::default();
+        }
     }
 }
 
@@ -99,6 +156,25 @@ mod tests {
             "{} of {json}",
             sealed.bytes.len()
         );
+    }
+
+    #[test]
+    fn reused_buffers_seal_any_size_in_turn() {
+        // Small, past LZ4's 64 KiB small-table limit, past the size a thread
+        // keeps its buffers at, then small again: each opens to itself.
+        for n in [3usize, 20_000, 300_000, 5] {
+            let value: Vec<String> = (0..n).map(|i| format!("v{i}")).collect();
+            let sealed = Sealed::<Vec<String>>::seal(&value).unwrap();
+            assert_eq!(sealed.open().unwrap(), value, "{n} items");
+            let json = serde_json::to_vec(&value).unwrap();
+            assert_eq!(
+                lz4_flex::decompress_size_prepended(&sealed.bytes).unwrap(),
+                json
+            );
+        }
+        SCRATCH.with_borrow(|s| {
+            assert!(s.json.capacity() <= SCRATCH_KEEP && s.out.capacity() <= SCRATCH_KEEP);
+        });
     }
 
     #[test]
