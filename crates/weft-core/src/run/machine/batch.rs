@@ -35,11 +35,12 @@ impl RunMachine {
                     ToolCallId::new(format!("call_{seq}"))
                 }
             };
-            let verdict = self.check_call(&call.name, &call.arguments, catalog);
+            let mut arguments = call.arguments;
+            let verdict = self.check_call(&call.name, &mut arguments, catalog);
             checked.push(Checked {
                 id,
                 requested: call.name,
-                arguments: call.arguments,
+                arguments,
                 parent: call.parent_tool_call_id,
                 verdict,
             });
@@ -55,10 +56,14 @@ impl RunMachine {
         Ok(self.continue_checking(resolving, now, catalog))
     }
 
+    /// Checks one call against the catalog. A valid call's parsed
+    /// arguments move into its verdict (JSON arguments are taken, leaving
+    /// `null` behind: only an invalid call's arguments are read again, to
+    /// show or repair them), so valid arguments are never copied.
     pub(super) fn check_call(
         &self,
         name: &str,
-        arguments: &CallArguments,
+        arguments: &mut CallArguments,
         catalog: &dyn ToolCatalog,
     ) -> Verdict {
         let Some(spec) = catalog.spec(name) else {
@@ -67,17 +72,30 @@ impl RunMachine {
         if !self.is_allowed(spec) {
             return Verdict::Invalid(InvalidReason::NotAllowed);
         }
-        let payload = match parse_arguments(arguments) {
-            Ok(p) => p,
-            Err(reason) => return Verdict::Invalid(reason),
-        };
-        match catalog.validate(spec, &payload) {
-            Ok(()) => Verdict::Valid {
-                name: spec.name.clone(),
-                payload,
-                confirm: self.policy.needs_confirmation(spec),
+        let payload = match arguments {
+            CallArguments::Json(payload) => match catalog.validate(spec, payload) {
+                Ok(()) => std::mem::take(payload),
+                Err(issues) => return Verdict::Invalid(InvalidReason::SchemaViolation { issues }),
             },
-            Err(issues) => Verdict::Invalid(InvalidReason::SchemaViolation { issues }),
+            CallArguments::Raw(raw) => {
+                let parsed = match serde_json::from_str::<Value>(raw) {
+                    Ok(parsed) => parsed,
+                    Err(e) => {
+                        return Verdict::Invalid(InvalidReason::MalformedJson {
+                            message: e.to_string(),
+                        });
+                    }
+                };
+                if let Err(issues) = catalog.validate(spec, &parsed) {
+                    return Verdict::Invalid(InvalidReason::SchemaViolation { issues });
+                }
+                parsed
+            }
+        };
+        Verdict::Valid {
+            name: spec.name.clone(),
+            payload,
+            confirm: self.policy.needs_confirmation(spec),
         }
     }
 
