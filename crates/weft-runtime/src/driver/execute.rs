@@ -57,7 +57,7 @@ impl RunTask {
         let mut waiting = Waiting::default();
         let mut running = JoinSet::new();
         let mut interrupted = Vec::new();
-        let turn_id = TurnId::new(format!("{}/{}", self.shared.run_id, self.machine.turn()));
+        let turn_id = self.turn_id(self.machine.turn());
         // What is left of the time budget: child runs get no more.
         let time_left = self.machine.policy().time_budget.map(|budget| {
             let used = Duration::from_millis(self.machine.active_ms(self.now()));

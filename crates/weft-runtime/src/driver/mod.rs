@@ -111,6 +111,9 @@ pub(crate) struct RunTask {
     pub(crate) observer: Arc<dyn Observer>,
     /// Starts the child runs of agents called as tools.
     pub(crate) children: Arc<dyn weft_core::child::ChildRunner>,
+    /// The id of the turn last planned or executed: a turn's plan and its
+    /// calls share one.
+    pub(crate) turn: Option<(u32, TurnId)>,
 }
 
 impl RunTask {
@@ -239,6 +242,18 @@ impl RunTask {
 
     fn now(&self) -> Timestamp {
         self.clock.now()
+    }
+
+    /// The id of turn `n` of this run, `<run id>/<n>`.
+    fn turn_id(&mut self, n: u32) -> TurnId {
+        match &self.turn {
+            Some((cached, id)) if *cached == n => id.clone(),
+            _ => {
+                let id = TurnId::from_fmt(format_args!("{}/{n}", self.shared.run_id));
+                self.turn = Some((n, id.clone()));
+                id
+            }
+        }
     }
 
     /// Leaves the step just taken (a batch's last result, the machine now

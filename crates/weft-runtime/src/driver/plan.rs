@@ -11,12 +11,13 @@ impl RunTask {
         self.refresh_tools().await;
         let overrides = self.prompt_overrides().await;
         let reminders = self.machine.take_due_reminders();
+        let turn_id = self.turn_id(self.machine.turn() + 1);
         let run_id: &RunId = &self.shared.run_id;
         let run = RunContext {
             agent_id: self.agent.id.clone(),
             run_id: run_id.clone(),
             session_id: self.session_id.clone(),
-            turn_id: TurnId::new(format!("{run_id}/{}", self.machine.turn() + 1)),
+            turn_id,
             labels: self.labels.clone(),
         };
         let tools: Cow<'_, [ToolSpec]> =

@@ -209,7 +209,7 @@ impl Replayer<'_> {
             agent_id: self.agent.id.clone(),
             run_id: run_id.clone(),
             session_id: self.recording.session_id.clone(),
-            turn_id: TurnId::new(format!("{run_id}/{}", self.machine.turn() + 1)),
+            turn_id: TurnId::from_fmt(format_args!("{run_id}/{}", self.machine.turn() + 1)),
             labels: self.labels.clone(),
         };
         let tools: Vec<ToolSpec> = self

@@ -272,6 +272,7 @@ impl Inner {
             deferred: false,
             observer: self.observer.clone(),
             children: Arc::new(children::ChildRuns(Arc::downgrade(self))),
+            turn: None,
         };
         let inner = Arc::clone(self);
         let span = tracing::info_span!(

@@ -32,7 +32,7 @@ impl RunMachine {
                 }
                 None => {
                     seq += 1;
-                    ToolCallId::new(format!("call_{seq}"))
+                    ToolCallId::from_fmt(format_args!("call_{seq}"))
                 }
             };
             let mut arguments = call.arguments;

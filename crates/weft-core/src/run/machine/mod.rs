@@ -322,9 +322,12 @@ fn not_executed(call: &ToolCall, code: ToolErrorCode, message: &str) -> ToolOutp
 }
 
 fn placeholder_context() -> InvalidToolCallContext {
+    // Made once: every accepted batch holds a placeholder while it is checked.
+    static NO_CALL: std::sync::LazyLock<ToolCallId> =
+        std::sync::LazyLock::new(|| ToolCallId::new(""));
     InvalidToolCallContext {
         tool_name: String::new(),
-        tool_call_id: ToolCallId::new(""),
+        tool_call_id: NO_CALL.clone(),
         arguments: CallArguments::Json(Value::Null),
         reason: InvalidReason::UnknownTool,
         available: Vec::new(),
