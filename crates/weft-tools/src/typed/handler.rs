@@ -76,6 +76,11 @@ pub(crate) fn decode<A: DeserializeOwned>(
     tool: &ToolIdent,
     payload: &Value,
 ) -> Result<A, ToolFailure> {
+    // Tracking the path allocates for every field; it is only needed to say
+    // where decoding failed, so a failure decodes again with it.
+    if let Ok(args) = A::deserialize(payload) {
+        return Ok(args);
+    }
     serde_path_to_error::deserialize(payload).map_err(|e| {
         let field = pointer(e.path());
         let issue = FieldIssue {
