@@ -8,7 +8,7 @@
 //! [`DESCRIPTION_TAG`]. Use [`strip_description_for`] to respect that.
 
 use std::collections::HashSet;
-use std::sync::{PoisonError, RwLock};
+use std::sync::{Arc, PoisonError, RwLock};
 
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
@@ -135,8 +135,8 @@ impl<T: ToolSet> ToolSet for DescribedToolSet<T> {
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .contains(&request.name);
-        if !keep {
-            strip_description(&mut request.payload);
+        if !keep && request.payload.get(DESCRIPTION_PARAM).is_some() {
+            strip_description(Arc::make_mut(&mut request.payload));
         }
         self.inner.call_tool(request).await
     }
@@ -180,7 +180,7 @@ mod tests {
     fn request(name: &str, payload: Value) -> ToolRequest {
         ToolRequest {
             name: ToolIdent::new(name),
-            payload,
+            payload: payload.into(),
             run_id: RunId::new("r"),
             session_id: SessionId::new("s"),
             turn_id: TurnId::new("t"),

@@ -2,6 +2,8 @@
 //! shared toolsets can be wrapped. These forward every method, capabilities
 //! included: a smart pointer is not a wrapper layer.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -13,6 +15,9 @@ use crate::capability::{
 };
 use crate::toolset::{ToolFailure, ToolReply, ToolSet};
 
+/// The future an `#[async_trait]` method returns.
+type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
 macro_rules! forward_toolset {
     ($ptr:ident) => {
         #[async_trait]
@@ -21,12 +26,28 @@ macro_rules! forward_toolset {
                 (**self).name()
             }
 
-            async fn list_tools(&self) -> Result<Vec<ToolSpec>, ToolError> {
-                (**self).list_tools().await
+            // The two async methods hand back the pointee's own boxed
+            // future: an `async fn` here would box a second future around it
+            // on every call.
+            fn list_tools<'life0, 'async_trait>(
+                &'life0 self,
+            ) -> BoxFuture<'async_trait, Result<Vec<ToolSpec>, ToolError>>
+            where
+                'life0: 'async_trait,
+                Self: 'async_trait,
+            {
+                (**self).list_tools()
             }
 
-            async fn call_tool(&self, request: ToolRequest) -> Result<ToolReply, ToolFailure> {
-                (**self).call_tool(request).await
+            fn call_tool<'life0, 'async_trait>(
+                &'life0 self,
+                request: ToolRequest,
+            ) -> BoxFuture<'async_trait, Result<ToolReply, ToolFailure>>
+            where
+                'life0: 'async_trait,
+                Self: 'async_trait,
+            {
+                (**self).call_tool(request)
             }
 
             fn inner(&self) -> Option<&dyn ToolSet> {

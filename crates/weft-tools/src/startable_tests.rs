@@ -66,7 +66,7 @@ impl Lifecycle for Probe {
 fn request() -> ToolRequest {
     ToolRequest {
         name: ToolIdent::from("probe.x"),
-        payload: json!({}),
+        payload: json!({}).into(),
         run_id: RunId::new("r"),
         session_id: SessionId::new("s"),
         turn_id: TurnId::new("t"),

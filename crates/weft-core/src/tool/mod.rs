@@ -127,8 +127,9 @@ pub struct ToolAnnotations {
 pub struct ToolRequest {
     /// The tool to call.
     pub name: ToolIdent,
-    /// The call's arguments.
-    pub payload: Value,
+    /// The call's arguments, shared with the call's events and output: a
+    /// toolset that changes them takes its own copy (`Arc::make_mut`).
+    pub payload: Arc<Value>,
     /// The run making the call.
     pub run_id: RunId,
     /// The run's session.

@@ -313,7 +313,7 @@ impl ToolSet for McpToolSet {
         };
         let mut params = CallToolRequestParams::new(mcp_name.to_owned());
         params.meta = crate::trace::request_meta();
-        match request.payload {
+        match Arc::unwrap_or_clone(request.payload) {
             serde_json::Value::Object(args) => params = params.with_arguments(args),
             serde_json::Value::Null => {}
             other => {

@@ -140,7 +140,7 @@ impl WeftServer {
         }
         let request = ToolRequest {
             name: ident,
-            payload,
+            payload: payload.into(),
             run_id: RunId::new("mcp"),
             session_id: SessionId::new("mcp"),
             turn_id: TurnId::new("mcp"),

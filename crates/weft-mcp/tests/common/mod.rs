@@ -36,7 +36,7 @@ pub fn no_backoff() -> Backoff {
 pub fn request(tool: &str, payload: Value) -> ToolRequest {
     ToolRequest {
         name: ToolIdent::from(tool),
-        payload,
+        payload: payload.into(),
         run_id: RunId::new("run"),
         session_id: SessionId::new("session"),
         turn_id: TurnId::new("turn"),

@@ -192,7 +192,7 @@ impl RegistryToolSet {
             tool_use_id: tool_use_id.clone(),
             tool: tool.remote.clone(),
             payload: Some(wire::raw(
-                &tool.validator.normalize(request.payload.clone()),
+                &tool.validator.normalize((*request.payload).clone()),
             )),
             meta: Some(ToolCallMeta {
                 run_id: request.run_id.to_string(),

@@ -213,7 +213,7 @@ async fn run_tool(shared: &Shared, msg: &ToolCallMessage, output: OutputSink) ->
     let meta = msg.meta.clone().unwrap_or_default();
     let request = ToolRequest {
         name: ident.clone(),
-        payload: validator.normalize(payload),
+        payload: validator.normalize(payload).into(),
         run_id: RunId::new(meta.run_id),
         session_id: SessionId::new(meta.session_id),
         turn_id: TurnId::new(meta.turn_id),

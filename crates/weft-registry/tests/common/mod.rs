@@ -107,7 +107,7 @@ pub fn request(tool: &str, payload: Value, run: &str, call: &str) -> (ToolReques
     let d = deltas.clone();
     let req = ToolRequest {
         name: ToolIdent::new(tool),
-        payload,
+        payload: payload.into(),
         run_id: RunId::new(run),
         session_id: SessionId::new("sess"),
         turn_id: TurnId::new(format!("{run}/1")),

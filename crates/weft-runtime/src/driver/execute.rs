@@ -92,19 +92,21 @@ impl RunTask {
                 interrupted.push(interrupted_output(call));
                 continue;
             }
-            // The tool gets its own copy of the arguments; the events and the
-            // output share the call's.
-            let mut payload = (*call.payload).clone();
+            // The tool, the events and the output share the call's
+            // arguments; a description argument is taken out of a copy.
+            let mut payload = call.payload.clone();
             let description = match self.tools.spec(&call.name) {
                 Some(spec) if self.agent.describe_calls => {
-                    weft_tools::strip_description_for(spec, &mut payload)
+                    let mut stripped = (*payload).clone();
+                    let found = weft_tools::strip_description_for(spec, &mut stripped);
+                    if found.is_some() {
+                        payload = Arc::new(stripped);
+                    }
+                    found
                 }
                 _ => None,
             };
-            let shown = match description {
-                Some(_) => Arc::new(payload.clone()),
-                None => call.payload.clone(),
-            };
+            let shown = payload.clone();
             self.emit(EventKind::ToolStarted {
                 tool_call_id: call.id.clone(),
                 tool: call.name.clone(),

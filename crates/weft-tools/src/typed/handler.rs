@@ -104,15 +104,20 @@ pub(crate) fn json_reply<R: Serialize>(value: &R) -> Result<ToolReply, ToolFailu
         })
 }
 
-/// Validates `payload`, then returns it normalized (`{}` in place of `null`).
+/// Validates `payload`, then normalizes it in place (`{}` in place of `null`).
 pub(crate) fn checked_payload(
     validator: &ArgsValidator,
     tool: &ToolIdent,
-    payload: Value,
-) -> Result<Value, ToolFailure> {
-    match validator.validate(&payload) {
-        Ok(()) => Ok(validator.normalize(payload)),
-        Err(issues) => Err(validator.failure(tool, &payload, issues)),
+    payload: &mut Arc<Value>,
+) -> Result<(), ToolFailure> {
+    match validator.validate(payload) {
+        Ok(()) => {
+            if payload.is_null() {
+                *payload = Arc::new(validator.normalize(Value::Null));
+            }
+            Ok(())
+        }
+        Err(issues) => Err(validator.failure(tool, payload, issues)),
     }
 }
 

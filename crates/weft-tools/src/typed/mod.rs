@@ -335,8 +335,7 @@ impl ToolSet for FnToolSet {
             let message = format!("toolset `{}` has no tool `{}`", self.name, request.name);
             return Err(ToolError::new(ToolError::UNAVAILABLE, message).into());
         };
-        let payload = std::mem::take(&mut request.payload);
-        request.payload = checked_payload(&tool.validator, &tool.spec.name, payload)?;
+        checked_payload(&tool.validator, &tool.spec.name, &mut request.payload)?;
         (tool.handler)(request).await
     }
 

@@ -55,7 +55,7 @@ struct Weather {
 fn request(name: &str, payload: Value) -> ToolRequest {
     ToolRequest {
         name: ToolIdent::new(name),
-        payload,
+        payload: payload.into(),
         run_id: RunId::new("run-1"),
         session_id: SessionId::new("s"),
         turn_id: TurnId::new("t"),

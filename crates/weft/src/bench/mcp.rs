@@ -105,7 +105,7 @@ async fn through_weft(exe: &Path, agent: &Path, s: Settings) -> anyhow::Result<V
         let request = ToolRequest {
             // The server's tool is `calc.add`; the client toolset is `remote`.
             name: ToolIdent::from_parts("remote", "calc.add"),
-            payload: Value::Object(add_args(i)),
+            payload: Value::Object(add_args(i)).into(),
             run_id: RunId::new("bench"),
             session_id: SessionId::new("bench"),
             turn_id: TurnId::new("bench"),

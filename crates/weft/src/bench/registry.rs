@@ -378,7 +378,7 @@ impl WeftSetup {
     async fn call(&self, n: u64) -> anyhow::Result<()> {
         let request = ToolRequest {
             name: self.tool.clone(),
-            payload: json!({"a": 1, "b": 2}),
+            payload: json!({"a": 1, "b": 2}).into(),
             run_id: RunId::new(self.run.as_str()),
             session_id: SessionId::new("bench"),
             turn_id: TurnId::new("bench/1"),
