@@ -131,8 +131,8 @@ impl AgentTools {
                     .with_retry_hint(failure.retry_hint),
                 Ok(Ok(Ok(reply))) => {
                     let mut out = ToolOutput::with_body(id, name, payload, reply.body);
-                    out.server_data = reply.server_data;
-                    out.bounds = reply.bounds;
+                    out.server_data = reply.server_data.map(Box::new);
+                    out.bounds = reply.bounds.map(Box::new);
                     bound_result(&mut out, limits.payload_budget);
                     out
                 }

@@ -141,8 +141,8 @@ async fn the_child_s_answer_is_the_call_s_result_and_the_runs_are_linked() {
     assert_eq!(output.result, ToolResultBody::Json(json!({"text": "42"})));
     let child = RunId::new(format!("{}.{}", parent.run_id(), output.tool_call_id));
     assert_eq!(
-        output.server_data,
-        Some(json!({"child_run_id": child.as_str()}))
+        output.server_data.as_deref(),
+        Some(&json!({"child_run_id": child.as_str()}))
     );
     // The child is a run of its own, linked both ways.
     let child_run = store.load_run(&child).await.unwrap().unwrap();

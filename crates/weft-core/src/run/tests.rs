@@ -1071,7 +1071,7 @@ fn rendering_strips_server_data_and_marks_omissions() {
             limit: 65536,
         }),
     );
-    out.server_data = Some(json!({"secret": "ui only"}));
+    out.server_data = Some(Box::new(json!({"secret": "ui only"})));
     let Part::ToolResult {
         content, is_error, ..
     } = render_tool_output(&out)

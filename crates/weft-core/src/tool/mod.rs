@@ -169,15 +169,17 @@ pub struct ToolOutput {
     pub payload: Arc<Value>,
     /// The result, or why there is none.
     pub result: ToolResultBody,
-    /// Data for UIs and persistence that never reaches a model.
+    /// Data for UIs and persistence that never reaches a model (boxed, as
+    /// are the bounds: most outputs have neither, and a run keeps every
+    /// output it made).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub server_data: Option<Value>,
+    pub server_data: Option<Box<Value>>,
     /// Size of the serialized result in bytes, before any omission.
     #[serde(default)]
     pub result_bytes: u64,
     /// How the result relates to the full data, when it was truncated or paged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bounds: Option<Bounds>,
+    pub bounds: Option<Box<Bounds>>,
     /// Guidance for the planner after a failure (boxed: most outputs have
     /// none, and a run keeps every output it made).
     #[serde(default, skip_serializing_if = "Option::is_none")]
