@@ -28,6 +28,18 @@ use crate::planner::{PlanResult, ToolCallRequest};
 use crate::time::Timestamp;
 use crate::tool::{ToolError, ToolOutput};
 
+/// `value` through MessagePack as the in-memory store seals it (structs
+/// as maps, human-readable).
+fn via_msgpack<T: serde::Serialize + serde::de::DeserializeOwned>(value: &T) -> T {
+    let mut bytes = Vec::new();
+    let mut ser = rmp_serde::Serializer::new(&mut bytes)
+        .with_struct_map()
+        .with_human_readable();
+    value.serialize(&mut ser).unwrap();
+    let mut de = rmp_serde::Deserializer::from_read_ref(&bytes).with_human_readable();
+    T::deserialize(&mut de).unwrap()
+}
+
 /// A stream of random choices; exhausted choices read as zero.
 struct Choices<'a> {
     raw: &'a [u32],
@@ -715,6 +727,8 @@ proptest! {
         let json = serde_json::to_string(&m).unwrap();
         let mut copy: RunMachine = serde_json::from_str(&json).unwrap();
         prop_assert_eq!(&copy, &m);
+        // The in-memory store seals finished runs as MessagePack.
+        prop_assert_eq!(&via_msgpack(&m), &m);
         // Every machine the transitions reach is a valid snapshot.
         prop_assert_eq!(copy.validate(), Ok(()));
         // Split for storage (a head, its messages and outputs), it comes back whole.
@@ -764,6 +778,17 @@ proptest! {
             steps += 1;
             prop_assert!(steps < MAX_STEPS);
         }
+        // The in-memory store seals a finished run's log as MessagePack.
+        let events: Vec<_> = log
+            .iter()
+            .zip(1..)
+            .map(|(kind, seq)| crate::event::RunEvent {
+                seq,
+                at: Timestamp::from_millis(seq * 7),
+                kind: kind.clone(),
+            })
+            .collect();
+        prop_assert_eq!(&via_msgpack(&events), &events);
         // The log ends with the outcome, announced once.
         let finished = log.iter().filter(|e| e.is_terminal()).count();
         prop_assert_eq!(finished, 1);

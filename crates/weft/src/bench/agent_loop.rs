@@ -8,7 +8,8 @@
 //! - concurrent: `concurrent` runs started at once; wall time and resident
 //!   memory per run (peak RSS minus the RSS before the runs, divided by the
 //!   number of runs), and the heap in use and resident size per run while
-//!   all of them wait halfway ([`super::gate`]). Runs, their event logs and snapshots stay in the
+//!   all of them wait halfway ([`super::gate`]), and the heap per run once
+//!   all have finished. Runs, their event logs and snapshots stay in the
 //!   in-memory store, so this counts everything a run leaves behind.
 
 use std::sync::Arc;
@@ -168,6 +169,8 @@ pub fn concurrent(s: Settings) -> anyhow::Result<Value> {
             }
         }
         let wall = started.elapsed();
+        // What the finished runs leave behind in the store.
+        let finished_heap = gate::heap_in_use();
         let peak = rss::peak_kib().unwrap_or(0);
         let runs = s.concurrent as f64;
         let per_run = peak.saturating_sub(baseline) as f64 / runs;
@@ -187,6 +190,7 @@ pub fn concurrent(s: Settings) -> anyhow::Result<Value> {
             "kib_per_run": round(per_run, 2),
             "in_flight_rss_kib_per_run": kib_per(in_flight_rss, baseline, 1.0),
             "in_flight_heap_kib_per_run": heap_baseline.and_then(|b| kib_per(in_flight_heap, b, 1024.0)),
+            "finished_heap_kib_per_run": heap_baseline.and_then(|b| kib_per(finished_heap, b, 1024.0)),
         }))
     })
 }
