@@ -138,6 +138,13 @@ pub fn failure_kind(outcome: &RunOutcome) -> Option<&'static str> {
 pub trait Observer: Send + Sync {
     /// Takes one observation.
     fn observe(&self, observation: &Observation<'_>);
+
+    /// Whether this observer uses the durations of commits and tool calls.
+    /// When it does not, the runtime reads no clock to time them and their
+    /// observations carry [`Duration::ZERO`](std::time::Duration::ZERO).
+    fn wants_durations(&self) -> bool {
+        true
+    }
 }
 
 /// The observer that does nothing.
@@ -146,6 +153,10 @@ pub struct NoObserver;
 
 impl Observer for NoObserver {
     fn observe(&self, _: &Observation<'_>) {}
+
+    fn wants_durations(&self) -> bool {
+        false
+    }
 }
 
 /// The default observer.

@@ -164,14 +164,14 @@ impl RunTask {
                 _ => Either::Right(self.tools.execute(call, request, limits)),
             };
             let observer = self.observer.clone();
-            let started = Instant::now();
+            let started = observer.wants_durations().then(Instant::now);
             let ended = genai.clone();
             let timed = async move {
                 let out = call_future.await;
                 spans::tool_ended(&ended, &out);
                 observer.observe(&Observation::ToolCall {
                     tool: out.name.as_str(),
-                    elapsed: started.elapsed(),
+                    elapsed: started.map_or(Duration::ZERO, |s| s.elapsed()),
                     failed: matches!(out.result, ToolResultBody::Error(_)),
                 });
                 out

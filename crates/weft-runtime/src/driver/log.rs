@@ -41,7 +41,10 @@ impl LogWriter<'_> {
         transcript: &[Message],
     ) -> Result<(), RuntimeError> {
         let events = self.shared.begin_commit();
-        let started = std::time::Instant::now();
+        let started = self
+            .observer
+            .wants_durations()
+            .then(std::time::Instant::now);
         let mut attempt = 0;
         let result = loop {
             attempt += 1;
@@ -74,7 +77,7 @@ impl LogWriter<'_> {
         self.shared.end_commit(result.is_ok());
         if result.is_ok() {
             self.observer.observe(&Observation::Commit {
-                elapsed: started.elapsed(),
+                elapsed: started.map_or(Duration::ZERO, |s| s.elapsed()),
                 events: events.len(),
             });
         }
