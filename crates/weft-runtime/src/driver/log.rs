@@ -4,6 +4,7 @@
 //! never before it is stored.
 
 use std::future::Future;
+use std::task::Poll;
 use std::time::Duration;
 
 use weft_core::message::Message;
@@ -112,7 +113,12 @@ impl LogWriter<'_> {
         mut deferred: Option<&RunMachine>,
     ) -> Option<T> {
         tokio::pin!(plan);
-        // A plan that is ready at once (a scripted planner) never arms the timer.
+        // A plan that is ready at once (a scripted planner) makes no timer
+        // (making one reads the clock).
+        let first = std::future::poll_fn(|cx| Poll::Ready(plan.as_mut().poll(cx))).await;
+        if let Poll::Ready(r) = first {
+            return Some(r);
+        }
         let timer = tokio::time::sleep(FLUSH_EVERY);
         tokio::pin!(timer);
         loop {
