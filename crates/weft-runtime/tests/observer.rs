@@ -5,41 +5,17 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_trait::async_trait;
-use serde_json::json;
 use weft_core::run::RunOutcome;
-use weft_core::tool::{ToolAnnotations, ToolError, ToolRequest, ToolSpec};
-use weft_models::{ModelPlanner, ModelPlannerConfig, ScriptCall, ScriptTurn, ScriptedModel};
+use weft_core::tool::ToolError;
+use weft_models::{ModelPlanner, ModelPlannerConfig, ScriptedModel};
 use weft_runtime::{Agent, Observation, Observer, Runtime, StartRequest};
-use weft_tools::{ToolFailure, ToolReply, ToolSet};
+use weft_tools::FnToolSet;
 
-/// `slow.wait`, which takes [`TOOL_TIME`].
-struct Slow;
-
+/// How long `slow.wait` takes.
 const TOOL_TIME: Duration = Duration::from_millis(20);
 
-#[async_trait]
-impl ToolSet for Slow {
-    fn name(&self) -> &str {
-        "slow"
-    }
-
-    async fn list_tools(&self) -> Result<Vec<ToolSpec>, ToolError> {
-        Ok(vec![ToolSpec {
-            name: "slow.wait".into(),
-            description: "Waits".into(),
-            input_schema: json!({"type": "object"}),
-            output_schema: None,
-            annotations: ToolAnnotations::default(),
-            tags: Vec::new(),
-        }])
-    }
-
-    async fn call_tool(&self, _: ToolRequest) -> Result<ToolReply, ToolFailure> {
-        tokio::time::sleep(TOOL_TIME).await;
-        Ok(ToolReply::json(json!("ok")))
-    }
-}
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct NoArgs {}
 
 /// Records the durations of tool calls and commits.
 struct Recorder {
@@ -64,26 +40,18 @@ impl Observer for Recorder {
 
 /// Runs an agent whose model calls `slow.wait` once, then answers.
 async fn observed(durations: bool) -> Arc<Recorder> {
-    let model = Arc::new(ScriptedModel::new(
-        "m",
-        vec![
-            ScriptTurn {
-                tool_calls: vec![ScriptCall {
-                    id: Some("c1".into()),
-                    name: "slow.wait".into(),
-                    arguments: json!({}),
-                }],
-                ..ScriptTurn::default()
-            },
-            ScriptTurn {
-                text: Some("done".into()),
-                ..ScriptTurn::default()
-            },
-        ],
-    ));
+    let script = r#"[
+        {"tool_calls": [{"id": "c1", "name": "slow.wait", "arguments": {}}]},
+        {"text": "done"}
+    ]"#;
+    let model = Arc::new(ScriptedModel::from_json("m", script).unwrap());
     let planner = ModelPlanner::new(model, ModelPlannerConfig::default());
+    let slow = FnToolSet::new("slow").tool("wait", "Waits", |_: NoArgs| async move {
+        tokio::time::sleep(TOOL_TIME).await;
+        Ok::<_, ToolError>("ok")
+    });
     let agent = Agent::builder("a", Arc::new(planner))
-        .toolset(Arc::new(Slow))
+        .toolset(Arc::new(slow))
         .build();
     let recorder = Arc::new(Recorder {
         durations,
