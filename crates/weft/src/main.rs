@@ -20,6 +20,14 @@ use weft::cli::serve::{self, ServeArgs};
 use weft::render::OutputFormat;
 use weft_core::store::RunStatus;
 
+/// mimalloc, not the system allocator: a run allocates many small, short-lived
+/// values (events, messages, tool arguments), which its per-thread free lists
+/// serve faster than glibc's malloc. Wrapped so `weft bench` can count the
+/// heap in use (mimalloc keeps no such total).
+#[global_allocator]
+static GLOBAL: weft::bench::heap::Counting<mimalloc::MiMalloc> =
+    weft::bench::heap::Counting(mimalloc::MiMalloc);
+
 #[derive(Parser)]
 #[command(name = "weft", version, about = "weft: a durable agent runtime")]
 struct Cli {

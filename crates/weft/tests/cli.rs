@@ -121,6 +121,11 @@ fn bench_agent_loop_prints_json_lines() {
     assert_eq!(lines[0]["store_keeps_finished"], 0);
     assert_eq!(lines[1]["mode"], "concurrent");
     assert_eq!(lines[1]["store_keeps_finished"], Value::Null);
+    // The binary's allocator counts the heap: runs in flight hold some.
+    for line in &lines[..2] {
+        let heap = line["in_flight_heap_kib_per_run"].as_f64();
+        assert!(heap.is_some_and(|kib| kib > 0.0), "{line}");
+    }
     assert_eq!(lines[2]["mode"], "sequential");
     assert!(lines[2]["us_per_step"].as_f64().unwrap() > 0.0);
     assert!(lines[2]["runs"].as_u64().unwrap() > 0);

@@ -22,7 +22,8 @@ use weft_core::planner::{
 };
 use weft_runtime::{Agent, MemoryStore, Runtime, RuntimeError, StartRequest};
 
-use super::gate::{self, Gate};
+use super::gate::Gate;
+use super::heap::HeapProbe;
 use super::{one_run, rss, runs_for};
 use crate::builtin;
 
@@ -141,7 +142,8 @@ pub fn concurrent(s: Settings) -> anyhow::Result<Value> {
         }
         let peak_reset = rss::reset_peak();
         let baseline = rss::current_kib().unwrap_or(0);
-        let heap_baseline = gate::heap_in_use();
+        let heap = HeapProbe::start();
+        let heap_baseline = heap.in_use();
         let started = Instant::now();
         let mut handles = Vec::with_capacity(s.concurrent);
         for _ in 0..s.concurrent {
@@ -154,7 +156,7 @@ pub fn concurrent(s: Settings) -> anyhow::Result<Value> {
             let all = gate.all_arrived(s.concurrent);
             if tokio::time::timeout(Duration::from_secs(60), all).await.is_ok() {
                 in_flight_rss = rss::current_kib();
-                in_flight_heap = gate::heap_in_use();
+                in_flight_heap = heap.in_use();
             }
             gate.open();
         }
@@ -170,7 +172,8 @@ pub fn concurrent(s: Settings) -> anyhow::Result<Value> {
         }
         let wall = started.elapsed();
         // What the finished runs leave behind in the store.
-        let finished_heap = gate::heap_in_use();
+        let finished_heap = heap.in_use();
+        drop(heap);
         let peak = rss::peak_kib().unwrap_or(0);
         let runs = s.concurrent as f64;
         let per_run = peak.saturating_sub(baseline) as f64 / runs;

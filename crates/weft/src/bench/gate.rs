@@ -1,9 +1,6 @@
 //! A gate that holds every run of the concurrent agent-loop measurement at
 //! the middle of its work, so memory is read with all of them in flight at
-//! once (not while the first ones finish and the last ones start), and the
-//! heap in use as the allocator reports it (glibc's `mallinfo2`), which,
-//! unlike the resident size, does not depend on which pages the allocator
-//! happened to touch or return.
+//! once (not while the first ones finish and the last ones start).
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -61,21 +58,6 @@ impl Gate {
     }
 }
 
-/// Bytes the allocator has handed out and not taken back (glibc), if known.
-pub fn heap_in_use() -> Option<u64> {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        // SAFETY: `mallinfo2` only reads the allocator's counters; it takes
-        // no pointers and is safe to call from any thread.
-        let info = unsafe { libc::mallinfo2() };
-        u64::try_from(info.uordblks + info.hblkhd).ok()
-    }
-    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-    {
-        None
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
@@ -112,14 +94,5 @@ mod tests {
                 .expect("an open gate lets every run through")
                 .expect("the run's task");
         }
-    }
-
-    #[test]
-    fn the_heap_in_use_grows_with_a_live_allocation() {
-        let Some(before) = heap_in_use() else { return };
-        let block = vec![1u8; 1 << 20];
-        let after = heap_in_use().unwrap_or(0);
-        assert!(after >= before + (1 << 20), "{before} -> {after}");
-        drop(block);
     }
 }

@@ -5,6 +5,7 @@ pub mod all;
 mod command;
 pub mod durable_loop;
 pub mod gate;
+pub mod heap;
 pub mod mcp;
 pub mod registry;
 pub mod rss;
