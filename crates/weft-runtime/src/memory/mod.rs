@@ -303,8 +303,11 @@ impl RunStore for MemoryStore {
         entry.record.updated_at = commit.now;
         drop(runs);
         if newly_finished {
-            // The log and the snapshot are complete: keep them compact.
-            sealer::seal(&self.runs, commit.run_id);
+            // The log and the snapshot are complete: keep them compact,
+            // unless the store forgets them at once.
+            if self.keep_finished != Some(0) {
+                sealer::seal(&self.runs, commit.run_id);
+            }
             self.note_finished(commit.run_id);
         }
         Ok(())
