@@ -1,8 +1,8 @@
 //! The heap in use, as the memory figures read it. The `weft` binary's
 //! allocator is mimalloc, which keeps no running total of the bytes it has
 //! handed out, so the binary wraps it in [`Counting`]: while a measurement
-//! counts ([`Counting::start`]), every allocation and free adjusts one
-//! counter. Counting is off otherwise, so timed work pays one relaxed load
+//! counts (from [`HeapProbe::start`] until the probe is dropped), every
+//! allocation and free adjusts one counter. Counting is off otherwise, so timed work pays one relaxed load
 //! per allocation. Where the wrapper is not the global allocator (tests,
 //! other binaries), glibc's own counters (`mallinfo2`) answer instead.
 
