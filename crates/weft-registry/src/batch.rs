@@ -1,6 +1,6 @@
-//! A leader batcher: amortizes one Redis round trip (one script) over the
-//! items callers submit at the same time. It owns the queue of waiting
-//! items and the "a batch is in flight" state.
+//! A leader batcher: amortizes one Redis round trip (a script or a
+//! pipeline) over the items callers submit at the same time. It owns the
+//! queue of waiting items and the "a batch is in flight" state.
 //!
 //! A caller that finds nothing in flight sends its own item at once, as a
 //! batch of one, on its own task: no hop, no timer. While a batch is in

@@ -6,7 +6,7 @@
 //! - [`conn`]: Redis connections (multiplexed writes, dedicated blocking reads).
 //! - [`catalog`]: the registry's state in Redis.
 //! - [`admission`]: the one-script health check, queue bound and publish.
-//! - `batch`: one script for the items callers submit at the same time.
+//! - `batch`: one round trip for the items callers submit at the same time.
 //! - [`executor`]: a registry toolset as a weft `ToolSet`.
 //! - [`gateway`]: the HTTP service (`weft registry serve`) and the health pinger.
 //! - [`provider`]: serves a weft toolset from its request stream.

@@ -163,3 +163,53 @@ fn an_agent_calls_tools_served_by_a_provider_process() {
     );
     assert!(report.contains("identical (3 decisions)"), "{report}");
 }
+
+#[test]
+fn bench_registry_measures_every_variant_on_the_real_redis() {
+    let redis = std::env::var("WEFT_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+    let out = weft()
+        .args(["bench", "registry", "--redis", &redis])
+        .args(["--calls", "20", "--seconds", "0.6", "--in-flight", "4"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let variants: Vec<(&str, u64)> = lines
+        .iter()
+        .filter_map(|l| Some((l["variant"].as_str()?, l["in_flight"].as_u64()?)))
+        .collect();
+    assert_eq!(
+        variants,
+        [
+            ("raw", 1),
+            ("raw", 4),
+            ("raw_pipelined", 4),
+            ("raw_protocol", 4),
+            ("weft", 1),
+            ("weft", 4)
+        ]
+    );
+    for l in &lines[..6] {
+        if l["in_flight"] == 1 {
+            assert_eq!(l["calls"], 20, "{l}");
+            assert!(l["p50_us"].as_f64().unwrap() > 0.0, "{l}");
+        } else {
+            assert!(l["calls_per_s"].as_f64().unwrap() > 0.0, "{l}");
+        }
+    }
+    let summary = &lines[6];
+    for ratio in [
+        "p50_ratio_weft_over_raw",
+        "calls_per_s_ratio_weft_over_best_raw",
+        "calls_per_s_ratio_weft_over_raw_protocol",
+    ] {
+        assert!(summary[ratio].as_f64().unwrap() > 0.0, "{summary}");
+    }
+}

@@ -1,7 +1,7 @@
 //! One call on a provider: decode, validate, run the tool with an output
 //! sink that publishes deltas to the result stream, then publish the result
-//! and acknowledge the call in one script (shared by the results ready at
-//! the same time). While the tool runs the call's idle time is reset, so a
+//! and acknowledge the call (one pipeline and one `XACK` for the results
+//! ready at the same time). While the tool runs the call's idle time is reset, so a
 //! slow call is not claimed by another provider.
 
 use std::panic::AssertUnwindSafe;
@@ -27,27 +27,7 @@ use crate::wire::{self, ToolCallMessage, ToolOutputDeltaMessage, ToolResultMessa
 /// Deltas buffered per call before new ones are dropped (deltas are best effort).
 const DELTA_BUFFER: usize = 256;
 
-/// Publishes results (unless nobody waits: no result stream) and
-/// acknowledges their calls, in one script. KEYS: the request stream, then
-/// one result stream per result; ARGV: payload and entry id per result.
-/// Per result: 1 published, 0 nobody waits, or the error of its `XADD` (not
-/// acknowledged).
-const PUBLISH_SCRIPT: &str = r"
-local out, ids = {}, {}
-for i = 2, #KEYS do
-  local ok, id = pcall(redis.call, 'XADD', KEYS[i], 'NOMKSTREAM', '*', 'n', 'result', 'p', ARGV[2 * i - 3])
-  if not ok then
-    out[#out + 1] = type(id) == 'table' and tostring(id.err) or tostring(id)
-  else
-    out[#out + 1] = id and 1 or 0
-    ids[#ids + 1] = ARGV[2 * i - 2]
-  end
-end
-if #ids > 0 then redis.call('XACK', KEYS[1], 'provider', unpack(ids)) end
-return out
-";
-
-/// Most results published in one script, and most waiting for their turn.
+/// Most results published in one batch, and most waiting for their turn.
 const PUBLISH_BATCH: usize = 256;
 const PUBLISH_QUEUE: usize = 4096;
 
@@ -58,37 +38,56 @@ pub(crate) struct Publish {
     entry_id: String,
 }
 
-/// The batcher publishing results: `true` published, `false` nobody waits.
+/// The batcher publishing results: `true` published, `false` nobody waits
+/// (no result stream). One pipeline of `XADD ... NOMKSTREAM`, then one
+/// `XACK` of the calls whose `XADD` did not fail: a call is acknowledged only
+/// after its result is in Redis, and a failed `XADD` leaves its call to be
+/// claimed again. Native commands, not a script: a command run from Lua
+/// costs Redis about 2.5 µs more than the same command sent by a client.
 pub(crate) fn publisher(redis: Redis, stream_key: String) -> Batcher<Publish, bool> {
     Batcher::new(PUBLISH_BATCH, PUBLISH_QUEUE, move |batch: Vec<Publish>| {
         let (redis, stream_key) = (redis.clone(), stream_key.clone());
         async move {
-            let mut script = publish_script().prepare_invoke();
-            script.key(&stream_key);
+            let mut pipe = redis::pipe();
+            pipe.ignore_errors();
             for p in &batch {
-                script.key(&p.key).arg(&p.payload).arg(&p.entry_id);
+                pipe.cmd("XADD")
+                    .arg(&p.key)
+                    .arg("NOMKSTREAM")
+                    .arg("*")
+                    .arg("n")
+                    .arg(wire::EVENT_RESULT)
+                    .arg("p")
+                    .arg(&p.payload);
             }
-            let reply: redis::Value = script.invoke_async(&mut redis.mux()).await?;
-            let redis::Value::Array(items) = reply else {
-                return Err(pulse::ReplyError(format!("publish reply {reply:?}")).into());
-            };
-            Ok(items.into_iter().map(published).collect())
+            let replies: Vec<redis::RedisResult<Option<String>>> =
+                pipe.query_async(&mut redis.mux()).await?;
+            let acked: Vec<&str> = batch
+                .iter()
+                .zip(&replies)
+                .filter(|(_, r)| r.is_ok())
+                .map(|(p, _)| p.entry_id.as_str())
+                .collect();
+            if !acked.is_empty() {
+                let ack: Result<i64, redis::RedisError> = redis::cmd("XACK")
+                    .arg(&stream_key)
+                    .arg(wire::GROUP_PROVIDER)
+                    .arg(&acked)
+                    .query_async(&mut redis.mux())
+                    .await;
+                if let Err(e) = ack {
+                    // Published but not acknowledged: claimed again after
+                    // the grace, as if this provider had stopped here.
+                    tracing::warn!(error = %e, calls = acked.len(), "acknowledging published results failed");
+                }
+            }
+            Ok(replies
+                .into_iter()
+                .map(|r| r.map(|id| id.is_some()).map_err(RegistryError::from))
+                .collect())
         }
         .boxed()
     })
-}
-
-fn published(v: redis::Value) -> Result<bool, RegistryError> {
-    match v {
-        redis::Value::Int(n) => Ok(n == 1),
-        redis::Value::BulkString(e) => Err(redis::RedisError::from((
-            redis::ErrorKind::Extension,
-            "publishing the result",
-            String::from_utf8_lossy(&e).into_owned(),
-        ))
-        .into()),
-        other => Err(pulse::ReplyError(format!("publish outcome {other:?}")).into()),
-    }
 }
 
 enum DeltaMsg {
@@ -359,13 +358,6 @@ pub(crate) fn dead_letter_result(tool_use_id: &str, deliveries: u64) -> ToolResu
             ),
         )),
     )
-}
-
-/// The script, hashed once.
-fn publish_script() -> &'static redis::Script {
-    static SCRIPT: std::sync::LazyLock<redis::Script> =
-        std::sync::LazyLock::new(|| redis::Script::new(PUBLISH_SCRIPT));
-    &SCRIPT
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ pub mod gate;
 pub mod heap;
 pub mod mcp;
 pub mod registry;
+mod registry_raw;
 pub mod rss;
 pub mod serve;
 pub mod stream;
