@@ -17,7 +17,7 @@ use weft_core::tool::{ToolIdent, ToolRequest};
 use weft_core::{RunId, SessionId, ToolCallId, TurnId};
 use weft_registry::{
     ExecutorConfig, Gateway, GatewayClient, GatewayConfig, Namespace, Provider, ProviderConfig,
-    Redis, RegistryToolSet,
+    Redis, RegistryToolSet, pulse,
 };
 use weft_tools::ToolSet;
 
@@ -72,6 +72,7 @@ pub fn run(s: &Settings) -> anyhow::Result<Vec<Value>> {
             server.stop();
         }
         weft.provider.abort();
+        cleanup(&redis, &tag).await?;
 
         let [raw_tp, piped_tp, proto_tp, weft_tp] = tp.map(|r| r.per_s());
         let best = raw_tp.max(piped_tp);
@@ -92,6 +93,38 @@ pub fn run(s: &Settings) -> anyhow::Result<Vec<Value>> {
             }),
         ])
     })
+}
+
+/// Deletes every key this run of the bench made: the raw floors' streams,
+/// the registry's namespace, and the toolset's and calls' streams.
+async fn cleanup(redis: &Redis, tag: &str) -> anyhow::Result<()> {
+    let mut mux = redis.mux();
+    let patterns = [
+        format!("bench:{tag}:*"),
+        pulse::key(&format!("toolset:bench_{}:*", &tag[..12])),
+        pulse::key(&format!("result:bench-{tag}/*")),
+    ];
+    for pattern in patterns {
+        let mut cursor = 0u64;
+        loop {
+            let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+                .arg(cursor)
+                .arg("MATCH")
+                .arg(&pattern)
+                .arg("COUNT")
+                .arg(1000)
+                .query_async(&mut mux)
+                .await?;
+            if !keys.is_empty() {
+                let _: i64 = redis::cmd("DEL").arg(&keys).query_async(&mut mux).await?;
+            }
+            if next == 0 {
+                break;
+            }
+            cursor = next;
+        }
+    }
+    Ok(())
 }
 
 /// Calls finished and the seconds they took, summed over rounds.

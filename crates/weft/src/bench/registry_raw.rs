@@ -73,15 +73,10 @@ impl RawServer {
         Ok(this)
     }
 
+    /// Ends the server's and reader's loops (their keys are deleted by the
+    /// bench's cleanup).
     pub(super) fn stop(&self) {
         self.stop.store(true, Ordering::Relaxed);
-        let (mut mux, keys) = (
-            self.redis.mux(),
-            [self.req_key.clone(), self.results_key.clone()],
-        );
-        tokio::spawn(async move {
-            let _: Result<i64, _> = redis::cmd("DEL").arg(&keys).query_async(&mut mux).await;
-        });
     }
 
     /// Reads requests in the group and answers each with an `XADD` to the
