@@ -3,7 +3,7 @@
 //! against the raw floor on the same Redis: `XADD` → `XREADGROUP` → `XADD`
 //! → `XREAD`, one in flight (p50/p99) and 64 in flight (calls/s), plain,
 //! pipelined with batched reads, and as the registry protocol asks
-//! ([`super::registry_raw`]). The variants take turns (one call each for
+//! (`registry_raw`). The variants take turns (one call each for
 //! latency, short rounds for throughput), so the machine's slow spells
 //! fall on all alike. Prints JSON lines.
 
