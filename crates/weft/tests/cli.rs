@@ -4,7 +4,7 @@ mod common;
 
 use std::process::Command;
 
-use common::example;
+use common::{example, json_lines};
 
 use serde_json::Value;
 
@@ -14,22 +14,12 @@ fn weft() -> Command {
 
 #[test]
 fn run_streams_jsonl_events_and_the_outcome() {
-    let out = weft()
-        .args(["run", "--output", "jsonl"])
-        .arg(example("calculator.toml"))
-        .arg("What is (2 + 3) * 7?")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let lines = json_lines(
+        weft()
+            .args(["run", "--output", "jsonl"])
+            .arg(example("calculator.toml"))
+            .arg("What is (2 + 3) * 7?"),
     );
-    let lines: Vec<Value> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
     let types: Vec<&str> = lines.iter().filter_map(|l| l["type"].as_str()).collect();
     assert_eq!(
         types,
@@ -94,27 +84,14 @@ fn a_bad_agent_file_is_a_clear_error() {
 
 #[test]
 fn bench_agent_loop_prints_json_lines() {
-    let out = weft()
-        .args([
-            "bench",
-            "agent-loop",
-            "--seconds",
-            "0.2",
-            "--concurrent",
-            "20",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let lines: Vec<Value> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = json_lines(weft().args([
+        "bench",
+        "agent-loop",
+        "--seconds",
+        "0.2",
+        "--concurrent",
+        "20",
+    ]));
     assert_eq!(lines.len(), 3);
     assert_eq!(lines[0]["mode"], "concurrent");
     assert_eq!(lines[0]["runs"], 20);

@@ -3,6 +3,8 @@
 //! filesystem server from npm (installed by `scripts/mcp-servers.sh`)
 //! serves a call.
 
+mod common;
+
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -12,22 +14,12 @@ fn run_jsonl(agent: &str) -> Vec<Value> {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("agent.toml");
     std::fs::write(&file, agent).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_weft"))
-        .args(["run", "--output", "jsonl"])
-        .arg(&file)
-        .arg("go")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    common::json_lines(
+        Command::new(env!("CARGO_BIN_EXE_weft"))
+            .args(["run", "--output", "jsonl"])
+            .arg(&file)
+            .arg("go"),
+    )
 }
 
 fn finished(lines: &[Value]) -> Vec<&Value> {

@@ -137,20 +137,10 @@ async fn serves_the_agent_over_streamable_http() {
 
 #[test]
 fn bench_mcp_prints_json_lines() {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_weft"))
-        .args(["bench", "mcp", "--calls", "5", "--warmup", "1"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let lines = common::json_lines(
+        std::process::Command::new(env!("CARGO_BIN_EXE_weft"))
+            .args(["bench", "mcp", "--calls", "5", "--warmup", "1"]),
     );
-    let lines: Vec<serde_json::Value> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
     assert_eq!(lines.len(), 3);
     assert_eq!(lines[0]["client"], "rmcp_direct");
     assert_eq!(lines[1]["client"], "weft_toolset");

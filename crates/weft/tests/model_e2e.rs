@@ -4,6 +4,8 @@
 //! event stream is checked: argument deltas, tool start and finish, text
 //! chunks, usage, and the final answer.
 
+mod common;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -266,16 +268,7 @@ async fn run_weft(model: &str, env: Vec<(&'static str, String)>) -> Vec<Value> {
     })
     .await
     .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    common::output_json_lines(out)
 }
 
 fn check(lines: &[Value]) {

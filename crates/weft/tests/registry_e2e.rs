@@ -167,20 +167,14 @@ fn an_agent_calls_tools_served_by_a_provider_process() {
 #[test]
 fn bench_registry_measures_every_variant_on_the_real_redis() {
     let redis = std::env::var("WEFT_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
-    let out = weft()
-        .args(["bench", "registry", "--redis", &redis])
-        .args(["--calls", "20", "--seconds", "0.6", "--in-flight", "4"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = common::json_lines(weft().args(["bench", "registry", "--redis", &redis]).args([
+        "--calls",
+        "20",
+        "--seconds",
+        "0.6",
+        "--in-flight",
+        "4",
+    ]));
     let variants: Vec<(&str, u64)> = lines
         .iter()
         .filter_map(|l| Some((l["variant"].as_str()?, l["in_flight"].as_u64()?)))

@@ -7,6 +7,26 @@ pub mod replay;
 use std::io::BufRead;
 use std::path::PathBuf;
 
+/// Runs `cmd`, which must succeed (its stderr is the failure message), and
+/// parses each line of its stdout as JSON.
+pub fn json_lines(cmd: &mut std::process::Command) -> Vec<serde_json::Value> {
+    output_json_lines(cmd.output().unwrap())
+}
+
+/// The JSON lines of a finished command's stdout; it must have succeeded.
+pub fn output_json_lines(out: std::process::Output) -> Vec<serde_json::Value> {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
 /// The path of a file in the repository's `examples/` directory.
 pub fn example(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
