@@ -5,11 +5,11 @@
 //! Redis, never in memory). Each call runs on a worker; its result is
 //! published, then the call acknowledged (one pipeline and one `XACK` for
 //! the results ready at the same time), so a call is never acknowledged
-//! without its result. Pings are answered with a pong to the gateway. A claimer
-//! ([`claim`]) takes over calls a crashed provider left idle, dead-letters
-//! calls delivered too often and trims acknowledged entries. Garbage
-//! entries are acknowledged and logged; nothing in a message can stop the
-//! loop.
+//! without its result. Pings are answered with a pong to the gateway. A
+//! claimer ([`claim`]) takes over calls a crashed provider left idle,
+//! dead-letters calls delivered too often and trims acknowledged entries.
+//! Garbage entries are acknowledged and logged; nothing in a message can
+//! stop the loop.
 
 mod claim;
 pub mod reply;
