@@ -1,12 +1,13 @@
 //! Admission of calls, in one Lua script on Redis per batch of calls to one
-//! toolset: the toolset must be registered and healthy and its queue below
-//! its bound; then each call's result stream is created (with `init`, the
-//! `agent` group at `0` or just past `init`, see [`GroupStart`], and a TTL)
-//! and the call is published. When the result stream already exists the
-//! call was published before under the same `tool_use_id` and is not
-//! published again: the caller re-attaches to it. Used by the gateway (one
-//! call per script) and by executors (their concurrent calls batched), so
-//! both honour the same health and queue bound.
+//! toolset. When a call's result stream already exists the call was
+//! published before under the same `tool_use_id` and is not published
+//! again: the caller re-attaches to it. Otherwise the toolset must be
+//! registered and healthy and its queue below its bound; then the call's
+//! result stream is created (with `init`, the `agent` group at `0` or just
+//! past `init`, see [`GroupStart`], and a TTL) and the call is published.
+//! Used by the gateway (one call per script) and by executors (their
+//! concurrent calls batched, or a lone call pipelined with its first read),
+//! so both honour the same health and queue bound.
 
 use crate::catalog::Namespace;
 use crate::conn::Redis;
@@ -37,37 +38,55 @@ pub enum Admission {
 }
 
 /// KEYS: state, request stream, then one result stream per call; ARGV:
-/// result TTL, group start, then one message per call. The health check and
-/// queue depth are read once; calls published earlier in the batch count
-/// against the bound.
+/// result TTL, group start, then one message per call. A call whose result
+/// stream exists re-attaches whatever the toolset's state (it was admitted
+/// before); with `after_init` its group is rewound to `0` so the caller
+/// reads the stream again from `init`. The health check and queue depth
+/// are read once; calls published earlier in the batch count against the
+/// bound.
 const ADMIT_SCRIPT: &str = r"
+local refuse = nil
+local depth, max = 0, 0
 local s = redis.call('HMGET', KEYS[1], 'last_pong_ms', 'stale_ms', 'max_queue')
-if not s[1] then return {'unknown'} end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local age = now - tonumber(s[1])
-if age > tonumber(s[2]) then return {'unhealthy', age} end
-local depth = -1
-local ok, groups = pcall(redis.call, 'XINFO', 'GROUPS', KEYS[2])
-if ok then
-  for _, g in ipairs(groups) do
-    local f = {}
-    for i = 1, #g, 2 do f[g[i]] = g[i + 1] end
-    if f['name'] == 'provider' then
-      local lag = f['lag']
-      if type(lag) ~= 'number' then lag = redis.call('XLEN', KEYS[2]) end
-      depth = lag + f['pending']
+if not s[1] then
+  refuse = {'unknown'}
+else
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local age = now - tonumber(s[1])
+  if age > tonumber(s[2]) then
+    refuse = {'unhealthy', age}
+  else
+    depth = -1
+    local ok, groups = pcall(redis.call, 'XINFO', 'GROUPS', KEYS[2])
+    if ok then
+      for _, g in ipairs(groups) do
+        local f = {}
+        for i = 1, #g, 2 do f[g[i]] = g[i + 1] end
+        if f['name'] == 'provider' then
+          local lag = f['lag']
+          if type(lag) ~= 'number' then lag = redis.call('XLEN', KEYS[2]) end
+          depth = lag + f['pending']
+        end
+      end
     end
+    if depth < 0 then depth = redis.call('XLEN', KEYS[2]) end
+    max = tonumber(s[3])
   end
 end
-if depth < 0 then depth = redis.call('XLEN', KEYS[2]) end
-local max = tonumber(s[3])
-local out = {'batch'}
+local out = {}
 for i = 3, #KEYS do
-  if depth >= max then
-    out[#out + 1] = {'queue_full', depth, max}
-  elseif redis.call('EXISTS', KEYS[i]) == 1 then
+  if redis.call('EXISTS', KEYS[i]) == 1 then
+    if ARGV[2] == 'after_init' then
+      if not pcall(redis.call, 'XGROUP', 'SETID', KEYS[i], 'agent', '0') then
+        pcall(redis.call, 'XGROUP', 'CREATE', KEYS[i], 'agent', '0')
+      end
+    end
     out[#out + 1] = {'reattach'}
+  elseif refuse then
+    out[#out + 1] = refuse
+  elseif depth >= max then
+    out[#out + 1] = {'queue_full', depth, max}
   else
     local init = redis.call('XADD', KEYS[i], '*', 'n', 'init', 'p', '{}')
     redis.call('PEXPIRE', KEYS[i], ARGV[1])
@@ -88,8 +107,10 @@ pub enum GroupStart {
     /// the protocol expects (the gateway's calls, read by any executor).
     Oldest,
     /// Just past `init`, so the first read waits for the call's first delta
-    /// or its result: one read fewer per call. weft's executor, which
-    /// creates the stream and reads it, asks for this.
+    /// or its result: one read fewer per call. A re-attached call's group
+    /// is rewound to `0`, so its caller reads the stream again from the
+    /// start. weft's executor, which creates the stream and reads it, asks
+    /// for this.
     AfterInit,
 }
 
@@ -131,6 +152,21 @@ pub async fn admit_batch(
     result_ttl_ms: u64,
     start: GroupStart,
 ) -> Result<Vec<Admission>, RegistryError> {
+    let script = invocation(ns, toolset, calls, result_ttl_ms, start);
+    let reply: redis::Value = script.invoke_async(&mut redis.mux()).await?;
+    outcomes(reply, calls.len())
+}
+
+/// The admission script's invocation for `calls` (the script itself may
+/// still have to be loaded: [`redis::ScriptInvocation::invoke_async`] does
+/// that, a pipeline's `EVALSHA` does not).
+pub(crate) fn invocation(
+    ns: &Namespace,
+    toolset: &str,
+    calls: &[Call],
+    result_ttl_ms: u64,
+    start: GroupStart,
+) -> redis::ScriptInvocation<'static> {
     let mut script = admit_script().prepare_invoke();
     script
         .key(ns.state(toolset))
@@ -145,20 +181,20 @@ pub async fn admit_batch(
             .key(pulse::key(&wire::result_stream(&call.tool_use_id)))
             .arg(&call.message);
     }
-    let reply: redis::Value = script.invoke_async(&mut redis.mux()).await?;
-    let (tag, rest) = split(reply)?;
-    if tag != "batch" {
-        // The toolset is unknown or unhealthy: the same for every call.
-        let one = outcome(&tag, &rest)?;
-        return Ok(vec![one; calls.len()]);
+    script
+}
+
+/// The script's reply read as one outcome per call, `n` calls.
+pub(crate) fn outcomes(reply: redis::Value, n: usize) -> Result<Vec<Admission>, RegistryError> {
+    let redis::Value::Array(items) = reply else {
+        return Err(pulse::ReplyError(format!("admission reply {reply:?}")).into());
+    };
+    if items.len() != n {
+        let got = items.len();
+        return Err(pulse::ReplyError(format!("{got} admission outcomes for {n} calls")).into());
     }
-    if rest.len() != calls.len() {
-        let n = rest.len();
-        return Err(
-            pulse::ReplyError(format!("{n} admission outcomes for {} calls", calls.len())).into(),
-        );
-    }
-    rest.into_iter()
+    items
+        .into_iter()
         .map(|o| {
             let (tag, rest) = split(o)?;
             outcome(&tag, &rest)

@@ -87,6 +87,18 @@ impl Redis {
             .acquire_owned()
             .await
             .map_err(|_| RegistryError::Config("the connection pool was closed".into()))?;
+        self.take(permit).await
+    }
+
+    /// A dedicated connection if the pool has one to spare now (`None`
+    /// when it is exhausted).
+    pub async fn try_blocking(&self) -> Option<Result<Blocking, RegistryError>> {
+        let permit = self.pool.permits.clone().try_acquire_owned().ok()?;
+        Some(self.take(permit).await)
+    }
+
+    /// An idle pooled connection, or a new one, held under `permit`.
+    async fn take(&self, permit: OwnedSemaphorePermit) -> Result<Blocking, RegistryError> {
         let idle = self.pool.idle.lock().ok().and_then(|mut v| v.pop());
         let conn = match idle {
             Some(c) => c,
@@ -126,6 +138,29 @@ impl Blocking {
         // such a connection is not reused.
         self.broken = true;
         match cmd.query_async(conn).await {
+            Ok(v) => {
+                self.broken = false;
+                Ok(v)
+            }
+            Err(e) => {
+                self.broken =
+                    e.is_io_error() || e.is_connection_dropped() || e.is_unrecoverable_error();
+                Err(e.into())
+            }
+        }
+    }
+    /// Runs a pipeline on the dedicated connection: one result per command
+    /// (a command's server error is its own result); an IO error marks the
+    /// connection broken.
+    pub async fn query_pipe(
+        &mut self,
+        pipe: &mut redis::Pipeline,
+    ) -> Result<Vec<redis::RedisResult<redis::Value>>, RegistryError> {
+        let Some(conn) = self.conn.as_mut() else {
+            return Err(RegistryError::Config("connection already closed".into()));
+        };
+        self.broken = true;
+        match pipe.ignore_errors().query_async(conn).await {
             Ok(v) => {
                 self.broken = false;
                 Ok(v)

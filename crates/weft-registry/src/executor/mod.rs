@@ -6,8 +6,10 @@
 //! bound as the gateway keeps them; calls made at the same time share one
 //! script), and waits on the call's result stream ([`wait`]) with an
 //! absolute deadline, forwarding output deltas to the call's output sink.
-//! One [`reader`] reads the result streams of every call in flight. The
-//! gateway is not a hop on the hot path.
+//! One [`reader`] reads the result streams of every call in flight; a call
+//! made while few others are in flight takes the [`lone`] lane instead (its
+//! admission and first read in one pipeline, its stream read on a
+//! dedicated connection). The gateway is not a hop on the hot path.
 //!
 //! The `tool_use_id` is `<run id>/<tool call id>`: the runtime's call id,
 //! qualified by its run so two runs' `call_1` never meet. A retried or
@@ -16,13 +18,17 @@
 //! marked idempotent for the runtime's crash recovery.
 
 mod lazy;
+mod lone;
 mod reader;
 mod reap;
+mod source;
 mod wait;
 
 pub use lazy::LazyRegistryToolSet;
 
 use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -94,9 +100,11 @@ pub struct RegistryToolSet {
     /// Result streams to delete ([`reap`]).
     reaper: tokio::sync::mpsc::Sender<String>,
     /// Reads every result stream a call waits on.
-    reader: std::sync::Arc<reader::Reader>,
+    reader: Arc<reader::Reader>,
     /// Admits concurrent calls in one script.
     admitter: Batcher<admission::Call, Admission>,
+    /// Calls in flight, which decides whether a call takes the [`lone`] lane.
+    in_flight: AtomicUsize,
 }
 
 impl std::fmt::Debug for RegistryToolSet {
@@ -160,6 +168,7 @@ impl RegistryToolSet {
             config,
             specs,
             tools,
+            in_flight: AtomicUsize::new(0),
         })
     }
 
@@ -225,16 +234,28 @@ impl RegistryToolSet {
             tool_use_id: tool_use_id.clone(),
             message: bytes,
         };
-        let admitted = self.admitter.submit(call).await.map_err(|e| {
-            failure(
-                &request.name,
-                ToolError::UNAVAILABLE,
-                format!("admission failed: {e}"),
-            )
-        })?;
-        let reattach = match admitted {
-            Admission::Published(_) => false,
-            Admission::Reattach => true,
+        let deadline = started + self.config.call_timeout;
+        let in_flight = InFlight::enter(&self.in_flight);
+        let lone = if in_flight.before < lone::MAX_IN_FLIGHT {
+            lone::admit(self, &call, deadline).await
+        } else {
+            None
+        };
+        let (admitted, source) = match lone {
+            Some(lone) => lone,
+            None => {
+                let admitted = self.admitter.submit(call).await.map_err(|e| {
+                    failure(
+                        &request.name,
+                        ToolError::UNAVAILABLE,
+                        format!("admission failed: {e}"),
+                    )
+                })?;
+                (admitted, None)
+            }
+        };
+        match admitted {
+            Admission::Published(_) | Admission::Reattach => {}
             Admission::UnknownToolset => {
                 return Err(failure(
                     &request.name,
@@ -265,9 +286,35 @@ impl RegistryToolSet {
                     ),
                 ));
             }
+        }
+        let source = match source {
+            Some(source) => source,
+            None => {
+                let key = crate::pulse::key(&wire::result_stream(&tool_use_id));
+                source::Source::Shared(self.reader.register(&key).await)
+            }
         };
-        let deadline = started + self.config.call_timeout;
-        wait::wait(self, &request, &tool_use_id, reattach, deadline).await
+        wait::wait(self, &request, &tool_use_id, source, deadline).await
+    }
+}
+
+/// One call counted in flight until dropped.
+struct InFlight<'a> {
+    count: &'a AtomicUsize,
+    /// Calls in flight before this one.
+    before: usize,
+}
+
+impl<'a> InFlight<'a> {
+    fn enter(count: &'a AtomicUsize) -> Self {
+        let before = count.fetch_add(1, Ordering::Relaxed);
+        Self { count, before }
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.count.fetch_sub(1, Ordering::Relaxed);
     }
 }
 

@@ -1,6 +1,6 @@
-//! Waiting for one call's result on its result stream, read by the
-//! executor's [`Reader`](super::reader::Reader) in the `agent` group, until
-//! an absolute deadline. Output deltas go to the call's output sink as they
+//! Waiting for one call's result on its result stream, read in the `agent`
+//! group from a [`Source`] (the executor's shared reader or a dedicated
+//! connection), until an absolute deadline. Output deltas go to the call's output sink as they
 //! arrive; the result ends the wait and the stream is deleted. A vanished
 //! stream or group is a typed failure.
 
@@ -10,8 +10,8 @@ use weft_core::tool::{ToolError, ToolRequest};
 use weft_tools::{ToolFailure, ToolReply};
 
 use super::reader::Item;
+use super::source::{Next, Source};
 use super::{RegistryToolSet, failure};
-use crate::error::{RegistryError, is_busygroup, is_nogroup};
 use crate::provider::reply::decode_result;
 use crate::pulse::{self, Body};
 use crate::wire::{self, ToolOutputDeltaMessage, ToolResultMessage};
@@ -20,26 +20,14 @@ pub(super) async fn wait(
     ex: &RegistryToolSet,
     request: &ToolRequest,
     tool_use_id: &str,
-    reattach: bool,
+    mut source: Source,
     deadline: Instant,
 ) -> Result<ToolReply, ToolFailure> {
     let key = pulse::key(&wire::result_stream(tool_use_id));
     let name = &request.name;
-    if reattach {
-        // Read the stream again from its first entry, whoever read it before.
-        rewind(ex, &key).await.map_err(|e| {
-            failure(
-                name,
-                ToolError::UNAVAILABLE,
-                format!("waiting for `{tool_use_id}`: {e}"),
-            )
-        })?;
-    }
-    let mut results = ex.reader.register(&key).await;
     loop {
-        let next = tokio::time::timeout_at(deadline.into(), results.next()).await;
-        let entry = match next {
-            Err(_) => {
+        let entry = match source.next(ex, deadline).await {
+            Next::TimedOut => {
                 delete(ex, key.clone());
                 return Err(failure(
                     name,
@@ -50,14 +38,14 @@ pub(super) async fn wait(
                     ),
                 ));
             }
-            Ok(None) => {
+            Next::Stopped => {
                 return Err(failure(
                     name,
                     ToolError::UNAVAILABLE,
                     format!("waiting for `{tool_use_id}`: the result reader stopped"),
                 ));
             }
-            Ok(Some(Item::Gone)) => {
+            Next::Item(Item::Gone) => {
                 return Err(failure(
                     name,
                     ToolError::UNAVAILABLE,
@@ -66,7 +54,7 @@ pub(super) async fn wait(
                     ),
                 ));
             }
-            Ok(Some(Item::Entry(entry))) => entry,
+            Next::Item(Item::Entry(entry)) => entry,
         };
         let (event, payload) = match entry.body {
             Body::Event { name, payload } => (name, payload),
@@ -100,35 +88,6 @@ pub(super) async fn wait(
             },
             _ => {}
         }
-    }
-}
-
-/// Points the `agent` group back at the stream's start (creating it if needed).
-async fn rewind(ex: &RegistryToolSet, key: &str) -> Result<(), RegistryError> {
-    let mut mux = ex.redis.mux();
-    let set: Result<(), redis::RedisError> = redis::cmd("XGROUP")
-        .arg("SETID")
-        .arg(key)
-        .arg(wire::GROUP_AGENT)
-        .arg("0")
-        .query_async(&mut mux)
-        .await;
-    match set {
-        Ok(()) => Ok(()),
-        Err(e) if is_nogroup(&e) => {
-            let created: Result<(), redis::RedisError> = redis::cmd("XGROUP")
-                .arg("CREATE")
-                .arg(key)
-                .arg(wire::GROUP_AGENT)
-                .arg("0")
-                .query_async(&mut mux)
-                .await;
-            match created {
-                Err(e) if !is_busygroup(&e) => Err(e.into()),
-                _ => Ok(()),
-            }
-        }
-        Err(e) => Err(e.into()),
     }
 }
 
