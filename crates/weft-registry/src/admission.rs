@@ -43,7 +43,9 @@ pub enum Admission {
 /// before); with `after_init` its group is rewound to `0` so the caller
 /// reads the stream again from `init`. The health check and queue depth
 /// are read once; calls published earlier in the batch count against the
-/// bound.
+/// bound. A new stream is made by `XGROUP CREATE ... MKSTREAM` (which fails
+/// when the stream and its group exist: a re-attach) and gets `init` at the
+/// fixed id `0-1`, so the group's start is known before `init` is written.
 const ADMIT_SCRIPT: &str = r"
 local refuse = nil
 local depth, max = 0, 0
@@ -61,12 +63,16 @@ else
     local ok, groups = pcall(redis.call, 'XINFO', 'GROUPS', KEYS[2])
     if ok then
       for _, g in ipairs(groups) do
-        local f = {}
-        for i = 1, #g, 2 do f[g[i]] = g[i + 1] end
-        if f['name'] == 'provider' then
-          local lag = f['lag']
+        local name, pending, lag
+        for i = 1, #g, 2 do
+          local k = g[i]
+          if k == 'name' then name = g[i + 1]
+          elseif k == 'pending' then pending = g[i + 1]
+          elseif k == 'lag' then lag = g[i + 1] end
+        end
+        if name == 'provider' then
           if type(lag) ~= 'number' then lag = redis.call('XLEN', KEYS[2]) end
-          depth = lag + f['pending']
+          depth = lag + pending
         end
       end
     end
@@ -74,25 +80,32 @@ else
     max = tonumber(s[3])
   end
 end
+local rewind = ARGV[2] == 'after_init'
+local start = '0'
+if rewind then start = '0-1' end
+local function reattach(key)
+  if rewind and not pcall(redis.call, 'XGROUP', 'SETID', key, 'agent', '0') then
+    pcall(redis.call, 'XGROUP', 'CREATE', key, 'agent', '0')
+  end
+  return {'reattach'}
+end
 local out = {}
 for i = 3, #KEYS do
-  if redis.call('EXISTS', KEYS[i]) == 1 then
-    if ARGV[2] == 'after_init' then
-      if not pcall(redis.call, 'XGROUP', 'SETID', KEYS[i], 'agent', '0') then
-        pcall(redis.call, 'XGROUP', 'CREATE', KEYS[i], 'agent', '0')
-      end
+  if refuse or depth >= max then
+    if redis.call('EXISTS', KEYS[i]) == 1 then
+      out[#out + 1] = reattach(KEYS[i])
+    elseif refuse then
+      out[#out + 1] = refuse
+    else
+      out[#out + 1] = {'queue_full', depth, max}
     end
-    out[#out + 1] = {'reattach'}
-  elseif refuse then
-    out[#out + 1] = refuse
-  elseif depth >= max then
-    out[#out + 1] = {'queue_full', depth, max}
+  elseif not pcall(redis.call, 'XGROUP', 'CREATE', KEYS[i], 'agent', start, 'MKSTREAM') then
+    out[#out + 1] = reattach(KEYS[i])
+  elseif not pcall(redis.call, 'XADD', KEYS[i], '0-1', 'n', 'init', 'p', '{}') then
+    -- A stream made by someone else, without the group: not a new call.
+    out[#out + 1] = reattach(KEYS[i])
   else
-    local init = redis.call('XADD', KEYS[i], '*', 'n', 'init', 'p', '{}')
     redis.call('PEXPIRE', KEYS[i], ARGV[1])
-    local start = '0'
-    if ARGV[2] == 'after_init' then start = init end
-    redis.call('XGROUP', 'CREATE', KEYS[i], 'agent', start)
     out[#out + 1] = {'published', redis.call('XADD', KEYS[2], '*', 'n', 'call', 'p', ARGV[i])}
     depth = depth + 1
   end
