@@ -216,6 +216,54 @@ async fn one_admission_script_bounds_the_queue_and_reattaches_in_order() {
         .await
         .unwrap();
     assert_eq!(exists, 0, "a refused call gets no result stream");
+    // `init` is the stream's first entry, at the fixed id `0-1`.
+    let first: redis::Value = redis::cmd("XRANGE")
+        .arg(&key)
+        .arg("-")
+        .arg("+")
+        .arg("COUNT")
+        .arg(1)
+        .query_async(&mut mux)
+        .await
+        .unwrap();
+    let first = pulse::parse_entries(first).unwrap();
+    assert_eq!(first[0].id, "0-1");
+    assert!(
+        matches!(&first[0].body, pulse::Body::Event { name, payload }
+        if name == "init" && payload.as_slice() == b"{}")
+    );
+
+    // With the queue full, a call admitted before re-attaches (it is queued
+    // already) and, for an executor, its group is rewound to the start; a
+    // new call is refused.
+    let _: () = redis::cmd("XGROUP")
+        .arg("SETID")
+        .arg(&key)
+        .arg("agent")
+        .arg("$")
+        .query_async(&mut mux)
+        .await
+        .unwrap();
+    let again = [call(4), call(7)];
+    let got = admission::admit_batch(&redis, &gw.ns, &name, &again, 60_000, GroupStart::AfterInit)
+        .await
+        .unwrap();
+    assert!(
+        matches!(got[..], [Admission::Reattach, Admission::QueueFull { .. }]),
+        "{got:?}"
+    );
+    let group: Vec<redis::Value> = redis::cmd("XINFO")
+        .arg("GROUPS")
+        .arg(&key)
+        .query_async::<Vec<Vec<redis::Value>>>(&mut mux)
+        .await
+        .unwrap()
+        .remove(0);
+    let at = group
+        .chunks(2)
+        .find(|kv| kv[0] == redis::Value::BulkString(b"last-delivered-id".to_vec()))
+        .map(|kv| kv[1].clone());
+    assert_eq!(at, Some(redis::Value::BulkString(b"0-0".to_vec())));
     let _: i64 = redis::cmd("DEL")
         .arg(pulse::key(&wire::toolset_stream(&name)))
         .query_async(&mut mux)

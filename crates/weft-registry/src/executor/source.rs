@@ -168,3 +168,66 @@ async fn hand_over(ex: &RegistryToolSet, key: &str, last_id: &str) -> Result<(),
         .await
         .map_err(Into::into)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(cmd: &redis::Cmd) -> Vec<String> {
+        cmd.args_iter()
+            .map(|a| match a {
+                redis::Arg::Simple(b) => String::from_utf8_lossy(b).into_owned(),
+                _ => "<other>".to_owned(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_read_never_blocks_forever() {
+        let block = |d: Duration| {
+            let a = args(&read_cmd("c", "k", d));
+            let i = a.iter().position(|x| x == "BLOCK").unwrap();
+            a[i + 1].clone()
+        };
+        assert_eq!(block(Duration::ZERO), "1", "BLOCK 0 would wait forever");
+        assert_eq!(block(Duration::from_micros(300)), "1");
+        assert_eq!(block(Duration::from_millis(2500)), "2500");
+        let a = args(&read_cmd("me", "key", Duration::from_secs(1)));
+        assert_eq!(
+            a,
+            [
+                "XREADGROUP",
+                "GROUP",
+                "agent",
+                "me",
+                "COUNT",
+                "64",
+                "BLOCK",
+                "1000",
+                "NOACK",
+                "STREAMS",
+                "key",
+                ">"
+            ]
+        );
+    }
+
+    #[test]
+    fn the_block_ends_at_the_deadline_and_is_capped() {
+        let now = Instant::now();
+        assert_eq!(block_until(now), Duration::ZERO);
+        assert_eq!(
+            block_until(now + Duration::from_secs(3600)),
+            MAX_BLOCK,
+            "a long call reads in bounded steps"
+        );
+        let soon = block_until(now + Duration::from_millis(800));
+        assert!(soon <= Duration::from_millis(800) && soon > Duration::from_millis(700));
+    }
+
+    #[test]
+    fn a_timed_out_read_has_no_entries() {
+        assert!(entries(redis::Value::Nil).unwrap().is_empty());
+        assert!(entries(redis::Value::Int(3)).is_err());
+    }
+}

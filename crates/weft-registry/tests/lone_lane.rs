@@ -1,7 +1,9 @@
-//! A lone call reads its result stream on a dedicated connection. When that
-//! connection dies mid-call, the executor's shared reader takes the call
-//! over from the last entry it took: the call still gets its one result,
-//! and every output delta once, in order.
+//! The lone lane's faults. A lone call reads its result stream on a
+//! dedicated connection: when that connection dies mid-call, the executor's
+//! shared reader takes the call over from the last entry it took, so the
+//! call still gets its one result, and every output delta once, in order.
+//! When Redis no longer has the admission script, a lone call takes the
+//! batched path, which loads it.
 
 mod common;
 
@@ -108,11 +110,17 @@ async fn kill_own_blocked_reads(redis: &Redis) -> usize {
     killed
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_lone_calls_broken_read_is_taken_over_without_loss_or_repeats() {
-    let redis = Redis::connect(&redis_url()).await.unwrap();
-    let gw = gateway(&redis, |_| {}).await;
-    let name = unique("handover");
+/// A provider of `paced` and an executor for it.
+async fn setup(
+    redis: &Redis,
+) -> (
+    TestGateway,
+    RegistryToolSet,
+    Arc<AtomicUsize>,
+    tokio::task::JoinHandle<()>,
+) {
+    let gw = gateway(redis, |_| {}).await;
+    let name = unique("lone");
     let runs = Arc::new(AtomicUsize::new(0));
     let provider = Provider::new(
         redis.clone(),
@@ -131,13 +139,24 @@ async fn a_lone_calls_broken_read_is_taken_over_without_loss_or_repeats() {
     ec.namespace = gw.ns.clone();
     ec.call_timeout = Duration::from_secs(20);
     let ex = RegistryToolSet::connect(redis.clone(), ec).await.unwrap();
+    (gw, ex, runs, provider)
+}
 
-    let (req, deltas) = request(
+fn paced_request(ex: &RegistryToolSet, ms: u64) -> (ToolRequest, Deltas) {
+    let name = ex.name().to_owned();
+    request(
         &format!("{name}.paced"),
-        json!({"ms": 600}),
+        json!({"ms": ms}),
         &unique("run"),
         "call_1",
-    );
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lone_calls_broken_read_is_taken_over_without_loss_or_repeats() {
+    let redis = Redis::connect(&redis_url()).await.unwrap();
+    let (_gw, ex, runs, provider) = setup(&redis).await;
+    let (req, deltas) = paced_request(&ex, 600);
     let call = tokio::spawn(async move { ex.call_tool(req).await });
     assert!(eventually(200, || async { deltas.lock().unwrap().len() == 1 }).await);
     // The call's own read, and the provider's request read.
@@ -153,5 +172,23 @@ async fn a_lone_calls_broken_read_is_taken_over_without_loss_or_repeats() {
         .collect();
     assert_eq!(got, ["a\n", "b\n"], "each delta once, in order");
     assert_eq!(runs.load(Ordering::SeqCst), 1);
+    provider.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lone_call_without_the_script_in_redis_takes_the_batched_path() {
+    let redis = Redis::connect(&redis_url()).await.unwrap();
+    let (_gw, ex, runs, provider) = setup(&redis).await;
+    // Every other client loads its scripts again on NOSCRIPT.
+    let _: () = redis::cmd("SCRIPT")
+        .arg("FLUSH")
+        .query_async(&mut redis.mux())
+        .await
+        .unwrap();
+    let (req, deltas) = paced_request(&ex, 10);
+    let reply = ex.call_tool(req).await.unwrap();
+    assert_eq!(reply.body, ToolResultBody::Json(json!("done")));
+    assert_eq!(deltas.lock().unwrap().len(), 2);
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "published once");
     provider.abort();
 }
