@@ -12,7 +12,13 @@
 //! read fails at once with `NOGROUP`. When the script is not loaded (Redis
 //! restarted) or the pipeline fails, the call takes the batched path; its
 //! admission re-attaches if this one got through, and rewinds the group,
-//! so whatever this read took is read again.
+//! so whatever this read took is read again. Two rare cases find the
+//! stream there though the script did not admit the call (the script was
+//! not loaded and the call is a re-attach, or another admission of the same
+//! `tool_use_id` came between the script and the read): the read then
+//! waits for the stream's next entry, at most its block (5 s, or the
+//! deadline), before the call goes on (a re-attach is rewound and read
+//! again from the start).
 
 use std::time::Instant;
 
