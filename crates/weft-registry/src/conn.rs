@@ -131,24 +131,10 @@ pub struct Blocking {
 impl Blocking {
     /// Runs one command on the dedicated connection; an IO error marks it broken.
     pub async fn query(&mut self, cmd: &redis::Cmd) -> Result<redis::Value, RegistryError> {
-        let Some(conn) = self.conn.as_mut() else {
-            return Err(RegistryError::Config("connection already closed".into()));
-        };
-        // A reader dropped mid-command leaves a reply pending on the socket:
-        // such a connection is not reused.
-        self.broken = true;
-        match cmd.query_async(conn).await {
-            Ok(v) => {
-                self.broken = false;
-                Ok(v)
-            }
-            Err(e) => {
-                self.broken =
-                    e.is_io_error() || e.is_connection_dropped() || e.is_unrecoverable_error();
-                Err(e.into())
-            }
-        }
+        let res = cmd.query_async(self.begin()?).await;
+        self.settle(res)
     }
+
     /// Runs a pipeline on the dedicated connection: one result per command
     /// (a command's server error is its own result); an IO error marks the
     /// connection broken.
@@ -156,21 +142,27 @@ impl Blocking {
         &mut self,
         pipe: &mut redis::Pipeline,
     ) -> Result<Vec<redis::RedisResult<redis::Value>>, RegistryError> {
-        let Some(conn) = self.conn.as_mut() else {
-            return Err(RegistryError::Config("connection already closed".into()));
-        };
+        let res = pipe.ignore_errors().query_async(self.begin()?).await;
+        self.settle(res)
+    }
+
+    /// The connection, marked broken until its reply is in: a reader
+    /// dropped mid-command leaves a reply pending on the socket, and such a
+    /// connection is not reused.
+    fn begin(&mut self) -> Result<&mut MultiplexedConnection, RegistryError> {
         self.broken = true;
-        match pipe.ignore_errors().query_async(conn).await {
-            Ok(v) => {
-                self.broken = false;
-                Ok(v)
-            }
-            Err(e) => {
-                self.broken =
-                    e.is_io_error() || e.is_connection_dropped() || e.is_unrecoverable_error();
-                Err(e.into())
-            }
-        }
+        self.conn
+            .as_mut()
+            .ok_or_else(|| RegistryError::Config("connection already closed".into()))
+    }
+
+    /// A reply came: the connection is usable again unless the error says
+    /// it is not.
+    fn settle<T>(&mut self, res: redis::RedisResult<T>) -> Result<T, RegistryError> {
+        self.broken = res.as_ref().is_err_and(|e| {
+            e.is_io_error() || e.is_connection_dropped() || e.is_unrecoverable_error()
+        });
+        res.map_err(Into::into)
     }
 }
 

@@ -12,9 +12,7 @@ use std::time::Duration;
 use common::*;
 use serde_json::json;
 use weft_core::tool::ToolResultBody;
-use weft_registry::{
-    ExecutorConfig, GatewayClient, Provider, ProviderConfig, Redis, RegistryToolSet, pulse, wire,
-};
+use weft_registry::{ProviderConfig, Redis, RegistryToolSet, pulse, wire};
 use weft_tools::ToolSet;
 
 struct Setup {
@@ -33,23 +31,14 @@ async fn setup(tweak: impl FnOnce(&mut ProviderConfig)) -> Setup {
     let executions = Arc::new(AtomicUsize::new(0));
     let mut config = ProviderConfig::default();
     tweak(&mut config);
-    let provider = Provider::new(
-        redis.clone(),
+    let (executor, provider) = serve_and_connect(
+        &redis,
+        &gw,
         &toolset,
         toolset_arc(&toolset, executions.clone()),
-        Some(GatewayClient::new(&gw.url).unwrap()),
         config,
     )
-    .await
-    .unwrap();
-    provider.register().await.unwrap();
-    let provider = tokio::spawn(async move {
-        provider.serve(std::future::pending()).await.unwrap();
-    });
-    let mut ec = ExecutorConfig::new(&gw.url, &toolset);
-    ec.namespace = gw.ns.clone();
-    ec.call_timeout = Duration::from_secs(20);
-    let executor = RegistryToolSet::connect(redis.clone(), ec).await.unwrap();
+    .await;
     Setup {
         redis,
         _gw: gw,
@@ -87,12 +76,7 @@ async fn a_call_round_trips_with_deltas_in_order_before_the_result() {
     let id = RegistryToolSet::tool_use_id(&req);
     let reply = s.executor.call_tool(req).await.unwrap();
     assert_eq!(reply.body, ToolResultBody::Json(json!(5)));
-    let got: Vec<String> = deltas
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|(_, d)| d.clone())
-        .collect();
+    let got = texts(&deltas);
     let want: Vec<String> = (1..=5).map(|i| format!("step {i}\n")).collect();
     assert_eq!(got, want, "every delta, in order, before the result");
     // The result stream is deleted after reading.

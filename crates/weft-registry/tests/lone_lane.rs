@@ -17,9 +17,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 use weft_core::tool::{ToolError, ToolRequest, ToolResultBody};
-use weft_registry::{
-    ExecutorConfig, GatewayClient, Provider, ProviderConfig, Redis, RegistryToolSet,
-};
+use weft_registry::{ProviderConfig, Redis, RegistryToolSet};
 use weft_tools::{FnToolSet, ToolSet};
 
 #[derive(Deserialize, JsonSchema)]
@@ -122,23 +120,14 @@ async fn setup(
     let gw = gateway(redis, |_| {}).await;
     let name = unique("lone");
     let runs = Arc::new(AtomicUsize::new(0));
-    let provider = Provider::new(
-        redis.clone(),
+    let (ex, provider) = serve_and_connect(
+        redis,
+        &gw,
         &name,
         paced(&name, runs.clone()),
-        Some(GatewayClient::new(&gw.url).unwrap()),
         ProviderConfig::default(),
     )
-    .await
-    .unwrap();
-    provider.register().await.unwrap();
-    let provider = tokio::spawn(async move {
-        provider.serve(std::future::pending()).await.unwrap();
-    });
-    let mut ec = ExecutorConfig::new(&gw.url, &name);
-    ec.namespace = gw.ns.clone();
-    ec.call_timeout = Duration::from_secs(20);
-    let ex = RegistryToolSet::connect(redis.clone(), ec).await.unwrap();
+    .await;
     (gw, ex, runs, provider)
 }
 
@@ -164,12 +153,7 @@ async fn a_lone_calls_broken_read_is_taken_over_without_loss_or_repeats() {
 
     let reply = call.await.unwrap().unwrap();
     assert_eq!(reply.body, ToolResultBody::Json(json!("done")));
-    let got: Vec<String> = deltas
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|(_, d)| d.clone())
-        .collect();
+    let got = texts(&deltas);
     assert_eq!(got, ["a\n", "b\n"], "each delta once, in order");
     assert_eq!(runs.load(Ordering::SeqCst), 1);
     provider.abort();

@@ -18,9 +18,7 @@ use tracing::Instrument as _;
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 use tracing_subscriber::layer::SubscriberExt as _;
 use weft_core::tool::ToolResultBody;
-use weft_registry::{
-    ExecutorConfig, GatewayClient, Provider, ProviderConfig, Redis, RegistryToolSet,
-};
+use weft_registry::{ProviderConfig, Redis};
 use weft_tools::ToolSet;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -37,25 +35,14 @@ async fn the_provider_continues_the_callers_trace() {
     let redis = Redis::connect(&redis_url()).await.unwrap();
     let gw = gateway(&redis, |_| {}).await;
     let toolset = unique("traced");
-    let provider = Provider::new(
-        redis.clone(),
+    let (executor, serving) = serve_and_connect(
+        &redis,
+        &gw,
         &toolset,
         toolset_arc(&toolset),
-        Some(GatewayClient::new(&gw.url).unwrap()),
         ProviderConfig::default(),
     )
-    .await
-    .unwrap();
-    provider.register().await.unwrap();
-    let serving = tokio::spawn(async move {
-        provider.serve(std::future::pending()).await.unwrap();
-    });
-    let mut config = ExecutorConfig::new(&gw.url, &toolset);
-    config.namespace = gw.ns.clone();
-    config.call_timeout = Duration::from_secs(20);
-    let executor = RegistryToolSet::connect(redis.clone(), config)
-        .await
-        .unwrap();
+    .await;
 
     let caller = tracing::info_span!(target: "gen_ai", "execute_tool");
     let caller_cx = caller.context().span().span_context().clone();

@@ -137,3 +137,44 @@ where
     }
     false
 }
+
+/// A provider of `tools` registered as `name` through `gw` and serving (its
+/// task), and an executor for it with a 20 s call timeout.
+pub async fn serve_and_connect(
+    redis: &weft_registry::Redis,
+    gw: &TestGateway,
+    name: &str,
+    tools: Arc<dyn weft_tools::ToolSet>,
+    config: weft_registry::ProviderConfig,
+) -> (weft_registry::RegistryToolSet, tokio::task::JoinHandle<()>) {
+    let provider = weft_registry::Provider::new(
+        redis.clone(),
+        name,
+        tools,
+        Some(weft_registry::GatewayClient::new(&gw.url).unwrap()),
+        config,
+    )
+    .await
+    .unwrap();
+    provider.register().await.unwrap();
+    let serving = tokio::spawn(async move {
+        provider.serve(std::future::pending()).await.unwrap();
+    });
+    let mut ec = weft_registry::ExecutorConfig::new(&gw.url, name);
+    ec.namespace = gw.ns.clone();
+    ec.call_timeout = Duration::from_secs(20);
+    let executor = weft_registry::RegistryToolSet::connect(redis.clone(), ec)
+        .await
+        .unwrap();
+    (executor, serving)
+}
+
+/// The text of every delta captured, in order.
+pub fn texts(deltas: &Deltas) -> Vec<String> {
+    deltas
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(_, d)| d.clone())
+        .collect()
+}
