@@ -3,6 +3,7 @@
 pub mod agent_loop;
 pub mod all;
 mod command;
+pub mod cpu;
 pub mod durable_loop;
 pub mod gate;
 pub mod heap;

@@ -5,7 +5,10 @@
 //! pipelined with batched reads, and as the registry protocol asks
 //! (`registry_raw`). The variants take turns (one call each for
 //! latency, short rounds for throughput), so the machine's slow spells
-//! fall on all alike. Prints JSON lines.
+//! fall on all alike. Each throughput line also says what one call cost
+//! in CPU: Redis's (`INFO cpu`) and this process's, which runs the callers
+//! and the servers (the raw floors' readers, weft's provider). Prints JSON
+//! lines.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -62,11 +65,18 @@ pub fn run(s: &Settings) -> anyhow::Result<Vec<Value>> {
             latency(s.sequential_calls, || raw.call_plain(), weft_call).await?;
         let chunk = s.seconds / f64::from(ROUNDS);
         let mut tp = [Rate::default(); 4];
+        let n = s.in_flight;
         for _ in 0..ROUNDS {
-            tp[0].add(throughput(chunk, s.in_flight, || raw.call_plain()).await?);
-            tp[1].add(throughput(chunk, s.in_flight, || piped.call_batched()).await?);
-            tp[2].add(throughput(chunk, s.in_flight, || proto.call_protocol()).await?);
-            tp[3].add(throughput(chunk, s.in_flight, weft_call).await?);
+            tp[0]
+                .add(&redis, throughput(chunk, n, || raw.call_plain()))
+                .await?;
+            tp[1]
+                .add(&redis, throughput(chunk, n, || piped.call_batched()))
+                .await?;
+            tp[2]
+                .add(&redis, throughput(chunk, n, || proto.call_protocol()))
+                .await?;
+            tp[3].add(&redis, throughput(chunk, n, weft_call)).await?;
         }
         for server in [&raw, &piped, &proto] {
             server.stop();
@@ -74,15 +84,15 @@ pub fn run(s: &Settings) -> anyhow::Result<Vec<Value>> {
         weft.provider.abort();
         cleanup(&redis, &tag).await?;
 
-        let [raw_tp, piped_tp, proto_tp, weft_tp] = tp.map(|r| r.per_s());
+        let [raw_tp, piped_tp, proto_tp, weft_tp] = tp.map(Rate::per_s);
         let best = raw_tp.max(piped_tp);
         Ok(vec![
             line("raw", 1, &raw_lat, None),
-            line("raw", s.in_flight, &[], Some(raw_tp)),
-            line("raw_pipelined", s.in_flight, &[], Some(piped_tp)),
-            line("raw_protocol", s.in_flight, &[], Some(proto_tp)),
+            line("raw", n, &[], Some(tp[0])),
+            line("raw_pipelined", n, &[], Some(tp[1])),
+            line("raw_protocol", n, &[], Some(tp[2])),
             line("weft", 1, &weft_lat, None),
-            line("weft", s.in_flight, &[], Some(weft_tp)),
+            line("weft", n, &[], Some(tp[3])),
             json!({
                 "bench": "registry",
                 "summary": true,
@@ -127,17 +137,40 @@ async fn cleanup(redis: &Redis, tag: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Calls finished and the seconds they took, summed over rounds.
+/// Calls finished, the seconds they took, and the CPU time Redis and this
+/// process spent meanwhile, summed over rounds.
 #[derive(Debug, Clone, Copy, Default)]
 struct Rate {
     calls: u64,
     seconds: f64,
+    redis_cpu: Duration,
+    process_cpu: Duration,
 }
 
 impl Rate {
-    fn add(&mut self, (calls, seconds): (u64, f64)) {
+    /// Runs one round and adds it, with the CPU time it cost.
+    async fn add(
+        &mut self,
+        redis: &Redis,
+        round: impl std::future::Future<Output = anyhow::Result<(u64, f64)>>,
+    ) -> anyhow::Result<()> {
+        let (redis0, process0) = (redis_cpu(redis).await?, super::cpu::process());
+        let (calls, seconds) = round.await?;
+        let (redis1, process1) = (redis_cpu(redis).await?, super::cpu::process());
         self.calls += calls;
         self.seconds += seconds;
+        self.redis_cpu += redis1.saturating_sub(redis0);
+        self.process_cpu += process1.saturating_sub(process0);
+        Ok(())
+    }
+
+    /// CPU µs per call.
+    fn us_per_call(self, cpu: Duration) -> f64 {
+        if self.calls > 0 {
+            (cpu.as_secs_f64() * 1e6 / self.calls as f64 * 100.0).round() / 100.0
+        } else {
+            0.0
+        }
     }
 
     fn per_s(self) -> f64 {
@@ -147,6 +180,15 @@ impl Rate {
             0.0
         }
     }
+}
+
+/// The Redis server's CPU time so far.
+async fn redis_cpu(redis: &Redis) -> anyhow::Result<Duration> {
+    let info: String = redis::cmd("INFO")
+        .arg("cpu")
+        .query_async(&mut redis.mux())
+        .await?;
+    super::cpu::redis_from_info(&info).context("INFO cpu without used_cpu_user/used_cpu_sys")
 }
 
 fn ratio(a: f64, b: f64) -> f64 {
@@ -165,15 +207,17 @@ fn pct(sorted_us: &[f64], p: usize) -> f64 {
     sorted_us[i]
 }
 
-fn line(variant: &str, in_flight: usize, lat: &[f64], calls_per_s: Option<f64>) -> Value {
+fn line(variant: &str, in_flight: usize, lat: &[f64], rate: Option<Rate>) -> Value {
     let mut v = json!({"bench": "registry", "variant": variant, "in_flight": in_flight});
     if !lat.is_empty() {
         v["calls"] = json!(lat.len());
         v["p50_us"] = json!(pct(lat, 50).round());
         v["p99_us"] = json!(pct(lat, 99).round());
     }
-    if let Some(t) = calls_per_s {
-        v["calls_per_s"] = json!(t.round());
+    if let Some(r) = rate {
+        v["calls_per_s"] = json!(r.per_s().round());
+        v["redis_cpu_us_per_call"] = json!(r.us_per_call(r.redis_cpu));
+        v["process_cpu_us_per_call"] = json!(r.us_per_call(r.process_cpu));
     }
     v
 }
