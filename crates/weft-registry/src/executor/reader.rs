@@ -33,8 +33,9 @@ use crate::error::{RegistryError, is_busygroup, is_nogroup};
 use crate::pulse::{self, Body, Entry};
 use crate::wire;
 
-/// Longest single blocking read, so a broken connection is noticed.
-const MAX_BLOCK: Duration = Duration::from_secs(5);
+/// Longest single blocking read, so a broken connection is noticed (the
+/// shared reader's and a lone call's dedicated reads alike).
+pub(super) const MAX_BLOCK: Duration = Duration::from_secs(5);
 
 /// Most entries one read returns per stream.
 const COUNT: usize = 256;

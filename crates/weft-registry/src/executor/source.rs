@@ -12,14 +12,11 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use super::RegistryToolSet;
-use super::reader::{Item, Registration};
+use super::reader::{Item, MAX_BLOCK, Registration};
 use crate::conn::Blocking;
 use crate::error::{RegistryError, is_nogroup};
 use crate::pulse::{self, Entry};
 use crate::wire;
-
-/// Longest single blocking read on a dedicated connection.
-const MAX_BLOCK: Duration = Duration::from_secs(5);
 
 /// How long past its `BLOCK` a dedicated read may take before its
 /// connection is given up.
