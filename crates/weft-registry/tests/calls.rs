@@ -1,7 +1,8 @@
 //! Calls through gateway + provider + executor against the real Redis: a
 //! round trip, output deltas in order before the result, 100 parallel
-//! calls, garbage entries, a lost consumer group, re-attaching, and a
-//! result stream that vanishes while its call and another wait on it.
+//! calls, garbage entries, a lost consumer group, re-attaching, a result
+//! stream that vanishes while its call and another wait on it, and a
+//! provider shutting down with calls in flight.
 
 mod common;
 
@@ -12,7 +13,9 @@ use std::time::Duration;
 use common::*;
 use serde_json::json;
 use weft_core::tool::ToolResultBody;
-use weft_registry::{ProviderConfig, Redis, RegistryToolSet, pulse, wire};
+use weft_registry::{
+    ExecutorConfig, GatewayClient, Provider, ProviderConfig, Redis, RegistryToolSet, pulse, wire,
+};
 use weft_tools::ToolSet;
 
 struct Setup {
@@ -248,4 +251,79 @@ async fn a_call_whose_result_stream_vanishes_fails_and_the_others_finish() {
         "the other call is read on"
     );
     s.provider.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_provider_shutting_down_finishes_and_acknowledges_its_calls_first() {
+    let redis = Redis::connect(&redis_url()).await.unwrap();
+    let gw = gateway(&redis, |_| {}).await;
+    let name = unique("shutdown");
+    let executions = Arc::new(AtomicUsize::new(0));
+    let config = ProviderConfig {
+        max_concurrent: 64,
+        ..ProviderConfig::default()
+    };
+    let tools = toolset_arc(&name, executions.clone());
+    let gw_client = Some(GatewayClient::new(&gw.url).unwrap());
+    let provider = Provider::new(redis.clone(), &name, tools, gw_client, config)
+        .await
+        .unwrap();
+    provider.register().await.unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(async move {
+        provider
+            .serve(async {
+                let _ = stopped.await;
+            })
+            .await
+    });
+    let mut ec = ExecutorConfig::new(&gw.url, &name);
+    ec.namespace = gw.ns.clone();
+    ec.call_timeout = Duration::from_secs(20);
+    let executor = RegistryToolSet::connect(redis.clone(), ec).await.unwrap();
+
+    let run = unique("run");
+    let calls = futures_util::future::join_all((0..40).map(|i| {
+        let (req, _) = request(
+            &format!("{name}.slow"),
+            json!({"ms": 300}),
+            &run,
+            &format!("call_{i}"),
+        );
+        executor.call_tool(req)
+    }));
+    let key = pulse::key(&wire::toolset_stream(&name));
+    let mut mux = redis.mux();
+    let stopper = async {
+        // Every call is running on the provider when it is told to stop.
+        let all_started = eventually(500, || {
+            let n = executions.load(Ordering::SeqCst);
+            async move { n == 40 }
+        })
+        .await;
+        assert!(
+            all_started,
+            "{} of 40 calls started",
+            executions.load(Ordering::SeqCst)
+        );
+        stop.send(()).unwrap();
+        serving.await.unwrap().unwrap();
+        // Serving ended after its calls: none is left pending for another
+        // provider to claim and run again.
+        let summary: redis::Value = redis::cmd("XPENDING")
+            .arg(&key)
+            .arg("provider")
+            .query_async(&mut mux)
+            .await
+            .unwrap();
+        let redis::Value::Array(fields) = summary else {
+            panic!("XPENDING summary {summary:?}")
+        };
+        assert_eq!(fields.first(), Some(&redis::Value::Int(0)), "{fields:?}");
+    };
+    let (replies, ()) = tokio::join!(calls, stopper);
+    for r in replies {
+        assert_eq!(r.unwrap().body, ToolResultBody::Json(json!("slept")));
+    }
+    assert_eq!(executions.load(Ordering::SeqCst), 40);
 }

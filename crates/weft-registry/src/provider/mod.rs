@@ -12,6 +12,7 @@
 //! stop the loop.
 
 mod claim;
+mod publish;
 pub mod reply;
 mod worker;
 
@@ -77,7 +78,7 @@ pub(crate) struct Shared {
     pub(crate) config: ProviderConfig,
     pub(crate) permits: Arc<Semaphore>,
     /// Publishes results and acknowledges their calls, batched.
-    pub(crate) publisher: Batcher<worker::Publish, bool>,
+    pub(crate) publisher: Batcher<publish::Publish, publish::Published>,
     gateway: Option<GatewayClient>,
     registration: RegisterRequest,
 }
@@ -144,7 +145,7 @@ impl Provider {
         let stream_key = pulse::key(&wire::toolset_stream(registry_toolset));
         Ok(Self {
             shared: Arc::new(Shared {
-                publisher: worker::publisher(redis.clone(), stream_key.clone()),
+                publisher: publish::publisher(redis.clone(), stream_key.clone()),
                 redis,
                 registry_toolset: registry_toolset.to_owned(),
                 stream_key,

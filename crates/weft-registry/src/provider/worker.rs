@@ -17,85 +17,13 @@ use weft_core::{RunId, SessionId, ToolCallId, TurnId};
 use weft_tools::ToolFailure;
 
 use super::Shared;
+use super::publish::Publish;
 use super::reply::{encode_failure, encode_reply, error_result};
-use crate::batch::Batcher;
-use crate::conn::Redis;
-use crate::error::RegistryError;
 use crate::pulse;
 use crate::wire::{self, ToolCallMessage, ToolOutputDeltaMessage, ToolResultMessage};
 
 /// Deltas buffered per call before new ones are dropped (deltas are best effort).
 const DELTA_BUFFER: usize = 256;
-
-/// Most results published in one batch, and most waiting for their turn.
-const PUBLISH_BATCH: usize = 256;
-const PUBLISH_QUEUE: usize = 4096;
-
-/// One call's result to publish, and the request entry to acknowledge.
-pub(crate) struct Publish {
-    key: String,
-    payload: Vec<u8>,
-    entry_id: String,
-}
-
-/// The batcher publishing results: `true` published, `false` nobody waits
-/// (no result stream). One pipeline of `XADD ... NOMKSTREAM`, then one
-/// `XACK` of the calls whose `XADD` did not fail: a call is acknowledged only
-/// after its result is in Redis, and a failed `XADD` leaves its call to be
-/// claimed again. The `XACK` is not awaited before the batch ends, so the
-/// next batch's results go out meanwhile (about 5 % more calls/s at 64 in
-/// flight). Native commands, not a script: a command run from Lua
-/// costs Redis a few µs more than the same command sent by a client.
-pub(crate) fn publisher(redis: Redis, stream_key: String) -> Batcher<Publish, bool> {
-    Batcher::new(PUBLISH_BATCH, PUBLISH_QUEUE, move |batch: Vec<Publish>| {
-        let (redis, stream_key) = (redis.clone(), stream_key.clone());
-        async move {
-            let mut pipe = redis::pipe();
-            pipe.ignore_errors();
-            for p in &batch {
-                pipe.cmd("XADD")
-                    .arg(&p.key)
-                    .arg("NOMKSTREAM")
-                    .arg("*")
-                    .arg("n")
-                    .arg(wire::EVENT_RESULT)
-                    .arg("p")
-                    .arg(&p.payload);
-            }
-            let replies: Vec<redis::RedisResult<Option<String>>> =
-                pipe.query_async(&mut redis.mux()).await?;
-            let acked: Vec<String> = batch
-                .into_iter()
-                .zip(&replies)
-                .filter(|(_, r)| r.is_ok())
-                .map(|(p, _)| p.entry_id)
-                .collect();
-            if !acked.is_empty() {
-                // Sent on the same connection right after the results, but
-                // not awaited: the next batch need not wait for it.
-                let mut mux = redis.mux();
-                tokio::spawn(async move {
-                    let ack: Result<i64, redis::RedisError> = redis::cmd("XACK")
-                        .arg(&stream_key)
-                        .arg(wire::GROUP_PROVIDER)
-                        .arg(&acked)
-                        .query_async(&mut mux)
-                        .await;
-                    if let Err(e) = ack {
-                        // Published but not acknowledged: claimed again after
-                        // the grace, as if this provider had stopped here.
-                        tracing::warn!(error = %e, calls = acked.len(), "acknowledging published results failed");
-                    }
-                });
-            }
-            Ok(replies
-                .into_iter()
-                .map(|r| r.map(|id| id.is_some()).map_err(RegistryError::from))
-                .collect())
-        }
-        .boxed()
-    })
-}
 
 enum DeltaMsg {
     Delta(Vec<u8>),
@@ -161,7 +89,10 @@ pub(crate) async fn execute(shared: &Arc<Shared>, entry_id: String, msg: ToolCal
             entry_id,
         })
         .await;
-    match res {
+    if let Ok(p) = &res {
+        p.acked.clone().await;
+    }
+    match res.map(|p| p.delivered) {
         Ok(false) => tracing::info!(
             tool_use_id = %msg.tool_use_id,
             "nobody waits for this result (its stream is gone); acknowledged"
