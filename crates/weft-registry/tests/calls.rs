@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use common::*;
+use futures_util::FutureExt;
 use serde_json::json;
 use weft_core::tool::ToolResultBody;
 use weft_registry::{
@@ -54,6 +55,24 @@ async fn setup(tweak: impl FnOnce(&mut ProviderConfig)) -> Setup {
 
 fn toolset_arc(name: &str, e: Arc<AtomicUsize>) -> Arc<dyn ToolSet> {
     toolset(name, e)
+}
+
+/// Calls of the toolset stream `key` pending in the `provider` group
+/// (`XPENDING`'s summary count).
+async fn pending(redis: &Redis, key: &str) -> i64 {
+    let summary: redis::Value = redis::cmd("XPENDING")
+        .arg(key)
+        .arg("provider")
+        .query_async(&mut redis.mux())
+        .await
+        .unwrap();
+    match summary {
+        redis::Value::Array(ref fields) => match fields.first() {
+            Some(redis::Value::Int(n)) => *n,
+            _ => panic!("XPENDING summary {summary:?}"),
+        },
+        _ => panic!("XPENDING summary {summary:?}"),
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -151,22 +170,7 @@ async fn garbage_entries_are_acknowledged_and_the_loop_keeps_serving() {
         ToolResultBody::Json(json!(2))
     );
     // Nothing stays pending.
-    assert!(
-        eventually(100, || {
-            let mut mux = s.redis.mux();
-            let key = key.clone();
-            async move {
-                let v: redis::Value = redis::cmd("XPENDING")
-                    .arg(&key)
-                    .arg("provider")
-                    .query_async(&mut mux)
-                    .await
-                    .unwrap();
-                matches!(v, redis::Value::Array(ref f) if f.first() == Some(&redis::Value::Int(0)))
-            }
-        })
-        .await
-    );
+    assert!(eventually(100, || pending(&s.redis, &key).map(|n| n == 0)).await);
     s.provider.abort();
 }
 
@@ -293,7 +297,6 @@ async fn a_provider_shutting_down_finishes_and_acknowledges_its_calls_first() {
         executor.call_tool(req)
     }));
     let key = pulse::key(&wire::toolset_stream(&name));
-    let mut mux = redis.mux();
     let stopper = async {
         // Every call is running on the provider when it is told to stop.
         let all_started = eventually(500, || {
@@ -310,16 +313,7 @@ async fn a_provider_shutting_down_finishes_and_acknowledges_its_calls_first() {
         serving.await.unwrap().unwrap();
         // Serving ended after its calls: none is left pending for another
         // provider to claim and run again.
-        let summary: redis::Value = redis::cmd("XPENDING")
-            .arg(&key)
-            .arg("provider")
-            .query_async(&mut mux)
-            .await
-            .unwrap();
-        let redis::Value::Array(fields) = summary else {
-            panic!("XPENDING summary {summary:?}")
-        };
-        assert_eq!(fields.first(), Some(&redis::Value::Int(0)), "{fields:?}");
+        assert_eq!(pending(&redis, &key).await, 0);
     };
     let (replies, ()) = tokio::join!(calls, stopper);
     for r in replies {
