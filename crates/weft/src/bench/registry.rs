@@ -45,74 +45,89 @@ const ROUNDS: u32 = 6;
 
 /// Runs every measurement; one JSON line each, then the ratios.
 pub fn run(s: &Settings) -> anyhow::Result<Vec<Value>> {
+    let tag = uuid::Uuid::new_v4().simple().to_string();
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    tokio.block_on(async {
+    let measured = tokio.block_on(async {
         let redis = Redis::connect(&s.redis)
             .await
             .with_context(|| format!("connecting to {}", s.redis))?;
-        let tag = uuid::Uuid::new_v4().simple().to_string();
-        let raw = RawServer::start(&redis, &format!("bench:{tag}:raw"), Client::Plain).await?;
-        let piped = RawServer::start(&redis, &format!("bench:{tag}:piped"), Client::Shared).await?;
-        let proto =
-            RawServer::start(&redis, &format!("bench:{tag}:proto"), Client::Protocol).await?;
-        let weft = WeftSetup::start(&redis, &tag).await?;
-        let seq = AtomicU64::new(0);
-        let weft_call = || weft.call(seq.fetch_add(1, Ordering::Relaxed));
+        measure(s, &redis, &tag).await
+    });
+    // Dropping the runtime stops every server, reader and provider task, so
+    // none writes again once the keys are gone; they go whether or not the
+    // run measured anything, so a failed round leaves nothing behind.
+    drop(tokio);
+    let cleaned = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?
+        .block_on(async {
+            let redis = Redis::connect(&s.redis).await?;
+            cleanup(&redis, &tag).await
+        });
+    let lines = measured?;
+    cleaned?;
+    Ok(lines)
+}
 
-        let (raw_lat, weft_lat) =
-            latency(s.sequential_calls, || raw.call_plain(), weft_call).await?;
-        let chunk = s.seconds / f64::from(ROUNDS);
-        let mut tp = [Rate::default(); 4];
-        let n = s.in_flight;
-        for _ in 0..ROUNDS {
-            tp[0]
-                .add(&redis, throughput(chunk, n, || raw.call_plain()))
-                .await?;
-            tp[1]
-                .add(&redis, throughput(chunk, n, || piped.call_batched()))
-                .await?;
-            tp[2]
-                .add(&redis, throughput(chunk, n, || proto.call_protocol()))
-                .await?;
-            tp[3].add(&redis, throughput(chunk, n, weft_call)).await?;
-        }
-        for server in [&raw, &piped, &proto] {
-            server.stop();
-        }
-        weft.provider.abort();
-        cleanup(&redis, &tag).await?;
+/// Every measurement on `redis`, its keys tagged with `tag`: one JSON line
+/// each, then the ratios.
+async fn measure(s: &Settings, redis: &Redis, tag: &str) -> anyhow::Result<Vec<Value>> {
+    let raw = RawServer::start(redis, &format!("bench:{tag}:raw"), Client::Plain).await?;
+    let piped = RawServer::start(redis, &format!("bench:{tag}:piped"), Client::Shared).await?;
+    let proto = RawServer::start(redis, &format!("bench:{tag}:proto"), Client::Protocol).await?;
+    let weft = WeftSetup::start(redis, tag).await?;
+    let seq = AtomicU64::new(0);
+    let weft_call = || weft.call(seq.fetch_add(1, Ordering::Relaxed));
 
-        let [raw_tp, piped_tp, proto_tp, weft_tp] = tp.map(Rate::per_s);
-        let best = raw_tp.max(piped_tp);
-        Ok(vec![
-            line("raw", 1, &raw_lat, None),
-            line("raw", n, &[], Some(tp[0])),
-            line("raw_pipelined", n, &[], Some(tp[1])),
-            line("raw_protocol", n, &[], Some(tp[2])),
-            line("weft", 1, &weft_lat, None),
-            line("weft", n, &[], Some(tp[3])),
-            json!({
-                "bench": "registry",
-                "summary": true,
-                "p50_ratio_weft_over_raw": ratio(pct(&weft_lat, 50), pct(&raw_lat, 50)),
-                "calls_per_s_ratio_weft_over_best_raw": ratio(weft_tp, best),
-                "calls_per_s_ratio_weft_over_raw_protocol": ratio(weft_tp, proto_tp),
-                "goal": "p50 ratio <= 1.25, calls/s ratio >= 0.8",
-            }),
-        ])
-    })
+    let (raw_lat, weft_lat) = latency(s.sequential_calls, || raw.call_plain(), weft_call).await?;
+    let chunk = s.seconds / f64::from(ROUNDS);
+    let mut tp = [Rate::default(); 4];
+    let n = s.in_flight;
+    for _ in 0..ROUNDS {
+        tp[0]
+            .add(redis, throughput(chunk, n, || raw.call_plain()))
+            .await?;
+        tp[1]
+            .add(redis, throughput(chunk, n, || piped.call_batched()))
+            .await?;
+        tp[2]
+            .add(redis, throughput(chunk, n, || proto.call_protocol()))
+            .await?;
+        tp[3].add(redis, throughput(chunk, n, weft_call)).await?;
+    }
+
+    let [raw_tp, piped_tp, proto_tp, weft_tp] = tp.map(Rate::per_s);
+    let best = raw_tp.max(piped_tp);
+    Ok(vec![
+        line("raw", 1, &raw_lat, None),
+        line("raw", n, &[], Some(tp[0])),
+        line("raw_pipelined", n, &[], Some(tp[1])),
+        line("raw_protocol", n, &[], Some(tp[2])),
+        line("weft", 1, &weft_lat, None),
+        line("weft", n, &[], Some(tp[3])),
+        json!({
+            "bench": "registry",
+            "summary": true,
+            "p50_ratio_weft_over_raw": ratio(pct(&weft_lat, 50), pct(&raw_lat, 50)),
+            "calls_per_s_ratio_weft_over_best_raw": ratio(weft_tp, best),
+            "calls_per_s_ratio_weft_over_raw_protocol": ratio(weft_tp, proto_tp),
+            "goal": "p50 ratio <= 1.25, calls/s ratio >= 0.8",
+        }),
+    ])
 }
 
 /// Deletes every key this run of the bench made: the raw floors' streams,
-/// the registry's namespace, and the toolset's and calls' streams.
+/// the registry's namespace, the toolset's and calls' streams, and the
+/// executor's wake stream.
 async fn cleanup(redis: &Redis, tag: &str) -> anyhow::Result<()> {
     let mut mux = redis.mux();
     let patterns = [
         format!("bench:{tag}:*"),
         pulse::key(&format!("toolset:bench_{}:*", &tag[..12])),
         pulse::key(&format!("result:bench-{tag}/*")),
+        pulse::key(&format!("executor:bench-{tag}:*")),
     ];
     for pattern in patterns {
         let mut cursor = 0u64;
@@ -286,7 +301,7 @@ where
 /// weft's path: gateway (setup), provider and executor in this process.
 struct WeftSetup {
     executor: RegistryToolSet,
-    provider: tokio::task::JoinHandle<()>,
+    _provider: tokio::task::JoinHandle<()>,
     _gateway: tokio::task::JoinHandle<std::io::Result<()>>,
     run: String,
     tool: ToolIdent,
@@ -326,10 +341,11 @@ impl WeftSetup {
         let mut ec = ExecutorConfig::new(&url, &toolset);
         ec.namespace = ns;
         ec.alias = Some("calc".into());
+        ec.consumer = format!("bench-{tag}");
         let executor = RegistryToolSet::connect(redis.clone(), ec).await?;
         Ok(Self {
             executor,
-            provider,
+            _provider: provider,
             _gateway: gateway,
             run: format!("bench-{tag}"),
             tool: ToolIdent::new("calc.add"),

@@ -10,7 +10,7 @@
 //! deleted). The protocol floor tells the protocol's cost from weft's.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -33,7 +33,6 @@ pub(super) struct RawServer {
     redis: Redis,
     req_key: String,
     results_key: String,
-    stop: Arc<AtomicBool>,
     waiters: Arc<Mutex<HashMap<String, oneshot::Sender<()>>>>,
     seq: AtomicU64,
     /// Wakes the protocol reader when a call registers.
@@ -59,7 +58,6 @@ impl RawServer {
             redis: redis.clone(),
             req_key,
             results_key: format!("{prefix}:results"),
-            stop: Arc::new(AtomicBool::new(false)),
             waiters: Arc::default(),
             seq: AtomicU64::new(0),
             registered: Notify::new(),
@@ -73,17 +71,11 @@ impl RawServer {
         Ok(this)
     }
 
-    /// Ends the server's and reader's loops (their keys are deleted by the
-    /// bench's cleanup).
-    pub(super) fn stop(&self) {
-        self.stop.store(true, Ordering::Relaxed);
-    }
-
     /// Reads requests in the group and answers each with an `XADD` to the
     /// stream its payload names, then acknowledges (batched: one pipeline).
     async fn serve(self: Arc<Self>, batched: bool) -> anyhow::Result<()> {
         let mut conn = self.redis.blocking().await?;
-        while !self.stop.load(Ordering::Relaxed) {
+        loop {
             let mut cmd = redis::cmd("XREADGROUP");
             cmd.arg("GROUP")
                 .arg("g")
@@ -134,7 +126,6 @@ impl RawServer {
                 let _: () = pipe.query_async(&mut self.redis.mux()).await?;
             }
         }
-        Ok(())
     }
 
     /// One call, plain: `XADD` the request, block on its own result stream.
@@ -180,7 +171,7 @@ impl RawServer {
     async fn read_results(self: Arc<Self>) -> anyhow::Result<()> {
         let mut conn = self.redis.blocking().await?;
         let mut last = "0-0".to_owned();
-        while !self.stop.load(Ordering::Relaxed) {
+        loop {
             let mut cmd = redis::cmd("XREAD");
             cmd.arg("COUNT")
                 .arg(1024)
@@ -202,7 +193,6 @@ impl RawServer {
                 }
             }
         }
-        Ok(())
     }
 
     /// One call as the protocol makes it: create the result stream (`init`,
@@ -242,7 +232,7 @@ impl RawServer {
     /// later); each stream read is deleted, many per `DEL`.
     async fn read_protocol(self: Arc<Self>) -> anyhow::Result<()> {
         let mut conn = self.redis.blocking().await?;
-        while !self.stop.load(Ordering::Relaxed) {
+        loop {
             let keys: Vec<String> = match self.waiters.lock() {
                 Ok(w) => w.keys().cloned().collect(),
                 Err(_) => anyhow::bail!("poisoned"),
@@ -282,6 +272,5 @@ impl RawServer {
                 });
             }
         }
-        Ok(())
     }
 }
