@@ -41,10 +41,10 @@ pub enum BenchError {
     },
 }
 
-/// The fixtures directory of this source checkout (`../shared/fixtures/providers`
-/// next to the repository).
+/// The fixtures directory of this source checkout
+/// (`crates/weft-models/fixtures/providers`).
 pub fn default_fixtures_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/providers")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/providers")
 }
 
 /// The streams benchmarked per provider: every recorded stream that completes.

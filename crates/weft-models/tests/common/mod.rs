@@ -18,11 +18,9 @@ use serde_json::Value;
 use weft_core::message::Thinking;
 use weft_core::model::{ModelSummary, StopReason};
 
-/// The fixtures directory, outside the repository.
-pub const FIXTURES: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../../shared/fixtures/providers"
-);
+/// The recorded provider fixtures, kept in this crate (`fixtures/providers`,
+/// with their provenance in its `SOURCES.md`).
+pub const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/providers");
 
 /// The Anthropic stream fixtures that decode to a complete response.
 pub const ANTHROPIC_OK: &[&str] = &[
