@@ -50,7 +50,10 @@ pub struct PlanInput<'a> {
     /// Reminders due this turn, safety first: system context for the
     /// model (the system prompt), never a user message.
     pub reminders: &'a [Reminder],
-    /// Tools the planner may request this turn.
+    /// Tools the planner may request this turn. On a finalizing turn
+    /// (`PlanResumeInput::finalize`) the tools the run offered before,
+    /// to declare to a provider that needs them for the transcript's tool
+    /// calls, never to call.
     pub tools: &'a [ToolSpec],
 }
 

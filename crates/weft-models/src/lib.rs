@@ -13,6 +13,7 @@
 //! - [`price`]: model prices (configured, or built-in list prices of
 //!   well-known models) and the cost of a call's usage.
 //! - [`names`]: reversible tool-name mapping (`toolset.tool` ⇄ provider names).
+//! - [`rules`]: the request rules providers enforce, kept by every builder.
 //! - [`bench`]: the SSE decode benchmark behind `weft bench sse-decode`.
 //! - [`scripted`]: the [`ScriptedModel`] for tests, examples and benchmarks.
 //! - `trace`: the `chat {model}` span of each model call (OpenTelemetry GenAI
@@ -39,6 +40,7 @@ pub mod openai_responses;
 pub mod planner;
 pub mod price;
 pub mod recorded;
+pub mod rules;
 pub mod scripted;
 pub mod sse;
 mod trace;

@@ -5,24 +5,35 @@
 //! and redacted thinking are carried back verbatim, while unsigned thinking
 //! (cut off by an error) and other providers' reasoning are dropped. Prompt
 //! caching breakpoints go after the system prompt and after the last tool.
+//! The API's request rules ([`crate::rules`]) are kept before anything is
+//! encoded.
 
 use serde_json::{Map, Value, json};
 use weft_core::message::{Media, MediaSource, Message, Part, Role, Thinking};
 use weft_core::model::{ModelRequest, ToolChoice};
 
+use crate::rules;
 use crate::util::insert_sampling;
 
 /// Output token limit used when the request sets none.
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 
-/// The JSON body for `model`, streaming or not.
+/// The JSON body for `model`, streaming or not, keeping the API's request
+/// rules ([`crate::rules`]): the shared ones, tool definitions whenever the
+/// messages hold tool blocks, and thinking only where the API takes it.
 pub fn build(model: &str, req: &ModelRequest, stream: bool) -> Value {
+    let req = &*rules::conform(req);
+    let declared = rules::declare_used_tools(req);
+    let (tools, tool_choice) = match &declared {
+        Some((tools, choice)) => (tools.as_slice(), choice),
+        None => (req.tools.as_slice(), &req.tool_choice),
+    };
+    let thinking_budget = req.thinking_budget.filter(|_| rules::thinking_allowed(req));
     let mut body = Map::new();
     body.insert("model".into(), json!(model));
-    let max_tokens = req.max_tokens.unwrap_or_else(|| {
-        req.thinking_budget
-            .map_or(DEFAULT_MAX_TOKENS, |b| b + DEFAULT_MAX_TOKENS)
-    });
+    let max_tokens = req
+        .max_tokens
+        .unwrap_or_else(|| thinking_budget.map_or(DEFAULT_MAX_TOKENS, |b| b + DEFAULT_MAX_TOKENS));
     body.insert("max_tokens".into(), json!(max_tokens));
     let mut system: Vec<String> = req.system.iter().cloned().collect();
     system.extend(
@@ -38,9 +49,8 @@ pub fn build(model: &str, req: &ModelRequest, stream: bool) -> Value {
         );
     }
     body.insert("messages".into(), Value::Array(messages(&req.messages)));
-    if !req.tools.is_empty() {
-        let mut tools: Vec<Value> = req
-            .tools
+    if !tools.is_empty() {
+        let mut tools: Vec<Value> = tools
             .iter()
             .map(|t| json!({"name": t.name.as_str(), "description": t.description, "input_schema": t.input_schema}))
             .collect();
@@ -48,7 +58,7 @@ pub fn build(model: &str, req: &ModelRequest, stream: bool) -> Value {
             last.insert("cache_control".into(), json!({"type": "ephemeral"}));
         }
         body.insert("tools".into(), Value::Array(tools));
-        let choice = match &req.tool_choice {
+        let choice = match tool_choice {
             ToolChoice::Auto => json!({"type": "auto"}),
             ToolChoice::None => json!({"type": "none"}),
             ToolChoice::Required => json!({"type": "any"}),
@@ -56,7 +66,7 @@ pub fn build(model: &str, req: &ModelRequest, stream: bool) -> Value {
         };
         body.insert("tool_choice".into(), choice);
     }
-    if let Some(budget) = req.thinking_budget {
+    if let Some(budget) = thinking_budget {
         body.insert(
             "thinking".into(),
             json!({"type": "enabled", "budget_tokens": budget}),

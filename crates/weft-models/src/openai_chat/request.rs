@@ -3,16 +3,22 @@
 //! The system prompt is the first message; assistant tool calls carry their
 //! arguments as JSON text; each tool result is its own `tool` message;
 //! thinking from other providers is dropped (Chat has no way to carry it).
+//! An assistant message's content is a string for compatible servers
+//! (never `null`, which some cannot take). The request rules of
+//! [`crate::rules`] are kept before anything is encoded.
 
 use serde_json::{Map, Value, json};
 use weft_core::message::{Message, Part, Role};
 use weft_core::model::{ModelRequest, ToolChoice};
 
 use super::ChatFlavor;
+use crate::rules;
 use crate::util::{image_url, insert_sampling};
 
-/// The JSON body for `model`, streaming or not.
+/// The JSON body for `model`, streaming or not, keeping the request rules
+/// of [`crate::rules`].
 pub fn build(flavor: ChatFlavor, model: &str, req: &ModelRequest, stream: bool) -> Value {
+    let req = &*rules::conform(req);
     let mut body = Map::new();
     body.insert("model".into(), json!(model));
     let mut messages = Vec::new();
@@ -20,7 +26,7 @@ pub fn build(flavor: ChatFlavor, model: &str, req: &ModelRequest, stream: bool) 
         messages.push(json!({"role": "system", "content": system}));
     }
     for m in &req.messages {
-        push_message(m, &mut messages);
+        push_message(flavor, m, &mut messages);
     }
     body.insert("messages".into(), Value::Array(messages));
     if !req.tools.is_empty() {
@@ -82,7 +88,7 @@ pub(crate) fn effort(budget: u32) -> &'static str {
     }
 }
 
-fn push_message(m: &Message, out: &mut Vec<Value>) {
+fn push_message(flavor: ChatFlavor, m: &Message, out: &mut Vec<Value>) {
     match m.role {
         Role::System => out.push(json!({"role": "system", "content": m.joined_text()})),
         Role::Assistant => {
@@ -97,7 +103,13 @@ fn push_message(m: &Message, out: &mut Vec<Value>) {
                     _ => None,
                 })
                 .collect();
-            let mut msg = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { json!(text) }});
+            // OpenAI takes `null` beside tool calls; compatible servers
+            // (llama.cpp's among them) need a string.
+            let content = match flavor {
+                ChatFlavor::OpenAi if text.is_empty() => Value::Null,
+                _ => json!(text),
+            };
+            let mut msg = json!({"role": "assistant", "content": content});
             if !calls.is_empty() {
                 msg["tool_calls"] = Value::Array(calls);
             }

@@ -13,6 +13,7 @@ use weft_core::message::{Message, Part, Role, Thinking};
 use weft_core::model::ModelRequest;
 
 use crate::openai_chat::{effort, tool_choice};
+use crate::rules;
 use crate::util::{image_url, insert_sampling};
 
 /// A Responses request body: plain fields plus `input` items, some raw.
@@ -43,8 +44,10 @@ pub fn is_reasoning_model(model: &str) -> bool {
         || (m.first() == Some(&b'o') && m.get(1).is_some_and(u8::is_ascii_digit))
 }
 
-/// The body for `model`, streaming or not.
+/// The body for `model`, streaming or not, keeping the request rules of
+/// [`crate::rules`].
 pub fn build(model: &str, req: &ModelRequest, stream: bool) -> ResponsesBody {
+    let req = &*rules::conform(req);
     let mut f = Map::new();
     f.insert("model".into(), json!(model));
     if let Some(system) = &req.system {

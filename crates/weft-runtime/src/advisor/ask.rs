@@ -1,6 +1,6 @@
 //! One advisor call: the nested request (inherited system text without the
-//! guidance block, the advisor prompt, the recent conversation, the
-//! question), streamed as advice deltas, retried once when the provider says
+//! guidance block, the advisor prompt, the recent conversation with its tool
+//! exchanges as text, the question), streamed as advice deltas, retried once when the provider says
 //! a retry may succeed, and answered with the advisor's result JSON. A
 //! provider failure or an empty answer uses nothing.
 
@@ -52,7 +52,7 @@ pub fn request(config: &AdvisorConfig, messages: &[Arc<Message>], question: &str
         .collect();
     system.push(SYSTEM.to_owned());
     let refs: Vec<&Message> = messages.iter().map(|m| &**m).collect();
-    let mut conversation = window::recent(&refs);
+    let mut conversation = window::as_text(window::recent(&refs));
     conversation.push(Message::user(question));
     ModelRequest {
         system: Some(system.join("\n\n")),

@@ -164,6 +164,29 @@ fn the_request_strips_the_guidance_and_ends_with_the_question() {
 }
 
 #[test]
+fn the_request_renders_tool_exchanges_as_text_and_defines_no_tools() {
+    let msgs: Vec<Arc<Message>> = vec![
+        Arc::new(Message::user("add them")),
+        Arc::new(tool_use("a")),
+        Arc::new(tool_result("a", "5")),
+    ];
+    let req = request(&config(), &msgs, "next?");
+    assert!(req.tools.is_empty());
+    let blocks = req.messages.iter().flat_map(|m| m.parts.iter());
+    assert!(
+        blocks
+            .clone()
+            .all(|p| !matches!(p, Part::ToolUse { .. } | Part::ToolResult { .. })),
+        "{:?}",
+        req.messages
+    );
+    let texts: Vec<String> = req.messages.iter().map(Message::joined_text).collect();
+    assert!(texts[1].starts_with("[called `t.x` with "), "{texts:?}");
+    assert_eq!(texts[2], "[`t.x` returned: 5]");
+    assert_eq!(req.messages[2].role, Role::User);
+}
+
+#[test]
 fn a_mixed_batch_is_refused_whole() {
     let calls = vec![
         call("1", TOOL, json!({"question": "q"})),

@@ -1,7 +1,8 @@
 //! The advisor's view of the conversation: the most recent messages, walked
 //! back from the end at most [`MAX_MESSAGES`] messages and [`MAX_BYTES`] JSON
 //! bytes, contiguous, with tool results whose call fell outside the window
-//! (and calls whose result is not in it) dropped. A pure function.
+//! (and calls whose result is not in it) dropped; then [`as_text`] renders
+//! the tool exchanges it keeps as text. Pure functions.
 
 use std::collections::HashSet;
 
@@ -60,6 +61,60 @@ pub fn recent(messages: &[&Message]) -> Vec<Message> {
                 role: m.role,
                 parts,
             })
+        })
+        .collect()
+}
+
+/// `messages` with every tool exchange rendered as text, for a nested model
+/// that has no tools: a call becomes the assistant's line "[called `name`
+/// with {arguments}]", a result the user's line "[`name` returned: text]"
+/// (or "failed"), and reasoning is left out (its signatures belong to the
+/// model that wrote it). Providers refuse tool blocks in a request that
+/// defines no tools (Anthropic, Bedrock), and a nested call that declared
+/// the run's tools would invite the advisor to call them; as text, the
+/// exchange reads the same to every provider.
+pub fn as_text(messages: Vec<Message>) -> Vec<Message> {
+    let mut names: Vec<(ToolCallId, String)> = Vec::new();
+    messages
+        .into_iter()
+        .filter_map(|m| {
+            let parts: Vec<Part> = m
+                .parts
+                .into_iter()
+                .filter_map(|p| match p {
+                    Part::ToolUse { id, name, input } => {
+                        let text = format!("[called `{name}` with {input}]");
+                        names.push((id, name));
+                        Some(Part::Text { text })
+                    }
+                    Part::ToolResult {
+                        tool_use_id,
+                        content,
+                        is_error,
+                    } => {
+                        let name = names
+                            .iter()
+                            .find(|(id, _)| *id == tool_use_id)
+                            .map_or("a tool", |(_, n)| n.as_str());
+                        let body = Message {
+                            role: Role::Tool,
+                            parts: content,
+                        }
+                        .joined_text();
+                        let verb = if is_error { "failed" } else { "returned" };
+                        Some(Part::Text {
+                            text: format!("[`{name}` {verb}: {body}]"),
+                        })
+                    }
+                    Part::Thinking(_) => None,
+                    other => Some(other),
+                })
+                .collect();
+            let role = match m.role {
+                Role::Tool => Role::User,
+                role => role,
+            };
+            (!parts.is_empty()).then_some(Message { role, parts })
         })
         .collect()
 }

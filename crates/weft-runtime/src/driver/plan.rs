@@ -20,15 +20,16 @@ impl RunTask {
             turn_id,
             labels: self.labels.clone(),
         };
+        // A finalizing turn declares the tools it forbids: see `is_offered`.
         let tools: Cow<'_, [ToolSpec]> =
-            if self.tools.specs.iter().all(|s| self.machine.is_allowed(s)) {
+            if self.tools.specs.iter().all(|s| self.machine.is_offered(s)) {
                 Cow::Borrowed(&self.tools.specs)
             } else {
                 Cow::Owned(
                     self.tools
                         .specs
                         .iter()
-                        .filter(|s| self.machine.is_allowed(s))
+                        .filter(|s| self.machine.is_offered(s))
                         .cloned()
                         .collect(),
                 )

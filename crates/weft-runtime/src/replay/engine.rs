@@ -216,7 +216,7 @@ impl Replayer<'_> {
             .tools
             .specs
             .iter()
-            .filter(|s| self.machine.is_allowed(s))
+            .filter(|s| self.machine.is_offered(s))
             .cloned()
             .collect();
         let reminders = self.machine.take_due_reminders();

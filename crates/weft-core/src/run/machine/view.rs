@@ -127,9 +127,17 @@ impl RunMachine {
     /// finalizing, the tool policy permits it ([`super::Policy::permits`]),
     /// and no answered clarification restricts the turn to another tool.
     pub fn is_allowed(&self, tool: &ToolSpec) -> bool {
-        self.finalize.is_none()
-            && self.policy.permits(tool)
-            && self.restrict_to.as_ref().is_none_or(|r| r == &tool.name)
+        self.finalize.is_none() && self.is_offered(tool)
+    }
+
+    /// Whether `tool` is declared to the planner this turn: every tool it
+    /// may call, and on a finalizing turn the tools it could call before.
+    /// A finalizing turn declares them but forbids their use
+    /// ([`PlanResumeInput::finalize`](crate::planner::PlanResumeInput)):
+    /// providers refuse a transcript holding tool calls when the request
+    /// defines no tools (Anthropic, Bedrock).
+    pub fn is_offered(&self, tool: &ToolSpec) -> bool {
+        self.policy.permits(tool) && self.restrict_to.as_ref().is_none_or(|r| r == &tool.name)
     }
 
     /// The tool call being executed or awaited with this id, if any.
