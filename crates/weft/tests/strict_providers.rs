@@ -1,0 +1,255 @@
+//! Every provider weft supports, through the real `weft` binary, against a
+//! strict fake of it (`weft-fakes`): a local server speaking the provider's
+//! wire format that refuses, with the provider's own status and error body,
+//! every request breaking one of its documented rules. Each scenario must
+//! end with an answer and no refused request: a tool loop, a finalization
+//! forced by a cap (the finalizing request keeps the tool definitions and
+//! forbids their use), thinking beside tool calls (its signed blocks or
+//! reasoning items sent back unchanged), both at once, the advisor after a
+//! tool exchange, and a session's second run.
+
+use std::path::Path;
+
+use serde_json::Value;
+use weft_fakes::{ADVICE, ANSWER, Api, Behaviour, FINAL, spawn};
+
+const APIS: [Api; 4] = [
+    Api::Anthropic,
+    Api::OpenAiChat,
+    Api::OpenAiResponses,
+    Api::Compat,
+];
+
+/// The model id and base URL of `api` served at `url`.
+fn model(api: Api, url: &str) -> (&'static str, String) {
+    match api {
+        Api::Anthropic => ("anthropic/claude-fake", url.to_owned()),
+        Api::OpenAiChat => ("openai/gpt-fake", format!("{url}/v1")),
+        Api::OpenAiResponses => ("openai-responses/gpt-fake", format!("{url}/v1")),
+        Api::Compat => ("compat/llama-fake", format!("{url}/v1")),
+    }
+}
+
+/// A calculator agent on the fake; `extra` goes into its `[planner]`
+/// table, `tail` after it (more tables).
+fn agent(dir: &Path, api: Api, url: &str, extra: &str, tail: &str) -> std::path::PathBuf {
+    let (id, base) = model(api, url);
+    let text = format!(
+        "id = \"strict\"\ninstructions = \"Use the calc tools.\"\ntoolsets = [\"calc\"]\n\
+         [planner]\nkind = \"model\"\nmodel = \"{id}\"\nbase_url = \"{base}\"\n{extra}\n{tail}\n"
+    );
+    let path = dir.join("agent.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Runs `weft run --output jsonl` with `args` after the agent file; its
+/// JSON lines (it must succeed).
+fn run(api: Api, agent: &Path, args: &[&str]) -> Vec<Value> {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_weft"));
+    cmd.args(["run", "--output", "jsonl"])
+        .arg(agent)
+        .args(args)
+        .env("ANTHROPIC_API_KEY", "sk-ant-fake")
+        .env("OPENAI_API_KEY", "sk-fake")
+        .env_remove("ANTHROPIC_BASE_URL")
+        .env_remove("OPENAI_BASE_URL");
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{api:?}: weft run failed ({}): {}\n{stdout}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn answer(lines: &[Value]) -> String {
+    let outcome = &lines.last().unwrap()["outcome"];
+    outcome["message"]["parts"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no answer: {outcome}"))
+        .to_owned()
+}
+
+fn of<'a>(lines: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    lines.iter().filter(|l| l["type"] == kind).collect()
+}
+
+/// Plays one scenario on each API: the run's lines per API, after checking
+/// that the fake refused nothing.
+async fn each_api(
+    behaviour: Behaviour,
+    extra: &str,
+    tail: &str,
+    apis: &[Api],
+    check: impl Fn(Api, &[Value]),
+) {
+    for &api in apis {
+        let fake = spawn(api, behaviour.clone()).await.unwrap();
+        let dir = tempfile_dir();
+        let tail = tail
+            .replace("{model}", model(api, &fake.url).0)
+            .replace("{base}", &model(api, &fake.url).1);
+        let path = agent(dir.path(), api, &fake.url, extra, &tail);
+        let lines = tokio::task::spawn_blocking(move || run(api, &path, &["What is 2 + 3?"]))
+            .await
+            .unwrap();
+        assert_eq!(
+            fake.stats.rejections(),
+            Vec::<String>::new(),
+            "{api:?} refused a request"
+        );
+        check(api, &lines);
+    }
+}
+
+/// A temporary directory removed when dropped.
+struct TempDir(std::path::PathBuf);
+
+impl TempDir {
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn tempfile_dir() -> TempDir {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let dir = std::env::temp_dir().join(format!("weft-strict-{}-{n}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    TempDir(dir)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tool_loop_answers() {
+    each_api(Behaviour::default(), "", "", &APIS, |api, lines| {
+        assert_eq!(answer(lines), ANSWER, "{api:?}");
+        let finished = of(lines, "tool_finished");
+        assert_eq!(finished.len(), 1, "{api:?}");
+        assert_eq!(finished[0]["output"]["result"]["value"], 5, "{api:?}");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cap_forced_finalization_answers_with_the_tools_declared_and_forbidden() {
+    let always = Behaviour {
+        rounds: usize::MAX,
+        ..Behaviour::default()
+    };
+    each_api(
+        always,
+        "",
+        "[policy]\nmax_tool_calls = 2\n",
+        &APIS,
+        |api, lines| {
+            assert_eq!(answer(lines), FINAL, "{api:?}");
+            assert_eq!(of(lines, "tool_finished").len(), 2, "{api:?}");
+        },
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn thinking_beside_tool_calls_is_sent_back_unchanged() {
+    let thinking = Behaviour {
+        thinking: true,
+        ..Behaviour::default()
+    };
+    each_api(
+        thinking,
+        "thinking_budget = 2048",
+        "",
+        &APIS,
+        |api, lines| {
+            assert_eq!(answer(lines), ANSWER, "{api:?}");
+        },
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn thinking_and_a_cap_forced_finalization_answer() {
+    let both = Behaviour {
+        thinking: true,
+        rounds: usize::MAX,
+        ..Behaviour::default()
+    };
+    each_api(
+        both,
+        "thinking_budget = 2048",
+        "[policy]\nmax_tool_calls = 1\n",
+        &APIS,
+        |api, lines| {
+            assert_eq!(answer(lines), FINAL, "{api:?}");
+        },
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_advisor_answers_after_a_tool_exchange() {
+    let advised = Behaviour {
+        advisor: true,
+        ..Behaviour::default()
+    };
+    let advisor = "[advisor]\nmodel = \"{model}\"\nbase_url = \"{base}\"\nmax_uses_per_run = 1\n";
+    each_api(advised, "", advisor, &APIS, |api, lines| {
+        assert_eq!(answer(lines), ANSWER, "{api:?}");
+        let advice: Vec<&Value> = of(lines, "tool_finished")
+            .into_iter()
+            .filter(|l| l["output"]["name"] == "advisor")
+            .collect();
+        assert_eq!(advice.len(), 1, "{api:?}");
+        let result = &advice[0]["output"]["result"]["value"];
+        assert_eq!(result["type"], "advice", "{api:?}: {result}");
+        assert_eq!(result["advice"], ADVICE, "{api:?}");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_session_s_second_run_sends_the_first_run_s_exchange_and_answers() {
+    for api in APIS {
+        let fake = spawn(api, Behaviour::default()).await.unwrap();
+        let dir = tempfile_dir();
+        let path = agent(dir.path(), api, &fake.url, "", "");
+        let db = dir.path().join("weft.db");
+        let db = db.to_str().unwrap().to_owned();
+        let lines = tokio::task::spawn_blocking(move || {
+            let first = run(
+                api,
+                &path,
+                &["What is 2 + 3?", "--db", &db, "--session", "s1"],
+            );
+            assert_eq!(answer(&first), ANSWER);
+            run(api, &path, &["And again?", "--db", &db, "--session", "s1"])
+        })
+        .await
+        .unwrap();
+        assert_eq!(
+            fake.stats.rejections(),
+            Vec::<String>::new(),
+            "{api:?} refused a request"
+        );
+        assert_eq!(answer(&lines), ANSWER, "{api:?}");
+        // The second run's first request carries the first run's exchange.
+        let bodies = fake.stats.bodies();
+        let second = bodies[bodies.len() - 1].to_string();
+        assert!(
+            second.contains("What is 2 + 3?") && second.contains("And again?"),
+            "{api:?}: {second}"
+        );
+    }
+}
