@@ -52,4 +52,21 @@ const close = (a, b) => Math.abs(a - b) < 1e-12;
   assert.equal(seen.at(-1).cost_usd, 0.013);
 }
 
+
+// Estimated tokens (the provider reported none) mark the totals estimated;
+// an estimate of nothing does not.
+{
+  const seen = totalsAfter([
+    { input_tokens: 40, output_tokens: 9 },
+    { input_tokens: 0, output_tokens: 0, estimated: true },
+  ]);
+  assert.equal(seen.at(-1).estimated, false);
+  const more = totalsAfter([
+    { input_tokens: 40, output_tokens: 9 },
+    { input_tokens: 12, output_tokens: 3, estimated: true },
+  ]);
+  assert.equal(more.at(-1).estimated, true);
+  assert.equal(more.at(-1).input_tokens, 52);
+}
+
 console.log("totals: ok");

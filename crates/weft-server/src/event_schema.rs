@@ -351,6 +351,10 @@ pub(crate) struct UsageSchema {
     /// with tokens has none.
     #[schema(nullable = false)]
     cost_usd: Option<f64>,
+    /// Present and `true` when weft estimated the tokens (about four bytes
+    /// a token) because the provider reported none.
+    #[schema(nullable = false)]
+    estimated: Option<bool>,
 }
 
 /// Where a prompt override applies: each part that is set must match the run.

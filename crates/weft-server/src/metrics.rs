@@ -6,7 +6,8 @@
 //!
 //! [`Metrics`] is the runtime's [`Observer`]: runs started, finished (by
 //! outcome) and failed (by failure), driver errors, steps, tool call
-//! latency (by tool), model tokens (by model), store commit latency and
+//! latency (by tool), model tokens (by model; the estimated part apart),
+//! store commit latency and
 //! commit batch size; the server adds the open event streams. Label values
 //! are agent, tool and model names from the configured agents (a tool call
 //! runs only once the catalog accepted its tool), so their number is bounded
@@ -114,6 +115,7 @@ pub struct Metrics {
     steps: Family<StepLabels, Counter>,
     tool_calls: Family<ToolLabels, Histogram, fn() -> Histogram>,
     tokens: Family<TokenLabels, Counter>,
+    estimated_tokens: Family<TokenLabels, Counter>,
     commit_seconds: Histogram,
     commit_events: Histogram,
     event_streams: Gauge,
@@ -143,6 +145,7 @@ impl Metrics {
             steps: Family::default(),
             tool_calls: Family::new_with_constructor(latency),
             tokens: Family::default(),
+            estimated_tokens: Family::default(),
             commit_seconds: latency(),
             commit_events: Histogram::new(exponential_buckets(1.0, 2.0, 12)),
             event_streams: Gauge::default(),
@@ -180,6 +183,11 @@ impl Metrics {
             "model_tokens",
             "Model tokens, by model and type (input, output)",
             m.tokens.clone(),
+        );
+        r.register(
+            "model_tokens_estimated",
+            "The part of model_tokens that weft estimated (about four bytes a token) because the provider reported no usage, by model and type",
+            m.estimated_tokens.clone(),
         );
         r.register_with_unit(
             "store_commit_duration",
@@ -273,6 +281,9 @@ impl Observer for Metrics {
                         r#type: kind,
                     };
                     self.tokens.get_or_create(&labels).inc_by(n);
+                    if usage.estimated {
+                        self.estimated_tokens.get_or_create(&labels).inc_by(n);
+                    }
                 }
             }
             Observation::Commit { elapsed, events } => {

@@ -86,7 +86,9 @@ export function runPage(root, runId, signal) {
   function showTotals(t) {
     const rows = [
       ["Turns", t.turns], ["Tool calls", t.tool_calls],
-      ["Input tokens", t.input_tokens], ["Output tokens", t.output_tokens],
+      // "≈ … (estimated)" when the provider reported no usage and weft counted about four bytes a token.
+      ["Input tokens", t.estimated ? `≈${t.input_tokens} (estimated)` : t.input_tokens],
+      ["Output tokens", t.estimated ? `≈${t.output_tokens} (estimated)` : t.output_tokens],
       ["Cache read", t.cache_read_tokens], ["Cache written", t.cache_creation_tokens],
       // "—" when no price is known for the run's model (or nothing was used yet).
       ["Cost", t.cost_usd === null ? "—" : `$${t.cost_usd.toFixed(4)}`],

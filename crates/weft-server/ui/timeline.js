@@ -24,7 +24,7 @@ export class Timeline {
     this.calls = new Map();
     this.running = new Set();
     this.awaits = new Map();
-    this.totals = { turns: 0, tool_calls: 0, input_tokens: 0, output_tokens: 0, cache_read_tokens: 0, cache_creation_tokens: 0, cost_usd: null };
+    this.totals = { turns: 0, tool_calls: 0, input_tokens: 0, output_tokens: 0, cache_read_tokens: 0, cache_creation_tokens: 0, cost_usd: null, estimated: false };
     this.unpriced = false;
     this.lastSeq = 0;
   }
@@ -252,6 +252,7 @@ export class Timeline {
       this.totals[k] += n;
       tokens += n;
     }
+    if (u.estimated === true && tokens > 0) this.totals.estimated = true;
     const cost = typeof u.cost_usd === "number" && Number.isFinite(u.cost_usd) ? u.cost_usd : null;
     if (cost !== null && !this.unpriced) this.totals.cost_usd = (this.totals.cost_usd ?? 0) + cost;
     else if (cost === null && tokens > 0) {

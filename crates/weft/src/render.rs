@@ -120,9 +120,9 @@ impl<W: Write> Renderer<W> {
                 };
                 writeln!(
                     self.out,
-                    "── {status} · {} turns · {} tool calls · {}{} · {:.2} s",
-                    self.turns,
-                    self.tool_calls,
+                    "── {status} · {} · {} · {}{} · {:.2} s",
+                    count(u64::from(self.turns), "turn"),
+                    count(u64::from(self.tool_calls), "tool call"),
                     tokens_line(&self.usage),
                     cost_part(&self.usage),
                     self.started.elapsed().as_secs_f64()
@@ -242,8 +242,15 @@ pub(crate) fn tool_line(o: &ToolOutput) -> String {
     }
 }
 
-/// The tokens `usage` counts, as the summary lines show them.
+/// The tokens `usage` counts, as the summary lines show them; marked
+/// `≈ … (estimated)` when weft estimated some of them.
 pub(crate) fn tokens_line(usage: &Usage) -> String {
+    if usage.estimated {
+        return format!(
+            "≈{} tokens in / {} out (estimated)",
+            usage.input_tokens, usage.output_tokens
+        );
+    }
     format!(
         "{} tokens in / {} out",
         usage.input_tokens, usage.output_tokens
@@ -268,8 +275,27 @@ pub(crate) fn compact(v: &Value, max: usize) -> String {
     format!("{cut}…")
 }
 
-/// Why a run failed, in words.
+/// `n` and `noun`, plural unless `n` is one.
+pub(crate) fn count(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+/// Why a run failed, in words, on one line (a provider's message may span
+/// several).
 pub(crate) fn describe_failure(f: &RunFailure) -> String {
+    let text = describe_failure_text(f);
+    if text.contains(['\n', '\r']) {
+        text.split_whitespace().collect::<Vec<_>>().join(" ")
+    } else {
+        text
+    }
+}
+
+fn describe_failure_text(f: &RunFailure) -> String {
     match f {
         RunFailure::InvalidToolCall {
             tool_name, reason, ..
@@ -281,5 +307,42 @@ pub(crate) fn describe_failure(f: &RunFailure) -> String {
                 termination.message
             )
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn estimated_tokens_are_labelled_and_counts_take_their_plural() {
+        let reported = Usage {
+            input_tokens: 120,
+            output_tokens: 21,
+            ..Usage::default()
+        };
+        assert_eq!(tokens_line(&reported), "120 tokens in / 21 out");
+        let estimated = Usage {
+            estimated: true,
+            ..reported
+        };
+        assert_eq!(
+            tokens_line(&estimated),
+            "≈120 tokens in / 21 out (estimated)"
+        );
+        assert_eq!(count(1, "tool call"), "1 tool call");
+        assert_eq!(count(0, "turn"), "0 turns");
+        assert_eq!(count(2, "turn"), "2 turns");
+    }
+
+    #[test]
+    fn a_failure_is_described_on_one_line() {
+        let f = RunFailure::Planner {
+            message: "model compat/x: HTTP 500: Traceback\n  File \"x\"\nError".into(),
+        };
+        assert_eq!(
+            describe_failure(&f),
+            "model compat/x: HTTP 500: Traceback File \"x\" Error"
+        );
     }
 }

@@ -192,6 +192,7 @@ fn usage_change(before: &Usage, after: &Usage) -> Usage {
             .cache_creation_tokens
             .saturating_sub(before.cache_creation_tokens),
         cost_usd: None,
+        estimated: after.estimated,
     }
 }
 

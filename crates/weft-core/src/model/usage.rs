@@ -5,6 +5,8 @@
 //! ([`Usage::cost_usd`]). The cost is absent, never zero, when no price is
 //! known: summing usages keeps it only while every part that used tokens
 //! had one, so a total never passes off part of a run's cost as all of it.
+//! Tokens weft had to estimate are marked ([`Usage::estimated`]), and so is
+//! every sum they are part of.
 
 use serde::{Deserialize, Serialize};
 
@@ -25,6 +27,15 @@ pub struct Usage {
     /// when no price is known for the model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
+    /// Whether weft estimated these tokens (about four bytes a token)
+    /// because the provider reported none; a sum is estimated when any of
+    /// its parts that counted tokens is.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub estimated: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 impl Usage {
@@ -46,6 +57,7 @@ impl Usage {
             (None, Some(b)) if !self.has_tokens() => Some(b),
             _ => None,
         };
+        self.estimated |= other.estimated && other.has_tokens();
         self.input_tokens += other.input_tokens;
         self.output_tokens += other.output_tokens;
         self.cache_read_tokens += other.cache_read_tokens;
@@ -64,6 +76,26 @@ mod tests {
             cost_usd,
             ..Usage::default()
         }
+    }
+
+    #[test]
+    fn a_sum_with_an_estimated_part_is_estimated() {
+        let mut total = tokens(10, 2, None);
+        total.add(&Usage {
+            estimated: true,
+            ..Usage::default()
+        });
+        assert!(!total.estimated, "an estimate of nothing changes nothing");
+        total.add(&Usage {
+            estimated: true,
+            ..tokens(3, 1, None)
+        });
+        assert!(total.estimated);
+        assert_eq!(total.input_tokens, 13);
+        let json = serde_json::to_value(total).unwrap();
+        assert_eq!(json["estimated"], true);
+        let reported = serde_json::to_value(tokens(1, 1, None)).unwrap();
+        assert!(reported.get("estimated").is_none(), "{reported}");
     }
 
     #[test]

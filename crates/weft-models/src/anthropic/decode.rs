@@ -130,6 +130,7 @@ impl WireUsage {
             cache_read_tokens: self.cache_read_input_tokens.unwrap_or(0),
             cache_creation_tokens: self.cache_creation_input_tokens.unwrap_or(0),
             cost_usd: None,
+            estimated: false,
         }
     }
 }

@@ -11,6 +11,12 @@ use weft_core::model::ModelError;
 
 use crate::util::shorten;
 
+/// `text` on one line: whitespace runs (line breaks included) become one
+/// space, and the result is cut to [`shorten`]'s length.
+pub(crate) fn one_line(text: &str) -> String {
+    shorten(&text.split_whitespace().collect::<Vec<_>>().join(" "))
+}
+
 #[derive(Deserialize)]
 struct ErrorEnvelope {
     error: ErrorBody,
@@ -51,9 +57,9 @@ pub fn http_error(status: u16, headers: &HeaderMap, body: &str) -> ModelError {
                 .and_then(|c| c.as_str())
                 .map(str::to_owned)
         });
-    let message = parsed
-        .and_then(|e| e.message)
-        .unwrap_or_else(|| shorten(body.trim()));
+    // One line: a server's message may carry a traceback, and a body that
+    // is no error object may be a whole HTML page.
+    let message = one_line(&parsed.and_then(|e| e.message).unwrap_or_else(|| body.to_owned()));
     let quota = [kind.as_deref(), code.as_deref(), details_code.as_deref()]
         .into_iter()
         .flatten()
@@ -145,5 +151,25 @@ mod tests {
             }
         );
         assert!(!http_error(400, &HeaderMap::new(), "{}").is_retryable());
+    }
+
+    #[test]
+    fn a_message_with_a_traceback_or_a_raw_page_becomes_one_short_line() {
+        let trace = format!(
+            r#"{{"error":{{"message":"Traceback (most recent call last):\n  File \"app.py\", line 1\n{}TypeError: bad","type":"internal_server_error"}}}}"#,
+            "x ".repeat(2000)
+        );
+        let ModelError::Http { message, .. } = http_error(500, &HeaderMap::new(), &trace) else {
+            panic!("an HTTP error");
+        };
+        assert!(!message.contains('\n'), "{message}");
+        assert!(message.starts_with("Traceback (most recent call last): File \"app.py\", line 1 x x"));
+        assert!(message.chars().count() <= 1000, "{}", message.len());
+        let ModelError::Http { message, .. } =
+            http_error(502, &HeaderMap::new(), "<html>\n<body>\nBad gateway\n</body>\n</html>\n")
+        else {
+            panic!("an HTTP error");
+        };
+        assert_eq!(message, "<html> <body> Bad gateway </body> </html>");
     }
 }

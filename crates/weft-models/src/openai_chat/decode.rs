@@ -109,6 +109,7 @@ impl ChatUsage {
                 .unwrap_or(0),
             cache_creation_tokens: 0,
             cost_usd: None,
+            estimated: false,
         }
     }
 }

@@ -103,6 +103,7 @@ impl WireUsage {
                 .unwrap_or(0),
             cache_creation_tokens: 0,
             cost_usd: None,
+            estimated: false,
         }
     }
 }

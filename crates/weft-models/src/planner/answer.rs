@@ -159,6 +159,29 @@ fn estimated_usage(request: &ModelRequest, answer: &ModelSummary) -> Usage {
     Usage {
         input_tokens: tokens(input),
         output_tokens: tokens(output),
+        estimated: true,
         ..Usage::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use weft_core::message::Message;
+
+    use super::*;
+
+    #[test]
+    fn an_estimate_says_it_is_one() {
+        let request = ModelRequest {
+            messages: vec![Message::user("What is 2 + 3?")],
+            ..ModelRequest::default()
+        };
+        let answer = ModelSummary {
+            text: "5".into(),
+            ..ModelSummary::default()
+        };
+        let usage = estimated_usage(&request, &answer);
+        assert!(usage.estimated);
+        assert!(usage.input_tokens > 0 && usage.output_tokens == 1, "{usage:?}");
     }
 }

@@ -11,6 +11,7 @@ fn usage(input: u64, output: u64, read: u64, written: u64) -> Usage {
         cache_read_tokens: read,
         cache_creation_tokens: written,
         cost_usd: None,
+        estimated: false,
     }
 }
 
