@@ -70,6 +70,9 @@ pub struct Behaviour {
     /// or an encrypted reasoning item (Responses), which the next request
     /// must send back unchanged.
     pub thinking: bool,
+    /// The request (counted from 1) whose answer is held back for a minute:
+    /// a process killed meanwhile dies in the middle of a model call.
+    pub stall: Option<usize>,
 }
 
 impl Default for Behaviour {
@@ -80,6 +83,7 @@ impl Default for Behaviour {
             rounds: 1,
             advisor: false,
             thinking: false,
+            stall: None,
         }
     }
 }
@@ -222,7 +226,13 @@ pub async fn spawn(api: Api, behaviour: Behaviour) -> std::io::Result<Fake> {
         api.path(),
         post(move |body: Bytes| {
             let state = state.clone();
-            async move { handle(&state, &body) }
+            async move {
+                let n = state.stats.requests.fetch_add(1, Ordering::SeqCst) + 1;
+                if state.behaviour.stall == Some(n) {
+                    tokio::time::sleep(std::time::Duration::from_secs(60)).await;
+                }
+                handle(&state, &body, n)
+            }
         }),
     );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
@@ -234,8 +244,7 @@ pub async fn spawn(api: Api, behaviour: Behaviour) -> std::io::Result<Fake> {
     })
 }
 
-fn handle(state: &State, body: &[u8]) -> Response<Body> {
-    let n = state.stats.requests.fetch_add(1, Ordering::SeqCst) + 1;
+fn handle(state: &State, body: &[u8], n: usize) -> Response<Body> {
     let outcome = serde_json::from_slice::<Value>(body)
         .map_err(|e| invalid_json(state.api, &e.to_string()))
         .and_then(|req| {

@@ -253,3 +253,129 @@ async fn a_session_s_second_run_sends_the_first_run_s_exchange_and_answers() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_child_run_answers_its_parent() {
+    for api in APIS {
+        let calls_child = Behaviour {
+            tool: "team__helper".into(),
+            args: serde_json::json!({"input": "What is 2 + 3?"}),
+            ..Behaviour::default()
+        };
+        let fake = spawn(api, calls_child).await.unwrap();
+        let dir = tempfile_dir();
+        let (id, base) = model(api, &fake.url);
+        let planner =
+            format!("[planner]\nkind = \"model\"\nmodel = \"{id}\"\nbase_url = \"{base}\"\n");
+        std::fs::write(
+            dir.path().join("helper.toml"),
+            format!("id = \"helper\"\ninstructions = \"Answer.\"\n{planner}"),
+        )
+        .unwrap();
+        let parent = dir.path().join("parent.toml");
+        std::fs::write(
+            &parent,
+            format!(
+                "id = \"parent\"\ninstructions = \"Delegate.\"\n\
+                 [[toolsets]]\ntype = \"agent\"\nname = \"team\"\n\
+                 agents = [{{ id = \"helper\", file = \"helper.toml\", description = \"Helps\" }}]\n{planner}"
+            ),
+        )
+        .unwrap();
+        let lines = tokio::task::spawn_blocking(move || run(api, &parent, &["What is 2 + 3?"]))
+            .await
+            .unwrap();
+        assert_eq!(
+            fake.stats.rejections(),
+            Vec::<String>::new(),
+            "{api:?} refused a request"
+        );
+        assert_eq!(answer(&lines), ANSWER, "{api:?}");
+        let linked = of(&lines, "child_run_linked");
+        assert_eq!(linked.len(), 1, "{api:?}: {lines:?}");
+        // The parent's two calls and the child's one.
+        assert_eq!(fake.stats.requests(), 3, "{api:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_killed_in_a_model_call_is_recovered_and_answers() {
+    for api in APIS {
+        // The second model call (after the tool ran) never answers in time.
+        let stalls = Behaviour {
+            stall: Some(2),
+            ..Behaviour::default()
+        };
+        let fake = spawn(api, stalls).await.unwrap();
+        let dir = tempfile_dir();
+        let agent = agent(dir.path(), api, &fake.url, "", "");
+        let db = dir.path().join("weft.db").to_str().unwrap().to_owned();
+        let weft = env!("CARGO_BIN_EXE_weft");
+        let mut child = std::process::Command::new(weft)
+            .args(["run", "--output", "jsonl", "--db", &db])
+            .arg(&agent)
+            .arg("What is 2 + 3?")
+            .env("ANTHROPIC_API_KEY", "sk-ant-fake")
+            .env("OPENAI_API_KEY", "sk-fake")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while fake.stats.requests() < 2 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{api:?}: no second model call"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        // kill -9, in the middle of the second model call.
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let (agent2, db2) = (agent.clone(), db.clone());
+        let outcome = tokio::task::spawn_blocking(move || {
+            let list = std::process::Command::new(weft)
+                .args(["runs", "list", "--db", &db2])
+                .output()
+                .unwrap();
+            let listed = String::from_utf8_lossy(&list.stdout).into_owned();
+            let first: Value = serde_json::from_str(listed.lines().next().unwrap()).unwrap();
+            let run_id = first["run_id"]
+                .as_str()
+                .or(first["id"].as_str())
+                .unwrap()
+                .to_owned();
+            let recover = std::process::Command::new(weft)
+                .args(["runs", "recover", &run_id, "--db", &db2, "--agent"])
+                .arg(&agent2)
+                .env("ANTHROPIC_API_KEY", "sk-ant-fake")
+                .env("OPENAI_API_KEY", "sk-fake")
+                .output()
+                .unwrap();
+            assert!(
+                recover.status.success(),
+                "{api:?}: recover failed: {}",
+                String::from_utf8_lossy(&recover.stderr)
+            );
+            let show = std::process::Command::new(weft)
+                .args(["runs", "show", &run_id, "--json", "--db", &db2])
+                .output()
+                .unwrap();
+            serde_json::from_slice::<Value>(&show.stdout).unwrap()["outcome"].clone()
+        })
+        .await
+        .unwrap();
+        assert_eq!(
+            fake.stats.rejections(),
+            Vec::<String>::new(),
+            "{api:?} refused a request"
+        );
+        assert_eq!(
+            outcome["message"]["parts"][0]["text"], ANSWER,
+            "{api:?}: {outcome}"
+        );
+        // The recovered call carried the tool exchange made before the kill.
+        let last = fake.stats.bodies().pop().unwrap().to_string();
+        assert!(last.contains("calc__add"), "{api:?}: {last}");
+    }
+}
