@@ -53,6 +53,8 @@ pub struct HttpModelClient<A> {
     id: String,
     model: String,
     url: String,
+    /// The endpoint's host and port, for traces.
+    server: Option<(String, u16)>,
     headers: HeaderMap,
     transport: Transport,
 }
@@ -66,10 +68,12 @@ impl<A: WireApi> HttpModelClient<A> {
         headers: HeaderMap,
         http: HttpConfig,
     ) -> Result<Self, ModelError> {
+        let url = format!("{}{}", base_url.trim_end_matches('/'), A::PATH);
         Ok(Self {
             id: format!("{}/{model}", api.prefix()),
             model: model.to_owned(),
-            url: format!("{}{}", base_url.trim_end_matches('/'), A::PATH),
+            server: server_of(&url),
+            url,
             headers,
             transport: Transport::new(http)?,
             api,
@@ -109,6 +113,12 @@ impl<A: WireApi> ModelClient for HttpModelClient<A> {
         &self.id
     }
 
+    fn server(&self) -> Option<(&str, u16)> {
+        self.server
+            .as_ref()
+            .map(|(host, port)| (host.as_str(), *port))
+    }
+
     async fn complete(&self, request: &ModelRequest) -> Result<ModelSummary, ModelError> {
         let resp = self.send(request, false).await?;
         let text = self.transport.text(resp).await?;
@@ -119,6 +129,19 @@ impl<A: WireApi> ModelClient for HttpModelClient<A> {
         let resp = self.send(request, true).await?;
         Ok(self.transport.sse(resp, self.api.decoder()))
     }
+}
+
+/// The host and port of `url` (the scheme's default port when it names
+/// none); `None` when it does not parse or names no host.
+fn server_of(url: &str) -> Option<(String, u16)> {
+    let url = reqwest::Url::parse(url).ok()?;
+    let host = url.host_str()?;
+    // An IPv6 host comes bracketed; the attribute holds the bare address.
+    let host = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_owned();
+    Some((host, url.port_or_known_default()?))
 }
 
 /// JSON content type plus `Authorization: Bearer <key>` when there is a key.
@@ -132,4 +155,26 @@ fn bearer_headers(api_key: Option<&ApiKey>) -> Result<HeaderMap, ModelError> {
         );
     }
     Ok(headers)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::server_of;
+
+    #[test]
+    fn the_server_is_the_urls_host_and_port() {
+        assert_eq!(
+            server_of("https://api.openai.com/v1/chat/completions"),
+            Some(("api.openai.com".to_owned(), 443))
+        );
+        assert_eq!(
+            server_of("http://127.0.0.1:11434/v1/chat/completions"),
+            Some(("127.0.0.1".to_owned(), 11434))
+        );
+        assert_eq!(
+            server_of("http://[::1]:8080/v1/messages"),
+            Some(("::1".to_owned(), 8080))
+        );
+        assert_eq!(server_of("not a url/v1/messages"), None);
+    }
 }

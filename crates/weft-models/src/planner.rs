@@ -263,7 +263,7 @@ impl ModelPlanner {
             names: &names,
             pricing: self.pricing.as_ref(),
         };
-        let span = crate::trace::chat_span(self.model.id(), &request);
+        let span = crate::trace::chat_span(&*self.model, &request, &names);
         let mut summary = match self.ask(&request, &events).instrument(span.clone()).await {
             Ok(summary) => summary,
             Err((kind, e)) => {
@@ -271,7 +271,7 @@ impl ModelPlanner {
                 return Err(e);
             }
         };
-        crate::trace::chat_ended(&span, &summary);
+        crate::trace::chat_ended(&span, &summary, &names);
         if let Some(pricing) = &self.pricing {
             summary.usage = pricing.priced(summary.usage);
         }

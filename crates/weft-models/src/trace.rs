@@ -5,20 +5,35 @@
 //! The span uses the tracing target `gen_ai` (the runtime's GenAI spans
 //! share it): a subscriber sends it to a trace exporter and keeps it out of
 //! log lines. With no subscriber that wants it, it is disabled and nothing
-//! is formatted or allocated. Prompts and answers become attributes only
-//! when `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`.
+//! is formatted or allocated.
+//!
+//! Attributes keep the conventions' types: token counts, `max_tokens` and
+//! `server.port` are integers (recorded as `i64`: tracing-opentelemetry
+//! exports a `u64` field as text), `temperature` a double, and
+//! `gen_ai.response.finish_reasons` an array of strings, which a tracing
+//! field cannot carry: it is set on the OpenTelemetry span directly.
+//! `server.address` and `server.port` are the provider endpoint's
+//! ([`ModelClient::server`]). Prompts and answers become attributes only
+//! when `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`, as JSON
+//! in the conventions' message structure ([`content`]), with weft's tool
+//! names.
 //!
 //! Context goes out through the process's OpenTelemetry text-map
 //! propagator (the `weft` binary installs W3C trace context); with none
 //! installed, no header is added.
 
+mod content;
+
 use std::sync::LazyLock;
 
 use opentelemetry::propagation::Injector;
+use opentelemetry::{Array, StringValue, Value};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use tracing::Span;
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
-use weft_core::model::{ModelRequest, ModelSummary, StopReason};
+use weft_core::model::{ModelClient, ModelRequest, ModelSummary, StopReason};
+
+use crate::names::ToolNames;
 
 /// The variable that opts message content into span attributes.
 const CAPTURE_CONTENT_VAR: &str = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT";
@@ -31,22 +46,29 @@ fn capture_content() -> bool {
     *CAPTURE
 }
 
-/// The span of one call to `model_id` (`provider/model`) for `request`.
-pub(crate) fn chat_span(model_id: &str, request: &ModelRequest) -> Span {
-    let (provider, model) = split_model_id(model_id);
+/// The span of one call to `model` for `request`; `names` decodes the
+/// provider tool names the request holds.
+pub(crate) fn chat_span(
+    model: &dyn ModelClient,
+    request: &ModelRequest,
+    names: &ToolNames,
+) -> Span {
+    let (provider, model_name) = split_model_id(model.id());
+    let server = model.server();
     let span = tracing::info_span!(
         target: "gen_ai",
         "chat",
-        otel.name = %format_args!("chat {model}"),
+        otel.name = %format_args!("chat {model_name}"),
         otel.kind = "client",
         gen_ai.operation.name = "chat",
         gen_ai.provider.name = provider,
-        gen_ai.request.model = model,
-        gen_ai.request.max_tokens = request.max_tokens,
-        gen_ai.request.temperature = request.temperature.map(f64::from),
+        gen_ai.request.model = model_name,
+        gen_ai.request.max_tokens = request.max_tokens.map(i64::from),
+        gen_ai.request.temperature = request.temperature.map(widen),
+        server.address = server.map(|(host, _)| host),
+        server.port = server.map(|(_, port)| i64::from(port)),
         gen_ai.usage.input_tokens = tracing::field::Empty,
         gen_ai.usage.output_tokens = tracing::field::Empty,
-        gen_ai.response.finish_reasons = tracing::field::Empty,
         gen_ai.system_instructions = tracing::field::Empty,
         gen_ai.input.messages = tracing::field::Empty,
         gen_ai.output.messages = tracing::field::Empty,
@@ -55,33 +77,55 @@ pub(crate) fn chat_span(model_id: &str, request: &ModelRequest) -> Span {
     );
     if !span.is_disabled() && capture_content() {
         if let Some(system) = &request.system {
-            span.record("gen_ai.system_instructions", system.as_str());
+            let json = content::system_instructions(system).to_string();
+            span.record("gen_ai.system_instructions", json);
         }
-        if let Ok(json) = serde_json::to_string(&request.messages) {
-            span.record("gen_ai.input.messages", json);
-        }
+        let json = content::input_messages(&request.messages, names).to_string();
+        span.record("gen_ai.input.messages", json);
     }
     span
 }
 
 /// Records a finished call's usage, finish reason and (opted in) answer.
-pub(crate) fn chat_ended(span: &Span, summary: &ModelSummary) {
+pub(crate) fn chat_ended(span: &Span, summary: &ModelSummary, names: &ToolNames) {
     if span.is_disabled() {
         return;
     }
-    span.record("gen_ai.usage.input_tokens", summary.usage.input_tokens);
-    span.record("gen_ai.usage.output_tokens", summary.usage.output_tokens);
-    if let Some(reason) = &summary.stop_reason {
-        span.record("gen_ai.response.finish_reasons", finish_reason(reason));
+    span.record(
+        "gen_ai.usage.input_tokens",
+        count(summary.usage.input_tokens),
+    );
+    span.record(
+        "gen_ai.usage.output_tokens",
+        count(summary.usage.output_tokens),
+    );
+    let reason = summary.stop_reason.as_ref().map(finish_reason);
+    if let Some(reason) = reason {
+        let reasons = Array::String(vec![StringValue::from(reason.to_owned())]);
+        span.set_attribute("gen_ai.response.finish_reasons", Value::Array(reasons));
     }
-    if capture_content()
-        && let Ok(json) = serde_json::to_string(&serde_json::json!({
-            "text": summary.text,
-            "tool_calls": summary.tool_calls,
-        }))
-    {
+    if capture_content() {
+        // An output message always says why it ended; with no reason
+        // reported, a turn that calls tools ended for them.
+        let reason = reason.unwrap_or(if summary.tool_calls.is_empty() {
+            "stop"
+        } else {
+            "tool_calls"
+        });
+        let json = content::output_messages(summary, names, reason).to_string();
         span.record("gen_ai.output.messages", json);
     }
+}
+
+/// A token count as the integer attribute it is.
+fn count(tokens: u64) -> i64 {
+    i64::try_from(tokens).unwrap_or(i64::MAX)
+}
+
+/// A temperature as the double it was written as (`0.2`, not the
+/// `0.20000000298…` a plain `f32` to `f64` conversion gives).
+fn widen(t: f32) -> f64 {
+    t.to_string().parse().unwrap_or(f64::from(t))
 }
 
 /// Records a failed call: its error kind and an error status.
@@ -159,5 +203,7 @@ mod tests {
         assert_eq!(split_model_id("bare"), ("unknown", "bare"));
         assert_eq!(finish_reason(&StopReason::ToolUse), "tool_calls");
         assert_eq!(finish_reason(&StopReason::Other("x".into())), "x");
+        assert_eq!(widen(0.2), 0.2);
+        assert_eq!(count(u64::MAX), i64::MAX);
     }
 }

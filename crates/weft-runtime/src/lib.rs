@@ -12,8 +12,9 @@
 //!
 //! Observability: the driver opens GenAI spans (tracing target `gen_ai`:
 //! `invoke_agent`, `execute_tool`, await events) that a trace exporter may
-//! pick up, and tells the runtime's [`Observer`] what it counted
-//! ([`observe`]).
+//! pick up, all parts of one run in one trace (the first part's span
+//! context is kept in the run's state under [`RUN_TRACE_KEY`]), and tells
+//! the runtime's [`Observer`] what it counted ([`observe`]).
 //!
 //! Architecture invariant: this crate knows no concrete adapter. Models,
 //! durable stores and toolsets come in through `weft-core`'s and
@@ -41,7 +42,9 @@ mod toolsets;
 pub use agent::{Agent, AgentBuilder, InvalidCallPolicy, RetryThenFail};
 pub use children::{AgentToolSet, INVALID_RESULT, PARENT_CALL_LABEL, PARENT_RUN_LABEL};
 pub use clock::{Clock, SystemClock, TokioClock};
-pub use driver::spans::{CAPTURE_CONTENT_VAR, TARGET as GENAI_TARGET, capture_content};
+pub use driver::spans::{
+    CAPTURE_CONTENT_VAR, TARGET as GENAI_TARGET, TRACE_KEY as RUN_TRACE_KEY, capture_content,
+};
 pub use error::RuntimeError;
 pub use events::EventStream;
 pub use memory::MemoryStore;

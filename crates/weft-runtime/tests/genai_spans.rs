@@ -1,21 +1,25 @@
-//! The driver's GenAI spans as a subscriber sees them: `invoke_agent`
-//! around the driver task, `execute_tool` per call as its child, and a wait
-//! on a human as a `weft.await` event of the `invoke_agent` span.
+//! The driver's GenAI spans as an OpenTelemetry exporter sees them
+//! (through tracing-opentelemetry, set up as the `weft` binary sets it up):
+//! `invoke_agent` around the driver task, `execute_tool` per call as its
+//! child, a wait on a human as a `weft.await` event of the `invoke_agent`
+//! span (an integer count, no bridge attributes), and the task that goes on
+//! after the answer in the same trace, a child of the first task's span.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
+use opentelemetry::Value as OtelValue;
+use opentelemetry::trace::{SpanKind, TracerProvider as _};
+use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
 use serde_json::json;
-use tracing::field::{Field, Visit};
-use tracing::span::{Attributes, Id};
-use tracing::{Event, Subscriber};
-use tracing_subscriber::Layer;
-use tracing_subscriber::layer::{Context, SubscriberExt as _};
-use tracing_subscriber::registry::LookupSpan;
+use tracing_subscriber::Layer as _;
+use tracing_subscriber::filter::filter_fn;
+use tracing_subscriber::layer::SubscriberExt as _;
 use weft_core::AwaitItemId;
-use weft_core::awaiting::{AwaitItem, Clarification};
+use weft_core::awaiting::{AwaitAnswer, AwaitItem, Clarification};
 use weft_core::event::EventKind;
 use weft_core::planner::{PlanResult, ToolCallRequest};
-use weft_runtime::{Agent, Runtime, ScriptedPlanner, StartRequest};
+use weft_runtime::{Agent, GENAI_TARGET, RUN_TRACE_KEY, Runtime, ScriptedPlanner, StartRequest};
 use weft_tools::FnToolSet;
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -24,53 +28,47 @@ struct AddArgs {
     b: i64,
 }
 
-/// What the subscriber saw of the `gen_ai` target, one line each.
-#[derive(Clone, Default)]
-struct Seen(Arc<Mutex<Vec<String>>>);
+/// Installs the trace layer as the binary does; returns what it exports.
+fn traces() -> InMemorySpanExporter {
+    let exporter = InMemorySpanExporter::default();
+    let provider = SdkTracerProvider::builder()
+        .with_simple_exporter(exporter.clone())
+        .build();
+    let layer = tracing_opentelemetry::layer()
+        .with_tracer(provider.tracer("test"))
+        .with_target(false)
+        .with_location(false)
+        .with_threads(false)
+        .with_level(false)
+        .with_tracked_inactivity(false)
+        .with_filter(filter_fn(|m| m.is_span() && m.target() == GENAI_TARGET));
+    tracing::subscriber::set_global_default(tracing_subscriber::registry().with(layer)).unwrap();
+    exporter
+}
 
-#[derive(Default)]
-struct Fields(Vec<String>);
-
-impl Visit for Fields {
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        self.0.push(format!("{}={value:?}", field.name()));
+/// Waits until the exporter has `n` spans named `name`; all it has then.
+async fn wait_for(exporter: &InMemorySpanExporter, name: &str, n: usize) -> Vec<SpanData> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let spans = exporter.get_finished_spans().unwrap();
+        if spans.iter().filter(|s| s.name == name).count() >= n {
+            return spans;
+        }
+        assert!(Instant::now() < deadline, "{spans:?}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
 
-impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Seen {
-    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
-        if attrs.metadata().target() != weft_runtime::GENAI_TARGET {
-            return;
-        }
-        let parent = ctx
-            .span(id)
-            .and_then(|s| {
-                s.scope()
-                    .skip(1)
-                    .find(|p| p.metadata().target() == "gen_ai")
-            })
-            .map_or("none", |p| p.name());
-        let line = format!("span {} in {parent}", attrs.metadata().name());
-        self.0.lock().unwrap().push(line);
-    }
-
-    fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
-        if event.metadata().target() != weft_runtime::GENAI_TARGET {
-            return;
-        }
-        let mut fields = Fields::default();
-        event.record(&mut fields);
-        let span = ctx.event_span(event).map_or("none", |s| s.name());
-        let line = format!("event in {span}: {}", fields.0.join(" "));
-        self.0.lock().unwrap().push(line);
-    }
+fn attr<'a>(attributes: &'a [opentelemetry::KeyValue], key: &str) -> Option<&'a OtelValue> {
+    attributes
+        .iter()
+        .find(|kv| kv.key.as_str() == key)
+        .map(|kv| &kv.value)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn tool_calls_and_awaits_show_in_the_agent_span() {
-    let seen = Seen::default();
-    tracing::subscriber::set_global_default(tracing_subscriber::registry().with(seen.clone()))
-        .unwrap();
+async fn tool_calls_and_awaits_show_in_the_agent_span_and_the_run_is_one_trace() {
+    let exporter = traces();
     let planner = ScriptedPlanner::new(vec![
         PlanResult::tool_calls(vec![ToolCallRequest::new("t.add", json!({"a": 2, "b": 3}))]),
         PlanResult::await_items(vec![AwaitItem::Clarification(Clarification {
@@ -81,6 +79,7 @@ async fn tool_calls_and_awaits_show_in_the_agent_span() {
             example_input: None,
             clarifying_prompt: None,
         })]),
+        PlanResult::final_text("done"),
     ]);
     let tools = FnToolSet::new("t").tool("add", "Adds", |x: AddArgs| async move {
         Ok::<_, weft_core::tool::ToolError>(x.a + x.b)
@@ -100,22 +99,86 @@ async fn tool_calls_and_awaits_show_in_the_agent_span() {
         }
     }
     // The task ends right after the await's commit; its span closes with it.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    let lines = loop {
-        let lines = seen.0.lock().unwrap().clone();
-        if lines.iter().any(|l| l.contains("weft.await")) {
-            break lines;
-        }
-        assert!(std::time::Instant::now() < deadline, "{lines:?}");
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    };
-    assert_eq!(lines[0], "span invoke_agent in none", "{lines:?}");
-    assert_eq!(lines[1], "span execute_tool in invoke_agent", "{lines:?}");
-    let waited = lines.iter().find(|l| l.contains("weft.await")).unwrap();
-    assert!(waited.starts_with("event in invoke_agent:"), "{waited}");
-    assert!(waited.contains("weft.await.items=1"), "{waited}");
-    assert!(
-        waited.contains("weft.await.kinds=Clarification"),
-        "{waited}"
+    let spans = wait_for(&exporter, "invoke_agent adder", 1).await;
+    let asked = spans
+        .iter()
+        .find(|s| s.name == "invoke_agent adder")
+        .unwrap();
+    assert_eq!(asked.parent_span_id, opentelemetry::trace::SpanId::INVALID);
+    assert_eq!(asked.span_kind, SpanKind::Internal);
+    let tool = spans
+        .iter()
+        .find(|s| s.name == "execute_tool t.add")
+        .expect("the tool span");
+    assert_eq!(tool.parent_span_id, asked.span_context.span_id());
+    let waits: Vec<_> = asked
+        .events
+        .iter()
+        .filter(|e| e.name == "weft.await")
+        .collect();
+    assert_eq!(waits.len(), 1, "{:?}", asked.events);
+    assert_eq!(
+        attr(&waits[0].attributes, "weft.await.items"),
+        Some(&OtelValue::I64(1))
     );
+    assert_eq!(
+        attr(&waits[0].attributes, "weft.await.kinds"),
+        Some(&OtelValue::from("Clarification"))
+    );
+    for s in &spans {
+        for kv in s
+            .attributes
+            .iter()
+            .chain(s.events.iter().flat_map(|e| &e.attributes))
+        {
+            let key = kv.key.as_str();
+            assert!(
+                !["target", "level", "busy_ns", "idle_ns"].contains(&key)
+                    && !key.starts_with("code.")
+                    && !key.starts_with("thread."),
+                "{} has {key}",
+                s.name
+            );
+        }
+    }
+
+    // The run keeps its first span's context; the task that goes on after
+    // the answer is its child, in its trace.
+    let stored = runtime
+        .store()
+        .load_run(run.run_id())
+        .await
+        .unwrap()
+        .unwrap();
+    let kept = stored.snapshot.state()[RUN_TRACE_KEY]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        kept,
+        format!(
+            "00-{}-{}-01",
+            asked.span_context.trace_id(),
+            asked.span_context.span_id()
+        )
+    );
+    let answer = AwaitAnswer::Clarification {
+        text: "3 and 4".into(),
+    };
+    runtime
+        .answer(run.run_id(), &AwaitItemId::new("which"), answer)
+        .await
+        .unwrap();
+    run.outcome().await.unwrap();
+    let spans = wait_for(&exporter, "invoke_agent adder", 2).await;
+    let finished = spans
+        .iter()
+        .find(|s| s.name == "invoke_agent adder" && s.span_context != asked.span_context)
+        .unwrap();
+    assert_eq!(
+        finished.span_context.trace_id(),
+        asked.span_context.trace_id()
+    );
+    assert_eq!(finished.parent_span_id, asked.span_context.span_id());
+    assert!(finished.events.iter().all(|e| e.name != "weft.await"));
 }

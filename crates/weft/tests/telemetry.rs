@@ -12,81 +12,17 @@ mod common;
 mod harness;
 
 use std::process::{Child, Command};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use axum::Router;
-use axum::body::Body;
-use axum::http::{HeaderMap, Response, header};
-use axum::routing::post;
+use axum::http::header;
 use harness::{
-    Received, TENANT_TOKEN, attr, hex, interrupt, otlp_receiver, serve, serve_app, wait_for_spans,
+    Received, TENANT_TOKEN, assert_no_bridge_attributes, attr, hex, interrupt, model_server,
+    otlp_receiver, serve, strings, wait_for_spans,
 };
 use opentelemetry_proto::tonic::trace::v1::Span;
 use serde_json::{Value, json};
 
 const METRICS_TOKEN: &str = "scrape-token";
-
-/// One streamed chat completion: a `calc.add` call first, then the answer.
-fn completion(turn: usize) -> String {
-    let chunk = |delta: Value, finish: Value| {
-        json!({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "gpt-test",
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
-    };
-    let mut chunks = if turn == 0 {
-        vec![
-            chunk(
-                json!({"role": "assistant", "tool_calls": [{"index": 0, "id": "call_1", "type": "function",
-                    "function": {"name": "calc__add", "arguments": "{\"a\":2,\"b\":3}"}}]}),
-                Value::Null,
-            ),
-            chunk(json!({}), json!("tool_calls")),
-        ]
-    } else {
-        vec![
-            chunk(
-                json!({"role": "assistant", "content": "2 + 3 = 5"}),
-                Value::Null,
-            ),
-            chunk(json!({}), json!("stop")),
-        ]
-    };
-    chunks.push(
-        json!({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "gpt-test",
-        "choices": [], "usage": {"prompt_tokens": 40, "completion_tokens": 9, "total_tokens": 49}}),
-    );
-    let mut body: String = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
-    body.push_str("data: [DONE]\n\n");
-    body
-}
-
-/// The model server; returns its base URL and the `traceparent` of each request.
-async fn model_server() -> (String, Arc<Mutex<Vec<Option<String>>>>) {
-    let seen: Arc<Mutex<Vec<Option<String>>>> = Arc::default();
-    let log = seen.clone();
-    let app = Router::new().route(
-        "/v1/chat/completions",
-        post(move |headers: HeaderMap| {
-            let log = log.clone();
-            async move {
-                let parent = headers
-                    .get("traceparent")
-                    .and_then(|v| v.to_str().ok())
-                    .map(str::to_owned);
-                let turn = {
-                    let mut log = log.lock().unwrap();
-                    log.push(parent);
-                    log.len() - 1
-                };
-                Response::builder()
-                    .header(header::CONTENT_TYPE, "text/event-stream")
-                    .body(Body::from(completion(turn)))
-                    .unwrap()
-            }
-        }),
-    );
-    (serve_app(app).await, seen)
-}
 
 /// Starts `weft serve` on the calculator agent (on the model at
 /// `model_url`), over a store in `dir`; returns it and its address.
@@ -336,10 +272,11 @@ async fn serve_exports_genai_traces_and_counts_the_run() {
             None,
             "content is opt-in"
         );
-        reasons.extend(attr(chat, "gen_ai.response.finish_reasons"));
+        reasons.extend(strings(chat, "gen_ai.response.finish_reasons").expect("an array"));
     }
     reasons.sort();
     assert_eq!(reasons, ["stop", "tool_calls"]);
+    assert_no_bridge_attributes(&spans);
 
     let tools = named("execute_tool calc.add");
     assert_eq!(tools.len(), 1);

@@ -2,8 +2,8 @@
 //! `examples/clarify.toml` adds, then asks a clarification. The driver task
 //! that asks ends its `invoke_agent` span with a `weft.await` event (what
 //! is awaited, how many items); once the question is answered, the task
-//! that finishes the run has a span of its own. Both reach an OTLP/HTTP
-//! receiver started here.
+//! that finishes the run has a span of its own, in the same trace: a child
+//! of the first task's span. Both reach an OTLP/HTTP receiver started here.
 
 mod common;
 #[path = "telemetry/harness.rs"]
@@ -11,7 +11,11 @@ mod harness;
 
 use std::time::{Duration, Instant};
 
-use harness::{TENANT_TOKEN, attr, interrupt, otlp_receiver, serve, value, wait_for_spans};
+use harness::{
+    TENANT_TOKEN, assert_no_bridge_attributes, attr, interrupt, otlp_receiver, serve, value,
+    wait_for_spans,
+};
+use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
 use opentelemetry_proto::tonic::trace::v1::Span;
 use serde_json::{Value, json};
 
@@ -92,9 +96,14 @@ async fn a_wait_on_a_human_is_an_event_of_the_run_span() {
         .collect();
     assert_eq!(waits.len(), 1, "one wait: {:?}", asked.events);
     let wait = waits[0];
+    let items = wait
+        .attributes
+        .iter()
+        .find(|kv| kv.key == "weft.await.items");
     assert_eq!(
-        value(&wait.attributes, "weft.await.items").as_deref(),
-        Some("1")
+        items.and_then(|kv| kv.value.as_ref()?.value.clone()),
+        Some(AnyValue::IntValue(1)),
+        "an integer count"
     );
     assert_eq!(
         value(&wait.attributes, "weft.await.kinds").as_deref(),
@@ -112,6 +121,18 @@ async fn a_wait_on_a_human_is_an_event_of_the_run_span() {
         .expect("the tool span");
     assert_eq!(tool.parent_span_id, asked.span_id);
     assert!(tool.end_time_unix_nano <= wait.time_unix_nano);
+
+    // One run, one trace: the task that goes on after the answer is a
+    // child of the first task's span.
+    assert_eq!(finished.trace_id, asked.trace_id, "one trace per run");
+    assert_eq!(finished.parent_span_id, asked.span_id);
+    assert!(
+        spans
+            .iter()
+            .filter(|s| attr(s, "weft.run.id").as_deref() == Some(&run))
+            .all(|s| s.trace_id == asked.trace_id)
+    );
+    assert_no_bridge_attributes(&spans);
 
     // The task that finished after the answer waited on nobody.
     assert_eq!(

@@ -25,6 +25,13 @@ pub trait ModelClient: Send + Sync {
     /// The client's model id, e.g. `anthropic/claude-sonnet-4-5`.
     fn id(&self) -> &str;
 
+    /// Where the model is served: the host and port of the provider's
+    /// endpoint (a trace's `server.address` and `server.port`); `None` for
+    /// a model that runs in this process or plays back answers.
+    fn server(&self) -> Option<(&str, u16)> {
+        None
+    }
+
     /// Sends a request and waits for the whole answer.
     async fn complete(&self, request: &ModelRequest) -> Result<ModelSummary, ModelError>;
 

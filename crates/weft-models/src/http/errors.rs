@@ -59,7 +59,11 @@ pub fn http_error(status: u16, headers: &HeaderMap, body: &str) -> ModelError {
         });
     // One line: a server's message may carry a traceback, and a body that
     // is no error object may be a whole HTML page.
-    let message = one_line(&parsed.and_then(|e| e.message).unwrap_or_else(|| body.to_owned()));
+    let message = one_line(
+        &parsed
+            .and_then(|e| e.message)
+            .unwrap_or_else(|| body.to_owned()),
+    );
     let quota = [kind.as_deref(), code.as_deref(), details_code.as_deref()]
         .into_iter()
         .flatten()
@@ -163,11 +167,15 @@ mod tests {
             panic!("an HTTP error");
         };
         assert!(!message.contains('\n'), "{message}");
-        assert!(message.starts_with("Traceback (most recent call last): File \"app.py\", line 1 x x"));
+        assert!(
+            message.starts_with("Traceback (most recent call last): File \"app.py\", line 1 x x")
+        );
         assert!(message.chars().count() <= 1000, "{}", message.len());
-        let ModelError::Http { message, .. } =
-            http_error(502, &HeaderMap::new(), "<html>\n<body>\nBad gateway\n</body>\n</html>\n")
-        else {
+        let ModelError::Http { message, .. } = http_error(
+            502,
+            &HeaderMap::new(),
+            "<html>\n<body>\nBad gateway\n</body>\n</html>\n",
+        ) else {
             panic!("an HTTP error");
         };
         assert_eq!(message, "<html> <body> Bad gateway </body> </html>");

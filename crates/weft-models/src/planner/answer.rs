@@ -182,6 +182,9 @@ mod tests {
         };
         let usage = estimated_usage(&request, &answer);
         assert!(usage.estimated);
-        assert!(usage.input_tokens > 0 && usage.output_tokens == 1, "{usage:?}");
+        assert!(
+            usage.input_tokens > 0 && usage.output_tokens == 1,
+            "{usage:?}"
+        );
     }
 }

@@ -71,7 +71,7 @@ impl RunTask {
                 reply,
             } => match self.machine.elicit(&call, request, now) {
                 Ok(item) => {
-                    super::spans::eliciting(&call);
+                    super::spans::eliciting(&self.span, &call);
                     waiting.tools.insert(item, reply);
                 }
                 Err(e) => {

@@ -114,6 +114,9 @@ pub(crate) struct RunTask {
     /// The id of the turn last planned or executed: a turn's plan and its
     /// calls share one.
     pub(crate) turn: Option<(u32, TurnId)>,
+    /// This task's `invoke_agent` span, once [`RunTask::drive`] opened it:
+    /// the run's GenAI events go on it.
+    pub(crate) span: tracing::Span,
 }
 
 impl RunTask {
@@ -126,7 +129,11 @@ impl RunTask {
     pub(crate) async fn drive(&mut self) -> (DriveEnd, Option<OwnedMutexGuard<()>>) {
         use tracing::Instrument as _;
         let span = spans::invoke_agent(&self.agent.id, &self.shared.run_id, &self.session_id);
+        spans::join_run_trace(&span, &mut self.machine);
+        self.span = span.clone();
         let end = self.drive_inner().instrument(span.clone()).await;
+        // The span ends with this function, as the task's work does.
+        self.span = tracing::Span::none();
         spans::drive_ended(&span, &end);
         if let DriveEnd::Finished(outcome) = &end {
             self.observer.observe(&Observation::RunFinished {
@@ -167,7 +174,7 @@ impl RunTask {
                     && self.machine.outcome().is_none()
                     && self.machine.pause(now).is_ok()
                 {
-                    spans::paused();
+                    spans::paused(&self.span);
                     return self.final_commit(DriveEnd::Paused).await;
                 }
                 self.held = None;
@@ -200,7 +207,7 @@ impl RunTask {
                 // same write that stores the new status.
                 Step::Await { items, .. } => {
                     step(&*self.observer, StepKind::Await);
-                    spans::awaiting(items);
+                    spans::awaiting(&self.span, items);
                     return self.final_commit(DriveEnd::Paused).await;
                 }
                 Step::Finish { outcome } => {
@@ -220,7 +227,7 @@ impl RunTask {
             }
             if self.machine.phase_name() == PhaseName::Awaiting {
                 step(&*self.observer, StepKind::Await);
-                spans::awaiting(self.machine.await_items());
+                spans::awaiting(&self.span, self.machine.await_items());
                 return self.final_commit(DriveEnd::Paused).await;
             }
             if let Err(e) = self.commit().await {

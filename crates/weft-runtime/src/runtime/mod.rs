@@ -273,6 +273,7 @@ impl Inner {
             observer: self.observer.clone(),
             children: Arc::new(children::ChildRuns(Arc::downgrade(self))),
             turn: None,
+            span: tracing::Span::none(),
         };
         let inner = Arc::clone(self);
         let span = tracing::info_span!(

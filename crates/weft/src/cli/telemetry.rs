@@ -3,6 +3,11 @@
 //! `OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` is
 //! set, with W3C trace context as the process's propagator.
 //!
+//! Spans carry only what their code records: the bridge's own attributes
+//! (`target`, `code.*`, `thread.*`, busy and idle times) are turned off,
+//! and tracing events are not exported (the GenAI events are added to
+//! their spans as OpenTelemetry events, with no `level` or `target`).
+//!
 //! The exporter reads the standard variables itself (endpoint, headers,
 //! timeout; `OTEL_SERVICE_NAME`, default `weft`; `OTEL_BSP_*` for the batch
 //! processor). Spans are sent in batches from the SDK's own thread with a
@@ -58,7 +63,7 @@ impl Drop for Telemetry {
 pub type BoxedLayer<S> = Box<dyn Layer<S> + Send + Sync>;
 
 /// The trace exporter's layer and its guard, when an endpoint is set: a
-/// layer that sees only the GenAI spans and their events.
+/// layer that sees only the GenAI spans.
 pub fn layer<S>() -> anyhow::Result<(Option<BoxedLayer<S>>, Telemetry)>
 where
     S: tracing::Subscriber + for<'a> LookupSpan<'a> + Send + Sync,
@@ -68,10 +73,14 @@ where
     };
     let layer = tracing_opentelemetry::layer()
         .with_tracer(provider.tracer("weft"))
+        .with_target(false)
         .with_location(false)
         .with_threads(false)
+        .with_level(false)
         .with_tracked_inactivity(false)
-        .with_filter(filter_fn(|meta| meta.target() == GENAI_TARGET));
+        .with_filter(filter_fn(|meta| {
+            meta.is_span() && meta.target() == GENAI_TARGET
+        }));
     let telemetry = Telemetry {
         provider: Some(provider),
     };

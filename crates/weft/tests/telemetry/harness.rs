@@ -1,6 +1,7 @@
 //! What the trace tests share: an OTLP/HTTP receiver started by the test
-//! (protobuf, decoded with opentelemetry-proto), `weft serve` exporting to
-//! it, and readers of the spans it got.
+//! (protobuf, decoded with opentelemetry-proto), a model server speaking
+//! OpenAI's chat completions stream, `weft serve` exporting to it, and
+//! readers of the spans it got.
 
 // Each test binary uses a part of the harness.
 #![allow(dead_code)]
@@ -13,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::{Body, Bytes};
-use axum::http::{Response, header};
+use axum::http::{HeaderMap, Response, header};
 use axum::routing::post;
 use opentelemetry_proto::tonic::collector::trace::v1::{
     ExportTraceServiceRequest, ExportTraceServiceResponse,
@@ -22,6 +23,7 @@ use opentelemetry_proto::tonic::common::v1::KeyValue;
 use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
 use opentelemetry_proto::tonic::trace::v1::Span;
 use prost::Message as _;
+use serde_json::{Value, json};
 
 /// The token of the tenant `weft serve` is started with.
 pub const TENANT_TOKEN: &str = "tenant-token";
@@ -56,6 +58,67 @@ pub async fn otlp_receiver() -> (String, Received) {
         }),
     );
     (serve_app(app).await, spans)
+}
+
+/// One streamed chat completion: a `calc.add` call first, then the answer.
+pub fn completion(turn: usize) -> String {
+    let chunk = |delta: Value, finish: Value| {
+        json!({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "gpt-test",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    };
+    let mut chunks = if turn == 0 {
+        vec![
+            chunk(
+                json!({"role": "assistant", "tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+                    "function": {"name": "calc__add", "arguments": "{\"a\":2,\"b\":3}"}}]}),
+                Value::Null,
+            ),
+            chunk(json!({}), json!("tool_calls")),
+        ]
+    } else {
+        vec![
+            chunk(
+                json!({"role": "assistant", "content": "2 + 3 = 5"}),
+                Value::Null,
+            ),
+            chunk(json!({}), json!("stop")),
+        ]
+    };
+    chunks.push(
+        json!({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "gpt-test",
+        "choices": [], "usage": {"prompt_tokens": 40, "completion_tokens": 9, "total_tokens": 49}}),
+    );
+    let mut body: String = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
+    body.push_str("data: [DONE]\n\n");
+    body
+}
+
+/// The model server; returns its base URL and the `traceparent` of each request.
+pub async fn model_server() -> (String, Arc<Mutex<Vec<Option<String>>>>) {
+    let seen: Arc<Mutex<Vec<Option<String>>>> = Arc::default();
+    let log = seen.clone();
+    let app = Router::new().route(
+        "/v1/chat/completions",
+        post(move |headers: HeaderMap| {
+            let log = log.clone();
+            async move {
+                let parent = headers
+                    .get("traceparent")
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned);
+                let turn = {
+                    let mut log = log.lock().unwrap();
+                    log.push(parent);
+                    log.len() - 1
+                };
+                Response::builder()
+                    .header(header::CONTENT_TYPE, "text/event-stream")
+                    .body(Body::from(completion(turn)))
+                    .unwrap()
+            }
+        }),
+    );
+    (serve_app(app).await, seen)
 }
 
 /// Serves `app` on a free port; returns its base URL.
@@ -141,4 +204,44 @@ pub fn value(attributes: &[KeyValue], key: &str) -> Option<String> {
         AnyValue::DoubleValue(d) => d.to_string(),
         other => format!("{other:?}"),
     })
+}
+
+/// The typed value of the span attribute `key`.
+pub fn typed<'a>(span: &'a Span, key: &str) -> Option<&'a AnyValue> {
+    let kv = span.attributes.iter().find(|kv| kv.key == key)?;
+    kv.value.as_ref()?.value.as_ref()
+}
+
+/// The span attribute `key` when it is an array of strings.
+pub fn strings(span: &Span, key: &str) -> Option<Vec<String>> {
+    let AnyValue::ArrayValue(array) = typed(span, key)? else {
+        return None;
+    };
+    array
+        .values
+        .iter()
+        .map(|v| match v.value.as_ref()? {
+            AnyValue::StringValue(s) => Some(s.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Fails unless no span and no event carries an attribute the
+/// tracing bridge adds of its own: `target`, `level`, `code.*`,
+/// `thread.*`, busy and idle times.
+pub fn assert_no_bridge_attributes(spans: &[Span]) {
+    for span in spans {
+        let events = span.events.iter().flat_map(|e| &e.attributes);
+        for kv in span.attributes.iter().chain(events) {
+            let key = kv.key.as_str();
+            assert!(
+                !["target", "level", "busy_ns", "idle_ns"].contains(&key)
+                    && !key.starts_with("code.")
+                    && !key.starts_with("thread."),
+                "span {} carries `{key}`",
+                span.name
+            );
+        }
+    }
 }
