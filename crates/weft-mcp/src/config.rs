@@ -112,8 +112,14 @@ pub enum Transport {
         command: String,
         /// Its arguments.
         args: Vec<String>,
-        /// Extra environment variables.
+        /// Environment variables set for it. The server never inherits
+        /// weft's environment: it gets these, the variables of
+        /// [`crate::client::child_env::INHERITED`] and those named in
+        /// `inherit_env`.
         env: BTreeMap<String, String>,
+        /// Variables of weft's environment passed on to it, beyond the
+        /// defaults (for example a token the server needs).
+        inherit_env: Vec<String>,
         /// The working directory.
         cwd: Option<PathBuf>,
     },
@@ -136,6 +142,7 @@ impl Transport {
             command: command.into(),
             args: args.into_iter().map(Into::into).collect(),
             env: BTreeMap::new(),
+            inherit_env: Vec::new(),
             cwd: None,
         }
     }
@@ -164,12 +171,14 @@ impl fmt::Debug for Transport {
                 command,
                 args,
                 env,
+                inherit_env,
                 cwd,
             } => f
                 .debug_struct("Stdio")
                 .field("command", command)
                 .field("args", args)
                 .field("env", &env.keys().collect::<Vec<_>>())
+                .field("inherit_env", inherit_env)
                 .field("cwd", cwd)
                 .finish(),
             Transport::Http { url, headers } => f

@@ -117,9 +117,14 @@ pub struct McpSpec {
     /// Its arguments.
     #[serde(default)]
     pub args: Vec<String>,
-    /// Extra environment variables for it.
+    /// Environment variables set for it. A stdio server never inherits
+    /// weft's environment (it holds tokens and keys): it gets these, a few
+    /// a program needs (`PATH`, `HOME`, the locale, ...) and `inherit_env`.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// Names of variables of weft's environment to pass on to the server.
+    #[serde(default)]
+    pub inherit_env: Vec<String>,
     /// Its working directory.
     #[serde(default)]
     pub cwd: Option<PathBuf>,
@@ -266,6 +271,7 @@ impl McpSpec {
                 command: command.clone(),
                 args: self.args.clone(),
                 env: self.env.clone(),
+                inherit_env: self.inherit_env.clone(),
                 cwd: self.cwd.clone(),
             }),
             (None, Some(url)) if url.starts_with("http://") || url.starts_with("https://") => {

@@ -1,5 +1,6 @@
-//! Opening one connection to an MCP server: spawning the child process (its
-//! stderr forwarded to the log) or opening the streamable HTTP transport,
+//! Opening one connection to an MCP server: spawning the child process (in
+//! a clean environment, see [`super::child_env`]; its stderr forwarded to
+//! the log) or opening the streamable HTTP transport,
 //! then the `initialize` handshake.
 
 use std::process::Stdio;
@@ -11,6 +12,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
+use super::child_env::child_env;
 use super::handler::Handler;
 use crate::config::{McpConfig, Transport};
 use crate::error::McpError;
@@ -38,10 +40,14 @@ pub(crate) async fn connect(
             command,
             args,
             env,
+            inherit_env,
             cwd,
         } => {
             let mut cmd = tokio::process::Command::new(command);
-            cmd.args(args).envs(env);
+            // A clean environment: weft's own holds every tenant's secrets.
+            cmd.args(args)
+                .env_clear()
+                .envs(child_env(inherit_env, env, |name| std::env::var_os(name)));
             if let Some(dir) = cwd {
                 cmd.current_dir(dir);
             }

@@ -13,6 +13,7 @@
 //! ([`elicit`]).
 
 mod capabilities;
+pub mod child_env;
 mod connect;
 mod elicit;
 mod handler;
