@@ -42,8 +42,14 @@ pub(crate) fn cursor(token: Option<&str>) -> Result<Option<ListCursor>, ApiError
         .transpose()
 }
 
+/// The longest label key a filter may name, in bytes.
+pub(crate) const MAX_FILTER_KEY: usize = 256;
+
 /// The labels of a `label` query parameter: `key=value` pairs,
-/// comma-separated; a pair without `=` or with an empty key is a 400.
+/// comma-separated; a pair without `=`, with an empty key, or with a key
+/// that is no label key (longer than [`MAX_FILTER_KEY`] bytes, or holding
+/// `"`, `\` or a control character) is a 400 that quotes at most a short
+/// prefix of it.
 pub(crate) fn labels(spec: Option<&str>) -> Result<Labels, ApiError> {
     let mut labels = Labels::new();
     for pair in spec.unwrap_or_default().split(',').map(str::trim) {
@@ -52,17 +58,37 @@ pub(crate) fn labels(spec: Option<&str>) -> Result<Labels, ApiError> {
         }
         match pair.split_once('=') {
             Some((key, value)) if !key.trim().is_empty() => {
-                labels.insert(key.trim().to_owned(), value.trim().to_owned());
+                let key = key.trim();
+                if key.len() > MAX_FILTER_KEY
+                    || key.chars().any(|c| c == '"' || c == '\\' || c.is_control())
+                {
+                    return Err(ApiError::field(
+                        "label",
+                        format!(
+                            "`{}` is not a label key: at most {MAX_FILTER_KEY} bytes, without `\"`, `\\` or control characters",
+                            prefix(key)
+                        ),
+                    ));
+                }
+                labels.insert(key.to_owned(), value.trim().to_owned());
             }
             _ => {
                 return Err(ApiError::field(
                     "label",
-                    format!("`{pair}` is not a `key=value` pair"),
+                    format!("`{}` is not a `key=value` pair", prefix(pair)),
                 ));
             }
         }
     }
     Ok(labels)
+}
+
+/// At most the first 64 characters of `s`, for an error message.
+fn prefix(s: &str) -> String {
+    match s.char_indices().nth(64) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_owned(),
+    }
 }
 
 /// The cursor of the next page after `page`, when it was full.
@@ -169,7 +195,7 @@ pub(crate) async fn sessions(
 
 #[cfg(test)]
 mod tests {
-    use super::{DEFAULT_PAGE, MAX_PAGE, page_size};
+    use super::*;
 
     #[test]
     fn a_page_holds_the_default_unless_asked_and_never_more_than_the_maximum() {
@@ -178,5 +204,22 @@ mod tests {
         assert_eq!(page_size(Some(0)), 1);
         assert_eq!(page_size(Some(MAX_PAGE + 1)), MAX_PAGE);
         assert_eq!(page_size(Some(u32::MAX)), MAX_PAGE);
+    }
+
+    #[test]
+    fn label_filters_with_keys_a_query_cannot_name_are_refused() {
+        assert_eq!(labels(Some("team=a, env = prod")).unwrap().len(), 2);
+        for bad in ["weft.tenant\"=x", "a\\b=1", "k\u{7}=1", "=v", "novalue"] {
+            assert!(labels(Some(bad)).is_err(), "{bad:?}");
+        }
+        let long = format!("{}=v", "k".repeat(10_000));
+        let ApiError::BadRequest { detail, .. } = labels(Some(&long)).unwrap_err() else {
+            panic!("a bad request");
+        };
+        assert!(
+            detail.len() < 300,
+            "the error echoes the key: {} bytes",
+            detail.len()
+        );
     }
 }

@@ -244,6 +244,12 @@ async fn runs_are_listed_by_agent_and_label() {
     let r = f.get("/v1/runs?label=team", TOKEN_A).await;
     assert_eq!(r.status, 400);
     assert_eq!(r.fields(), ["label"]);
+    // A key no query can name is a 400, never a store error.
+    for bad in ["weft.tenant%22%3Dx", "a%5Cb%3D1"] {
+        let r = f.get(&format!("/v1/runs?label={bad}"), TOKEN_A).await;
+        assert_eq!(r.status, 400, "{bad}: {}", r.body);
+        assert_eq!(r.fields(), ["label"]);
+    }
     // Tenant B sees none of them, whatever it filters on.
     let r = f.get("/v1/runs?agent=echo", TOKEN_B).await;
     assert_eq!(r.body["runs"], json!([]));
