@@ -39,9 +39,12 @@ struct Cli {
 enum Command {
     /// Runs an agent on a prompt, streaming the run's events:
     /// `weft run <agent.toml> "<prompt>"` or `weft run --model <id> "<prompt>"`.
+    #[command(
+        override_usage = "weft run [OPTIONS] <AGENT_FILE> <PROMPT>\n       weft run [OPTIONS] --model <MODEL> [AGENT_FILE] <PROMPT>"
+    )]
     Run {
         /// The agent file (optional with --model), then the prompt.
-        #[arg(num_args = 1..=2, required = true, value_name = "AGENT_FILE] [PROMPT")]
+        #[arg(num_args = 1..=2, required = true, value_name = "ARGS")]
         args: Vec<String>,
         /// A model id (`anthropic/<m>`, `openai/<m>`, `openai-responses/<m>`, `compat/<m>`,
         /// `local/<name>` or `local/<path>.gguf`).
@@ -379,11 +382,29 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("weft: {e:#}");
+            eprintln!("weft: {}", one_message(&e));
             if std::env::var_os("WEFT_DEBUG_ERRORS").is_some() {
                 eprintln!("{e:?}");
             }
             ExitCode::from(2)
         }
     }
+}
+
+/// `e` and its causes on one line, each said once: an error whose message
+/// already quotes its cause (`cannot read agent file x: No such file ...`)
+/// is not followed by that cause again.
+fn one_message(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let said = cause.to_string();
+        if said.is_empty() || out.contains(&said) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&said);
+    }
+    out
 }

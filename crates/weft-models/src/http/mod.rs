@@ -186,7 +186,7 @@ impl Transport {
             }
             Ok(Err(e)) => {
                 return Err(ModelError::Connection {
-                    message: e.without_url().to_string(),
+                    message: send_failure(url, &e),
                 });
             }
             Ok(Ok(resp)) => resp,
@@ -306,6 +306,44 @@ pub(crate) fn secret_header(value: &str) -> Result<HeaderValue, ModelError> {
     })?;
     v.set_sensitive(true);
     Ok(v)
+}
+
+/// Why a request could not be sent, naming where it went (the URL without
+/// credentials or query) and every cause down to the OS error, e.g. `POST
+/// http://127.0.0.1:9/v1/messages: error sending request: client error
+/// (Connect): tcp connect error: Connection refused (os error 111)`.
+fn send_failure(url: &str, e: &reqwest::Error) -> String {
+    let mut text = format!("POST {}", redacted(url));
+    let mut last = String::new();
+    let mut cause: Option<&dyn std::error::Error> = Some(e);
+    while let Some(c) = cause {
+        let mut said = c.to_string();
+        if let Some(url) = e.url() {
+            // reqwest names the URL itself: said once, without secrets.
+            said = said.replace(&format!(" for url ({url})"), "");
+        }
+        if !said.is_empty() && !last.contains(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
+        last = said;
+        cause = c.source();
+    }
+    text
+}
+
+/// `url` without user name, password, query or fragment.
+fn redacted(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(mut u) => {
+            let _ = u.set_username("");
+            let _ = u.set_password(None);
+            u.set_query(None);
+            u.set_fragment(None);
+            u.to_string()
+        }
+        Err(_) => "the provider's URL".to_owned(),
+    }
 }
 
 #[cfg(test)]

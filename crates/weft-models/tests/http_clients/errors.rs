@@ -200,6 +200,13 @@ async fn connection_refused_is_a_retryable_connection_error() {
         .unwrap_err();
     assert!(matches!(err, ModelError::Connection { .. }), "{err:?}");
     assert!(err.is_retryable());
+    // The message names where the request went and why it failed.
+    let message = err.to_string();
+    assert!(
+        message.contains(&format!("POST http://{addr}/v1/chat/completions")),
+        "{message}"
+    );
+    assert!(message.contains("refused"), "{message}");
 }
 
 #[test]

@@ -77,7 +77,7 @@ pub enum SessionsCommand {
 }
 
 async fn open(db: &str) -> anyhow::Result<Arc<dyn FullStore>> {
-    Ok(weft_store::connect(db).await?)
+    super::existing_store(db).await
 }
 
 fn block_on<F: std::future::Future<Output = anyhow::Result<ExitCode>>>(

@@ -23,6 +23,24 @@ pub(crate) fn async_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .context("starting the async runtime")
 }
 
+/// Opens the store at `db` for a command that reads it: a SQLite file that
+/// does not exist is an error, not a new empty store (a mistyped `--db`
+/// would otherwise list nothing and exit 0).
+pub(crate) async fn existing_store(
+    db: &str,
+) -> anyhow::Result<std::sync::Arc<dyn weft_core::session::FullStore>> {
+    let path = db
+        .strip_prefix("sqlite://")
+        .or_else(|| db.strip_prefix("sqlite:"))
+        .unwrap_or(db);
+    if !path.contains("://") && !std::path::Path::new(path).exists() {
+        anyhow::bail!(
+            "no store at `{db}`: --db names an existing SQLite file or a postgres:// URL"
+        );
+    }
+    Ok(weft_store::connect(db).await?)
+}
+
 /// A runtime builder with `agent`, on the store at `db` when one is given
 /// (in memory otherwise), whose commits survive what `durability` says.
 pub(crate) async fn runtime_for(

@@ -67,7 +67,7 @@ enum Replayed {
 /// Runs `weft replay`.
 pub fn replay(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     super::async_runtime()?.block_on(async move {
-        let store: Arc<dyn FullStore> = weft_store::connect(&args.store).await?;
+        let store: Arc<dyn FullStore> = super::existing_store(&args.store).await?;
         let mut files = AgentFiles::load(&args.agents)?;
         match (&args.run, &args.since) {
             (Some(run), _) => {

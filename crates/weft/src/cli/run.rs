@@ -36,6 +36,12 @@ pub struct RunArgs {
 const DEFAULT_INSTRUCTIONS: &str =
     "You are a helpful assistant. Use the tools when they help; answer briefly.";
 
+/// Whether the lone argument of `weft run` names an agent file rather
+/// than a prompt.
+fn looks_like_agent_file(arg: &str) -> bool {
+    arg.ends_with(".toml") || std::path::Path::new(arg).is_file()
+}
+
 /// The agent to run first, then the agents it calls as tools.
 fn agents(args: &RunArgs) -> anyhow::Result<Vec<Agent>> {
     match (&args.agent, &args.model) {
@@ -54,7 +60,14 @@ fn agents(args: &RunArgs) -> anyhow::Result<Vec<Agent>> {
             }
             Ok(vec![b.build()])
         }
-        (None, None) => anyhow::bail!("give an agent file, or a model with --model <id>"),
+        (None, None) if looks_like_agent_file(&args.prompt) => anyhow::bail!(
+            "`{}` is an agent file: give the prompt after it (weft run {} \"<prompt>\")",
+            args.prompt,
+            args.prompt
+        ),
+        (None, None) => {
+            anyhow::bail!("give an agent file before the prompt, or a model with --model <id>")
+        }
     }
 }
 
