@@ -15,7 +15,7 @@
 
 use serde_json::{Value, json};
 
-use crate::{Api, Rejection, Reply, View, invalid, sse};
+use crate::{Api, Rejection, Reply, View, invalid, openai_tools, sse};
 
 /// Checks a request body against the rules (a compatible server's when
 /// `compat`); its [`View`] when it keeps them.
@@ -28,35 +28,7 @@ pub fn check(req: &Value, compat: bool) -> Result<View, Rejection> {
     let messages = req["messages"]
         .as_array()
         .ok_or_else(|| reject("messages", "Missing required parameter: 'messages'.".into()))?;
-    let tools: Vec<String> = match &req["tools"] {
-        Value::Null => Vec::new(),
-        Value::Array(t) => t
-            .iter()
-            .map(|t| {
-                t["function"]["name"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_owned()
-            })
-            .collect(),
-        _ => {
-            return Err(reject(
-                "tools",
-                "Invalid type for 'tools': expected an array.".into(),
-            ));
-        }
-    };
-    if !req["tool_choice"].is_null() && tools.is_empty() {
-        return Err(reject(
-            "tool_choice",
-            "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified.".into(),
-        ));
-    }
-    let mut view = View {
-        forbidden: req["tool_choice"] == "none",
-        tools,
-        ..View::default()
-    };
+    let mut view = openai_tools(api, req, |t| &t["function"]["name"])?;
     let mut open: Vec<String> = Vec::new();
     for (i, m) in messages.iter().enumerate() {
         let role = m["role"].as_str().unwrap_or_default();

@@ -322,6 +322,42 @@ fn invalid_json(api: Api, detail: &str) -> Rejection {
     )
 }
 
+/// The tools an OpenAI request defines (each named by `name`), and whether
+/// it forbids their use; `tool_choice` without tools is refused, as both
+/// OpenAI APIs refuse it.
+pub(crate) fn openai_tools(
+    api: Api,
+    req: &Value,
+    name: impl Fn(&Value) -> &Value,
+) -> Result<View, Rejection> {
+    let tools: Vec<String> = match &req["tools"] {
+        Value::Null => Vec::new(),
+        Value::Array(t) => t
+            .iter()
+            .map(|t| name(t).as_str().unwrap_or_default().to_owned())
+            .collect(),
+        _ => {
+            return Err(invalid(
+                api,
+                "tools",
+                "Invalid type for 'tools': expected an array.",
+            ));
+        }
+    };
+    if !req["tool_choice"].is_null() && tools.is_empty() {
+        return Err(invalid(
+            api,
+            "tool_choice",
+            "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified.",
+        ));
+    }
+    Ok(View {
+        forbidden: req["tool_choice"] == "none",
+        tools,
+        ..View::default()
+    })
+}
+
 /// The provider's "invalid request" error: status 400 (500 for a compatible
 /// server, which fails inside its request handling) with its error body.
 pub(crate) fn invalid(api: Api, param: &str, message: &str) -> Rejection {

@@ -11,7 +11,7 @@
 
 use serde_json::{Value, json};
 
-use crate::{Api, Issued, Rejection, Reply, View, invalid, sse};
+use crate::{Api, Issued, Rejection, Reply, View, invalid, openai_tools, sse};
 
 fn reject(param: &str, message: String) -> Rejection {
     invalid(Api::OpenAiResponses, param, &message)
@@ -35,30 +35,7 @@ pub fn check(req: &Value, issued: &Issued) -> Result<View, Rejection> {
             ));
         }
     };
-    let tools: Vec<String> = match &req["tools"] {
-        Value::Null => Vec::new(),
-        Value::Array(t) => t
-            .iter()
-            .map(|t| t["name"].as_str().unwrap_or_default().to_owned())
-            .collect(),
-        _ => {
-            return Err(reject(
-                "tools",
-                "Invalid type for 'tools': expected an array.".into(),
-            ));
-        }
-    };
-    if !req["tool_choice"].is_null() && tools.is_empty() {
-        return Err(reject(
-            "tool_choice",
-            "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified.".into(),
-        ));
-    }
-    let mut view = View {
-        forbidden: req["tool_choice"] == "none",
-        tools,
-        ..View::default()
-    };
+    let mut view = openai_tools(Api::OpenAiResponses, req, |t| &t["name"])?;
     let lookup = |key: &str| issued.lock().ok().and_then(|m| m.get(key).cloned());
     let mut seen_reasoning: Vec<String> = Vec::new();
     let mut calls: Vec<String> = Vec::new();

@@ -162,40 +162,29 @@ async fn a_cap_forced_finalization_answers_with_the_tools_declared_and_forbidden
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn thinking_beside_tool_calls_is_sent_back_unchanged() {
-    let thinking = Behaviour {
-        thinking: true,
-        ..Behaviour::default()
-    };
-    each_api(
-        thinking,
-        "thinking_budget = 2048",
-        "",
-        &APIS,
-        |api, lines| {
-            assert_eq!(answer(lines), ANSWER, "{api:?}");
-        },
-    )
-    .await;
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn thinking_and_a_cap_forced_finalization_answer() {
-    let both = Behaviour {
-        thinking: true,
-        rounds: usize::MAX,
-        ..Behaviour::default()
-    };
-    each_api(
-        both,
-        "thinking_budget = 2048",
-        "[policy]\nmax_tool_calls = 1\n",
-        &APIS,
-        |api, lines| {
-            assert_eq!(answer(lines), FINAL, "{api:?}");
-        },
-    )
-    .await;
+async fn thinking_beside_tool_calls_is_sent_back_unchanged_with_and_without_a_cap() {
+    // (how often the model calls the tool, the policy, the answer)
+    let cases = [
+        (1, "", ANSWER),
+        (usize::MAX, "[policy]\nmax_tool_calls = 1\n", FINAL),
+    ];
+    for (rounds, policy, expected) in cases {
+        let thinking = Behaviour {
+            thinking: true,
+            rounds,
+            ..Behaviour::default()
+        };
+        each_api(
+            thinking,
+            "thinking_budget = 2048",
+            policy,
+            &APIS,
+            |api, lines| {
+                assert_eq!(answer(lines), expected, "{api:?}");
+            },
+        )
+        .await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
