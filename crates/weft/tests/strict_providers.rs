@@ -68,6 +68,15 @@ fn run(api: Api, agent: &Path, args: &[&str]) -> Vec<Value> {
         .collect()
 }
 
+/// The fake refused no request.
+fn refused_nothing(api: Api, fake: &weft_fakes::Fake) {
+    assert_eq!(
+        fake.stats.rejections(),
+        Vec::<String>::new(),
+        "{api:?} refused a request"
+    );
+}
+
 fn answer(lines: &[Value]) -> String {
     let outcome = &lines.last().unwrap()["outcome"];
     outcome["message"]["parts"][0]["text"]
@@ -99,11 +108,7 @@ async fn each_api(
         let lines = tokio::task::spawn_blocking(move || run(api, &path, &["What is 2 + 3?"]))
             .await
             .unwrap();
-        assert_eq!(
-            fake.stats.rejections(),
-            Vec::<String>::new(),
-            "{api:?} refused a request"
-        );
+        refused_nothing(api, &fake);
         check(api, &lines);
     }
 }
@@ -227,11 +232,7 @@ async fn a_session_s_second_run_sends_the_first_run_s_exchange_and_answers() {
         })
         .await
         .unwrap();
-        assert_eq!(
-            fake.stats.rejections(),
-            Vec::<String>::new(),
-            "{api:?} refused a request"
-        );
+        refused_nothing(api, &fake);
         assert_eq!(answer(&lines), ANSWER, "{api:?}");
         // The second run's first request carries the first run's exchange.
         let bodies = fake.stats.bodies();
@@ -274,11 +275,7 @@ async fn a_child_run_answers_its_parent() {
         let lines = tokio::task::spawn_blocking(move || run(api, &parent, &["What is 2 + 3?"]))
             .await
             .unwrap();
-        assert_eq!(
-            fake.stats.rejections(),
-            Vec::<String>::new(),
-            "{api:?} refused a request"
-        );
+        refused_nothing(api, &fake);
         assert_eq!(answer(&lines), ANSWER, "{api:?}");
         let linked = of(&lines, "child_run_linked");
         assert_eq!(linked.len(), 1, "{api:?}: {lines:?}");
@@ -354,11 +351,7 @@ async fn a_run_killed_in_a_model_call_is_recovered_and_answers() {
         })
         .await
         .unwrap();
-        assert_eq!(
-            fake.stats.rejections(),
-            Vec::<String>::new(),
-            "{api:?} refused a request"
-        );
+        refused_nothing(api, &fake);
         assert_eq!(
             outcome["message"]["parts"][0]["text"], ANSWER,
             "{api:?}: {outcome}"
