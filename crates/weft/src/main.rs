@@ -382,29 +382,11 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("weft: {}", one_message(&e));
+            eprintln!("weft: {}", weft::cli::one_message(&e));
             if std::env::var_os("WEFT_DEBUG_ERRORS").is_some() {
                 eprintln!("{e:?}");
             }
             ExitCode::from(2)
         }
     }
-}
-
-/// `e` and its causes on one line, each said once: an error whose message
-/// already quotes its cause (`cannot read agent file x: No such file ...`)
-/// is not followed by that cause again.
-fn one_message(e: &anyhow::Error) -> String {
-    let mut out = String::new();
-    for cause in e.chain() {
-        let said = cause.to_string();
-        if said.is_empty() || out.contains(&said) {
-            continue;
-        }
-        if !out.is_empty() {
-            out.push_str(": ");
-        }
-        out.push_str(&said);
-    }
-    out
 }

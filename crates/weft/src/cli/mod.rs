@@ -63,3 +63,21 @@ pub(crate) async fn connect_redis(url: &str) -> anyhow::Result<weft_registry::Re
         .await
         .with_context(|| format!("connecting to Redis at {url}"))
 }
+
+/// `e` and its causes on one line, each said once: an error whose message
+/// already quotes its cause (`cannot read agent file x: No such file ...`)
+/// is not followed by that cause again.
+pub fn one_message(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let said = cause.to_string();
+        if said.is_empty() || out.contains(&said) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&said);
+    }
+    out
+}
