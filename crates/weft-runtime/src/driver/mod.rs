@@ -154,8 +154,18 @@ impl RunTask {
     }
 
     /// Commits the step that ends this task, under the run's control lock.
-    async fn final_commit(&mut self, end: DriveEnd) -> DriveEnd {
+    async fn final_commit(&mut self, mut end: DriveEnd) -> DriveEnd {
         self.hold_control().await;
+        // A cancel that came while the run was about to await is taken
+        // now: under the control lock no other can come before the commit.
+        if matches!(end, DriveEnd::Paused)
+            && self.shared.cancel.is_cancelled()
+            && self.machine.outcome().is_none()
+            && self.machine.cancel(self.shared.cancel_reason()).is_ok()
+            && let Some(outcome) = self.machine.outcome()
+        {
+            end = DriveEnd::Finished(outcome.clone());
+        }
         match self.commit().await {
             Ok(()) => end,
             Err(e) => DriveEnd::failed(e),
@@ -165,6 +175,11 @@ impl RunTask {
     async fn drive_inner(&mut self) -> DriveEnd {
         loop {
             let now = self.clock.now();
+            // A cancel is taken before any further step: once it is asked
+            // for, no planner or tool step starts.
+            if self.shared.cancel.is_cancelled() && self.machine.outcome().is_none() {
+                let _ = self.machine.cancel(self.shared.cancel_reason());
+            }
             // The pause is taken under the run's control lock, so a
             // `continue` either withdraws it first or finds the run stored
             // as paused.

@@ -86,6 +86,9 @@ impl RunTask {
             // next step (finalize, or a finalizer timeout) takes over.
             () = sleep_until(deadline) => return,
         };
+        // A plan that came after a cancel was asked for is dropped: the
+        // cancel was answered, so the run takes no step the plan asks for.
+        let result = result.filter(|_| !cancel.is_cancelled());
         let changes = ctx.into_changes();
         drop(tools);
         if let Some(changes) = changes {

@@ -129,18 +129,78 @@ impl Runtime {
     }
 
     /// Cancels a run: a live run stops its tools and finishes; a paused run
-    /// finishes at once.
+    /// finishes at once. `Ok` means the run ended cancelled (or, driven by
+    /// another process, that the cancel is stored for it): a run driven
+    /// here is asked to cancel and waited for, so a run that finished
+    /// otherwise first (its last plan was already taken) is
+    /// [`RuntimeError::Finished`], never a cancel answered and ignored.
     pub async fn cancel(&self, run_id: &RunId, reason: &str) -> Result<(), RuntimeError> {
-        let (_guard, shared) = self.inner.lock_run(run_id).await;
-        if shared.is_driven() {
-            shared.request_cancel(reason);
-            return Ok(());
+        loop {
+            let shared = {
+                let (_guard, shared) = self.inner.lock_run(run_id).await;
+                if !shared.is_driven() {
+                    let request = ControlRequest::Cancel {
+                        reason: reason.to_owned(),
+                    };
+                    return self
+                        .inner
+                        .control_stored(run_id, request, || {
+                            self.inner.cancel_stored(run_id, reason)
+                        })
+                        .await;
+                }
+                shared.request_cancel(reason);
+                shared
+            };
+            match cancel_taken(run_id, &shared).await {
+                // The driver let the run go without ending it (its lease
+                // passed on): ask again, now of the stored run.
+                None => continue,
+                Some(taken) => return taken,
+            }
         }
-        let request = ControlRequest::Cancel {
-            reason: reason.to_owned(),
-        };
-        self.inner
-            .control_stored(run_id, request, || self.inner.cancel_stored(run_id, reason))
-            .await
+    }
+}
+
+/// How long a cancel waits for the driver it asked to end the run. The
+/// driver drops its planner call and its tools' calls at once, so only a
+/// store that does not answer makes it wait this long; the cancel stands.
+const CANCEL_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Waits for the driver asked to cancel the run to end it: `Ok` when it
+/// ended cancelled, [`RuntimeError::Finished`] when it ended otherwise
+/// first, `None` when the driver let the run go unended.
+async fn cancel_taken(run_id: &RunId, shared: &Arc<RunShared>) -> Option<Result<(), RuntimeError>> {
+    let deadline = tokio::time::Instant::now() + CANCEL_WAIT;
+    loop {
+        let notified = shared.done.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        if let Some(taken) = taken(run_id, shared) {
+            return Some(taken);
+        }
+        if !shared.is_driven() {
+            // A driver ends the run under the control lock: once it is
+            // free, the run either ended or was let go.
+            let _lock = shared.control.lock().await;
+            return taken(run_id, shared);
+        }
+        let now = tokio::time::Instant::now();
+        if now >= deadline {
+            return Some(Ok(()));
+        }
+        // A driver released without a wake-up is seen at the next look.
+        let wait = (deadline - now).min(std::time::Duration::from_millis(50));
+        let _ = tokio::time::timeout(wait, notified).await;
+    }
+}
+
+/// What a driver's end says of a cancel asked of it, once it ended.
+fn taken(run_id: &RunId, shared: &RunShared) -> Option<Result<(), RuntimeError>> {
+    match shared.finished.get()? {
+        Ok(RunOutcome::Cancelled { .. }) => Some(Ok(())),
+        Ok(_) => Some(Err(RuntimeError::Finished(run_id.clone()))),
+        // The store failed: the run stays at its last commit, uncancelled.
+        Err(e) => Some(Err(e.clone())),
     }
 }
