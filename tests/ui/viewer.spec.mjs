@@ -18,6 +18,10 @@
 // show nested under the call that runs it, with a link to the child's own
 // page (see childRunsNestUnderTheirCalls at the end).
 //
+// Time: the start form offers the served agents; the streamer's page says
+// the model is thinking while it streams, and times each model call; a run
+// of `slow` shows what runs and for how long (time.mjs).
+//
 // Environment: WEFT_URL (server), WEFT_TOKEN (a tenant's token),
 // WEFT_STREAM_WORDS (the streamer's answer, pieces joined by `|`),
 // WEFT_CHROMIUM (default /usr/bin/chromium), WEFT_OUT_DIR (where a failure
@@ -28,6 +32,7 @@ import { chromium } from "playwright-core";
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { msOf, timeIsShown } from "./time.mjs";
 
 const base = process.env.WEFT_URL;
 const token = process.env.WEFT_TOKEN;
@@ -82,9 +87,24 @@ try {
   assert.equal(stored, token, "the token is kept in sessionStorage");
   assert.equal(await page.inputValue("#token"), "", "the token field is emptied");
 
-  step("start a run from the form");
+  step("the start form offers the served agents");
   await page.click("a[href='#/new']");
-  await page.fill("#start-agent", "clarify");
+  await page.locator("#start-agent[data-loaded=yes]").waitFor({ state: "attached" });
+  const offered = await page.locator("#start-agent option").evaluateAll((os) => os.map((o) => o.value).filter(Boolean));
+  const served = (await api("/v1/agents")).agents.map((a) => a.id);
+  assert.deepEqual(offered, served);
+  for (const id of ["clarify", "coordinator", "slow", "streamer"]) assert.ok(offered.includes(id), `${id} in ${offered}`);
+  // An agent the server does not serve: the 400 names the served ones.
+  const unknown = await fetch(`${base}/v1/runs`, {
+    method: "POST",
+    headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
+    body: JSON.stringify({ agent: "nobody", input: "x" }),
+  });
+  assert.equal(unknown.status, 400);
+  assert.match((await unknown.json()).errors[0].message, /^unknown agent `nobody`; served agents: .*`clarify`.*`streamer`/);
+
+  step("start a run from the form");
+  await page.selectOption("#start-agent", "clarify");
   await page.fill("#start-input", "Add 2 and 3, then <b>multiply</b>");
   await page.click("#start-form button[type=submit]");
   await page.waitForURL(/#\/runs\/run_[0-9a-f]+$/);
@@ -204,6 +224,8 @@ try {
     [words[0], words[words.length - 1]],
   );
   assert.equal(await page.locator("#outcome").isHidden(), true, "no outcome while streaming");
+  // No event marks a model call's start: the viewer counts from the tool's result.
+  await page.locator("#activity[data-state=model]", { hasText: /^model is thinking… \d/ }).waitFor();
   await page.locator("#outcome[data-kind=response]").waitFor();
   assert.equal(await answer.textContent(), words.join(""));
   const add = page.locator("li.entry-call");
@@ -217,6 +239,11 @@ try {
   assert.equal(await page.locator("[data-total='Cost']").textContent(), "$0.0260");
   assert.equal(await page.locator("[data-total='Turns']").textContent(), "2");
   assert.equal(await page.locator("li.entry-event").count(), 0, "every event type has its own view");
+  // Each turn's model call, timed: the second streams its words slowly.
+  assert.match(await page.locator(".turn[data-turn='1'] .turn-took").textContent(), /^ · model \d/);
+  const second = msOf(await page.locator(".turn[data-turn='2'] .turn-took").textContent());
+  assert.ok(second >= 2000, `the streamed call took ${second} ms`);
+  await page.locator("#activity[data-state=ended]").waitFor({ state: "attached" });
 
   step("the page reconnects with Last-Event-ID when the server restarts");
   const again = await api("/v1/runs", { agent: "clarify", input: "once more" });
@@ -249,6 +276,13 @@ try {
   assert.equal(new Set(againSeqs).size, againSeqs.length, "no event twice");
 
   await childRunsNestUnderTheirCalls();
+
+  await timeIsShown({ page, base, api, step });
+
+  step("the start form selects the agent its address names");
+  await page.goto(`${base}/ui/#/new?agent=slow`);
+  await page.locator("#start-agent[data-loaded=yes]").waitFor({ state: "attached" });
+  assert.equal(await page.inputValue("#start-agent"), "slow");
 
   step("every kind of await gets its form; untrusted text stays text");
   await page.goto(`${base}/ui/#/new`);

@@ -20,6 +20,10 @@ use crate::run::RunMachine;
 use crate::time::Timestamp;
 use crate::tool::Labels;
 
+mod listed;
+
+pub use listed::{CORRUPT_STATE, ListCursor, ListedRun, RunHead};
+
 /// Where a run stands, as stores index it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -161,39 +165,6 @@ pub struct RunFilter {
     pub created_since: Option<Timestamp>,
 }
 
-/// A position in a newest-first listing: the last entry of a page. The next
-/// page holds the entries strictly older (by creation time, then id).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ListCursor {
-    /// The entry's creation time.
-    pub created_at: Timestamp,
-    /// The entry's id.
-    pub id: String,
-}
-
-impl ListCursor {
-    /// The cursor as one opaque token: `<millis>.<id>`.
-    pub fn encode(&self) -> String {
-        format!("{}.{}", self.created_at.as_millis(), self.id)
-    }
-
-    /// A token made by [`encode`](Self::encode); `None` when malformed.
-    pub fn decode(token: &str) -> Option<Self> {
-        let (millis, id) = token.split_once('.')?;
-        let millis = millis.parse().ok()?;
-        (!id.is_empty()).then(|| Self {
-            created_at: Timestamp::from_millis(millis),
-            id: id.to_owned(),
-        })
-    }
-
-    /// Whether an entry created at `created_at` with `id` comes after the
-    /// cursor in a newest-first listing.
-    pub fn is_before(&self, created_at: Timestamp, id: &str) -> bool {
-        (created_at, id) < (self.created_at, self.id.as_str())
-    }
-}
-
 /// Why a store operation failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum StoreError {
@@ -298,6 +269,39 @@ pub trait RunStore: Send + Sync {
 
     /// Runs matching `filter`, newest first.
     async fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunRecord>, StoreError>;
+
+    /// Like [`list_runs`](Self::list_runs), but a row that does not decode
+    /// is a [`ListedRun::Corrupt`] in its place, not the list's failure.
+    async fn list_run_rows(&self, filter: &RunFilter) -> Result<Vec<ListedRun>, StoreError> {
+        let runs = self.list_runs(filter).await?;
+        Ok(runs.into_iter().map(ListedRun::Run).collect())
+    }
+
+    /// Run `run_id`'s label `key`, status and quarantine reason, read
+    /// without decoding its labels or snapshot (for a run that does not
+    /// load); `None` when there is no such run.
+    async fn run_head(&self, run_id: &RunId, key: &str) -> Result<Option<RunHead>, StoreError> {
+        Ok(self.load_run(run_id).await?.map(|s| RunHead {
+            label: s.record.labels.get(key).cloned(),
+            status: Some(s.record.status),
+            quarantined: None,
+        }))
+    }
+
+    /// Fails unfinished run `run_id`, whose stored state cannot be read,
+    /// with `reason` without reading it, and frees its lease, if the lease
+    /// is still at epoch `fence`; false otherwise. A store whose runs
+    /// always decode has nothing to quarantine.
+    async fn quarantine_run(
+        &self,
+        run_id: &RunId,
+        reason: &str,
+        fence: u64,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        let _ = (run_id, reason, fence, now);
+        Ok(false)
+    }
 
     /// Creates a run like [`create_run`](Self::create_run), leased to
     /// `lease.owner` in the same transaction; returns the lease's epoch.

@@ -1,7 +1,8 @@
 //! Model configuration: parsing model ids (`anthropic/<m>`, `openai/<m>`,
 //! `openai-responses/<m>`, `compat/<m>`, `scripted/<script file>`, `local/<name or .gguf path>`),
 //! finding API keys and base URLs
-//! (explicit config first, then `ANTHROPIC_API_KEY` / `OPENAI_API_KEY` and
+//! (explicit config first, then the variable the config names in
+//! `api_key_env`, else `ANTHROPIC_API_KEY` / `OPENAI_API_KEY`, and
 //! `ANTHROPIC_BASE_URL` / `OPENAI_BASE_URL`), and a registry of built clients.
 //!
 //! Keys are held in [`ApiKey`], whose `Debug` never shows them, and are sent
@@ -90,8 +91,12 @@ pub fn parse_model_id(id: &str) -> Result<(Provider, &str), ModelError> {
 pub struct ModelConfig {
     /// The model id, e.g. `anthropic/claude-sonnet-4-5`.
     pub id: String,
-    /// The key; when absent it is read from the provider's variable.
+    /// The key; when absent it is read from `api_key_env`, else the
+    /// provider's variable.
     pub api_key: Option<ApiKey>,
+    /// The environment variable holding the key, instead of the provider's
+    /// (an agent file's `api_key_env`); when named, it must be set.
+    pub api_key_env: Option<String>,
     /// The base URL; when absent it is read from the provider's variable,
     /// then the provider's default. Required for `compat/`.
     pub base_url: Option<String>,
@@ -134,17 +139,26 @@ pub fn build_model_with_env(
         .base_url
         .clone()
         .or_else(|| from_env(provider.base_url_var()));
-    let key = match (&config.api_key, provider.key_var()) {
-        (Some(k), _) => Some(k.clone()),
-        (None, Some(var)) => Some(ApiKey::new(from_env(Some(var)).ok_or_else(|| {
+    let key = match (&config.api_key, &config.api_key_env, provider.key_var()) {
+        (Some(k), _, _) => Some(k.clone()),
+        (None, Some(var), _) => Some(ApiKey::new(from_env(Some(var.as_str())).ok_or_else(
+            || ModelError::Config {
+                message: format!(
+                    "no API key for `{}`: `api_key_env` names {var}, which is not set",
+                    config.id
+                ),
+            },
+        )?)),
+        (None, None, Some(var)) => Some(ApiKey::new(from_env(Some(var)).ok_or_else(|| {
             ModelError::Config {
                 message: format!(
-                    "no API key for `{}`: set {var} or give a key in the agent's model config",
+                    "no API key for `{}`: set {var}, or name the variable that holds the key \
+                     with `api_key_env` in the agent file's [planner] (or [advisor])",
                     config.id
                 ),
             }
         })?)),
-        (None, None) => None,
+        (None, None, None) => None,
     };
     let http = config.http;
     Ok(match provider {

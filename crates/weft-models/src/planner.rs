@@ -44,6 +44,7 @@ use crate::price::{ModelPrice, Pricing};
 
 mod answer;
 mod ask_user;
+mod setup;
 
 pub use ask_user::{ASK_TOOL, CHOICE, MAX_OPTION, MAX_OPTIONS, MAX_QUESTION};
 use ask_user::{ask_tool_spec, asked};
@@ -258,6 +259,7 @@ impl ModelPlanner {
     ) -> Result<PlanResult, PlannerError> {
         use tracing::Instrument as _;
         let (request, names) = self.request(&input, finalize)?;
+        self.record_setup(&input, &request);
         let events = DecodingEvents {
             inner: input.events,
             names: &names,

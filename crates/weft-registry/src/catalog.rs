@@ -1,7 +1,8 @@
 //! The registry's state in Redis, shared by every gateway node: registered
 //! toolsets with their tools and schemas, and per toolset the hot-path state
 //! (registration token, last pong, staleness window, queue bound) that
-//! admission and health read.
+//! admission and health read, and the provider identity that registered it
+//! (`owner`), which alone may register it again, pong or unregister it.
 
 use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
@@ -120,6 +121,8 @@ pub enum PongOutcome {
     Stale,
     /// The toolset is not registered.
     Unknown,
+    /// Another provider identity registered the toolset.
+    NotOwner,
 }
 
 /// Reads the state hash and Redis's clock in one step.
@@ -131,10 +134,13 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 return {s[1], now - tonumber(s[2]), tonumber(s[3]), tonumber(s[4])}
 ";
 
-/// Records a pong when its ping id starts with the current token.
+/// Records a pong when its ping id starts with the current token and the
+/// pong comes from the registration's owner (ARGV[2]; empty: anyone).
 const PONG_SCRIPT: &str = r"
-local token = redis.call('HGET', KEYS[1], 'token')
+local s = redis.call('HMGET', KEYS[1], 'token', 'owner')
+local token = s[1]
 if not token then return 'unknown' end
+if ARGV[2] ~= '' and s[2] and s[2] ~= '' and s[2] ~= ARGV[2] then return 'not_owner' end
 if string.sub(ARGV[1], 1, string.len(token) + 1) ~= token .. '/' then return 'stale' end
 local t = redis.call('TIME')
 redis.call('HSET', KEYS[1], 'last_pong_ms', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
@@ -142,15 +148,53 @@ return 'recorded'
 ";
 
 /// Saves a registration: record, membership, and a fresh hot-path state
-/// (registration counts as a pong).
+/// (registration counts as a pong) with its owner, unless another owner
+/// (ARGV[6]; empty: no check) registered the toolset.
 const SAVE_SCRIPT: &str = r"
+local owner = redis.call('HGET', KEYS[3], 'owner')
+if ARGV[6] ~= '' and owner and owner ~= '' and owner ~= ARGV[6] then return 0 end
 redis.call('SET', KEYS[1], ARGV[1])
 redis.call('SADD', KEYS[2], ARGV[5])
 local t = redis.call('TIME')
 redis.call('HSET', KEYS[3], 'token', ARGV[2], 'stale_ms', ARGV[3], 'max_queue', ARGV[4],
-  'last_pong_ms', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+  'last_pong_ms', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), 'owner', ARGV[6])
 return 1
 ";
+
+/// Removes a registration unless another owner (ARGV[2]; empty: no check)
+/// made it: -1 refused, else how many records were removed.
+const DELETE_SCRIPT: &str = r"
+local owner = redis.call('HGET', KEYS[3], 'owner')
+if ARGV[2] ~= '' and owner and owner ~= '' and owner ~= ARGV[2] then return -1 end
+local removed = redis.call('DEL', KEYS[1])
+redis.call('SREM', KEYS[2], ARGV[1])
+redis.call('DEL', KEYS[3])
+return removed
+";
+
+/// A registration's hot-path settings and who makes it.
+#[derive(Debug, Clone, Copy)]
+pub struct Registration<'a> {
+    /// The new registration token (pings carry it).
+    pub token: &'a str,
+    /// Pong age past which the toolset is unhealthy.
+    pub stale_ms: u64,
+    /// Most calls queued before `queue_full`.
+    pub max_queue: u64,
+    /// The registering provider's identity; empty: none (an open gateway).
+    pub owner: &'a str,
+}
+
+/// What became of a registration, a pong or an unregistration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ownership {
+    /// Done.
+    Done,
+    /// The toolset is not registered.
+    Unknown,
+    /// Another provider identity registered the toolset: refused.
+    NotOwner,
+}
 
 /// The registry state in one Redis.
 #[derive(Debug, Clone)]
@@ -171,29 +215,33 @@ impl Catalog {
     }
 
     /// Stores a registration and creates the toolset's request stream and
-    /// its `provider` group.
+    /// its `provider` group; [`Ownership::NotOwner`] (nothing written) when
+    /// another owner registered the toolset.
     pub async fn save(
         &self,
         record: &ToolsetRecord,
-        token: &str,
-        stale_ms: u64,
-        max_queue: u64,
-    ) -> Result<(), RegistryError> {
+        reg: Registration<'_>,
+    ) -> Result<Ownership, RegistryError> {
         ensure_provider_group(&self.redis, &record.name).await?;
         let json = serde_json::to_string(record)
             .map_err(|e| RegistryError::Config(format!("toolset record: {e}")))?;
-        redis::Script::new(SAVE_SCRIPT)
+        let saved = redis::Script::new(SAVE_SCRIPT)
             .key(self.ns.toolset(&record.name))
             .key(self.ns.toolsets())
             .key(self.ns.state(&record.name))
             .arg(json)
-            .arg(token)
-            .arg(stale_ms)
-            .arg(max_queue)
+            .arg(reg.token)
+            .arg(reg.stale_ms)
+            .arg(reg.max_queue)
             .arg(&record.name)
+            .arg(reg.owner)
             .invoke_async::<i64>(&mut self.redis.mux())
             .await?;
-        Ok(())
+        Ok(if saved == 1 {
+            Ownership::Done
+        } else {
+            Ownership::NotOwner
+        })
     }
 
     /// One toolset, if registered.
@@ -218,15 +266,24 @@ impl Catalog {
 
     /// Removes a toolset; false when it was not registered.
     pub async fn delete(&self, name: &str) -> Result<bool, RegistryError> {
-        let mut mux = self.redis.mux();
-        let (removed, _, _): (i64, i64, i64) = redis::pipe()
-            .atomic()
-            .del(self.ns.toolset(name))
-            .srem(self.ns.toolsets(), name)
-            .del(self.ns.state(name))
-            .query_async(&mut mux)
+        Ok(self.delete_owned(name, "").await? == Ownership::Done)
+    }
+
+    /// Removes a toolset if `owner` registered it (empty: whoever did).
+    pub async fn delete_owned(&self, name: &str, owner: &str) -> Result<Ownership, RegistryError> {
+        let removed: i64 = redis::Script::new(DELETE_SCRIPT)
+            .key(self.ns.toolset(name))
+            .key(self.ns.toolsets())
+            .key(self.ns.state(name))
+            .arg(name)
+            .arg(owner)
+            .invoke_async(&mut self.redis.mux())
             .await?;
-        Ok(removed > 0)
+        Ok(match removed {
+            -1 => Ownership::NotOwner,
+            0 => Ownership::Unknown,
+            _ => Ownership::Done,
+        })
     }
 
     /// A toolset's hot-path state, if registered.
@@ -245,20 +302,23 @@ impl Catalog {
         )
     }
 
-    /// Records a pong for `ping_id`.
+    /// Records a pong for `ping_id` from `owner` (empty: no check).
     pub async fn record_pong(
         &self,
         name: &str,
         ping_id: &str,
+        owner: &str,
     ) -> Result<PongOutcome, RegistryError> {
         let outcome: String = redis::Script::new(PONG_SCRIPT)
             .key(self.ns.state(name))
             .arg(ping_id)
+            .arg(owner)
             .invoke_async(&mut self.redis.mux())
             .await?;
         Ok(match outcome.as_str() {
             "recorded" => PongOutcome::Recorded,
             "stale" => PongOutcome::Stale,
+            "not_owner" => PongOutcome::NotOwner,
             _ => PongOutcome::Unknown,
         })
     }

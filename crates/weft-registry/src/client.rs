@@ -1,11 +1,13 @@
 //! The gateway's HTTP client: what providers use to register and pong, and
-//! executors to learn a toolset's tools.
+//! executors to learn a toolset's tools; it sends its bearer token (marked
+//! sensitive, never logged) with every request.
 
 use std::time::Duration;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::access::BearerToken;
 use crate::dto::{
     PongRequest, PongResponse, Problem, RegisterRequest, RegisterResponse, ToolsetView,
 };
@@ -16,6 +18,7 @@ use crate::error::RegistryError;
 pub struct GatewayClient {
     base: String,
     http: reqwest::Client,
+    token: Option<BearerToken>,
 }
 
 /// How a gateway answered a pong.
@@ -38,33 +41,47 @@ impl GatewayClient {
         Ok(Self {
             base: base.into().trim_end_matches('/').to_owned(),
             http,
+            token: None,
         })
+    }
+
+    /// The same client sending `token` as its bearer token.
+    pub fn with_token(mut self, token: Option<BearerToken>) -> Self {
+        self.token = token;
+        self
+    }
+
+    /// A request to `path` with the bearer token.
+    fn request(&self, method: reqwest::Method, path: &str) -> (String, reqwest::RequestBuilder) {
+        let url = self.url(path);
+        let req = self.http.request(method, &url);
+        let req = match &self.token {
+            Some(t) => req.bearer_auth(t.secret()),
+            None => req,
+        };
+        (url, req)
     }
 
     /// Registers a toolset.
     pub async fn register(&self, req: &RegisterRequest) -> Result<RegisterResponse, RegistryError> {
-        self.send(self.http.post(self.url("/v1/toolsets")), Some(req))
-            .await
+        let (_, builder) = self.request(reqwest::Method::POST, "/v1/toolsets");
+        self.send(builder, Some(req)).await
     }
 
     /// Unregisters a toolset.
     pub async fn unregister(&self, name: &str) -> Result<(), RegistryError> {
-        let url = self.url(&format!("/v1/toolsets/{name}"));
-        let resp = self
-            .http
-            .delete(&url)
-            .send()
-            .await
-            .map_err(|e| gateway(&url, e))?;
+        let (url, req) = self.request(reqwest::Method::DELETE, &format!("/v1/toolsets/{name}"));
+        let resp = req.send().await.map_err(|e| gateway(&url, e))?;
         check(&url, resp).await.map(|_| ())
     }
 
     /// Answers a ping.
     pub async fn pong(&self, toolset: &str, ping_id: &str) -> Result<PongReply, RegistryError> {
-        let url = self.url(&format!("/v1/toolsets/{toolset}/pong"));
-        let resp = self
-            .http
-            .post(&url)
+        let (url, req) = self.request(
+            reqwest::Method::POST,
+            &format!("/v1/toolsets/{toolset}/pong"),
+        );
+        let resp = req
             .json(&PongRequest {
                 ping_id: ping_id.to_owned(),
             })
@@ -80,13 +97,8 @@ impl GatewayClient {
 
     /// One toolset with its tools and health.
     pub async fn toolset(&self, name: &str) -> Result<ToolsetView, RegistryError> {
-        let url = self.url(&format!("/v1/toolsets/{name}"));
-        let resp = self
-            .http
-            .get(&url)
-            .send()
-            .await
-            .map_err(|e| gateway(&url, e))?;
+        let (url, req) = self.request(reqwest::Method::GET, &format!("/v1/toolsets/{name}"));
+        let resp = req.send().await.map_err(|e| gateway(&url, e))?;
         if resp.status() == reqwest::StatusCode::NOT_FOUND {
             return Err(RegistryError::UnknownToolset(name.to_owned()));
         }

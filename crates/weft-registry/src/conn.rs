@@ -1,7 +1,9 @@
 //! Connections to Redis: one multiplexed connection for pipelined writes
 //! (reconnecting with backoff), and a bounded pool of dedicated connections
 //! for blocking reads, which have no response timeout. Every socket sets
-//! `TCP_NODELAY`.
+//! `TCP_NODELAY`. `rediss://` URLs connect over TLS (rustls with ring),
+//! trusting the system's roots or a private CA ([`RedisOptions::ca_pem`]);
+//! `redis://user:password@host` logs in as a Redis ACL user.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -15,6 +17,25 @@ use crate::error::RegistryError;
 
 /// Most dedicated blocking connections open at once, by default.
 pub const DEFAULT_MAX_BLOCKING: usize = 256;
+
+/// How to connect beyond the URL.
+#[derive(Debug, Clone)]
+pub struct RedisOptions {
+    /// Most dedicated blocking connections open at once.
+    pub max_blocking: usize,
+    /// PEM certificates of the CA a `rediss://` server's certificate must
+    /// chain to, instead of the system's roots.
+    pub ca_pem: Option<Vec<u8>>,
+}
+
+impl Default for RedisOptions {
+    fn default() -> Self {
+        Self {
+            max_blocking: DEFAULT_MAX_BLOCKING,
+            ca_pem: None,
+        }
+    }
+}
 
 /// A handle on one Redis server; cheap to clone.
 #[derive(Clone)]
@@ -38,13 +59,23 @@ impl std::fmt::Debug for Redis {
 }
 
 impl Redis {
-    /// Connects to `url` (`redis://host:port[/db]`).
+    /// Connects to `url` (`redis[s]://[user:password@]host:port[/db]`).
     pub async fn connect(url: &str) -> Result<Self, RegistryError> {
-        Self::connect_with(url, DEFAULT_MAX_BLOCKING).await
+        Self::connect_opts(url, RedisOptions::default()).await
     }
 
     /// Connects with at most `max_blocking` dedicated blocking connections.
     pub async fn connect_with(url: &str, max_blocking: usize) -> Result<Self, RegistryError> {
+        let options = RedisOptions {
+            max_blocking,
+            ..RedisOptions::default()
+        };
+        Self::connect_opts(url, options).await
+    }
+
+    /// Connects with `options`.
+    pub async fn connect_opts(url: &str, options: RedisOptions) -> Result<Self, RegistryError> {
+        let max_blocking = options.max_blocking;
         if max_blocking == 0 {
             return Err(RegistryError::Config(
                 "max_blocking must be at least 1".into(),
@@ -53,7 +84,25 @@ impl Redis {
         let info = url
             .into_connection_info()?
             .set_tcp_settings(TcpSettings::default().set_nodelay(true));
-        let client = redis::Client::open(info)?;
+        let tls = matches!(info.addr(), redis::ConnectionAddr::TcpTls { .. });
+        if tls {
+            install_crypto_provider();
+        }
+        let client = match options.ca_pem {
+            Some(pem) if tls => redis::Client::build_with_tls(
+                info,
+                redis::TlsCertificates {
+                    client_tls: None,
+                    root_cert: Some(pem),
+                },
+            )?,
+            Some(_) => {
+                return Err(RegistryError::Config(
+                    "a CA file applies only to a `rediss://` URL".into(),
+                ));
+            }
+            None => redis::Client::open(info)?,
+        };
         let config = ConnectionManagerConfig::new()
             .set_min_delay(Duration::from_millis(20))
             .set_max_delay(Duration::from_secs(2))
@@ -174,5 +223,53 @@ impl Drop for Blocking {
         if let (Some(conn), Ok(mut idle)) = (self.conn.take(), self.pool.idle.lock()) {
             idle.push(conn);
         }
+    }
+}
+
+/// Installs ring as the process's rustls crypto provider, once; a provider
+/// installed before by another part of the process is kept.
+fn install_crypto_provider() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
+/// `url` with its password replaced by `***`, for messages and logs.
+pub fn redacted(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    match authority.rsplit_once('@') {
+        Some((user_info, host)) => {
+            let user = user_info.split_once(':').map_or(user_info, |(u, _)| u);
+            let hidden = if user_info.contains(':') {
+                format!("{user}:***")
+            } else {
+                "***".to_owned()
+            };
+            format!("{scheme}://{hidden}@{host}{path}")
+        }
+        None => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn redacts_passwords() {
+        use super::redacted;
+        assert_eq!(
+            redacted("redis://127.0.0.1:6379/2"),
+            "redis://127.0.0.1:6379/2"
+        );
+        assert_eq!(
+            redacted("rediss://app:s3cr:et@h:6380/1"),
+            "rediss://app:***@h:6380/1"
+        );
+        assert_eq!(redacted("redis://:pw@h"), "redis://:***@h");
+        assert_eq!(redacted("redis://pw@h"), "redis://***@h");
+        assert_eq!(redacted("nonsense"), "nonsense");
     }
 }

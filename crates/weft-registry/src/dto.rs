@@ -143,8 +143,10 @@ pub struct CallResponse {
 pub struct Problem {
     /// The HTTP status.
     pub status: u16,
-    /// The machine-readable code: `not_found`, `validation_error`,
-    /// `service_unavailable`, `queue_full`, `payload_too_large`, `bad_request`, `internal`.
+    /// The machine-readable code: `unauthorized` (401), `forbidden` (403),
+    /// `conflict` (409: another provider registered the toolset), `not_found`,
+    /// `validation_error`, `service_unavailable`, `queue_full`,
+    /// `payload_too_large`, `bad_request`, `internal`.
     pub code: String,
     /// What was wrong.
     pub detail: String,

@@ -1,6 +1,7 @@
 //! weft-registry: tools served by other processes through Redis Streams,
 //! wire-compatible with loom-mcp's `toolregistry`.
 //!
+//! - [`access`]: the gateway's bearer tokens, roles and scopes.
 //! - [`wire`]: stream names and the JSON messages, byte for byte.
 //! - [`pulse`]: Pulse stream entries (`pulse:stream:<name>`, fields `n`, `p`, `t`).
 //! - [`conn`]: Redis connections (multiplexed writes, dedicated blocking reads).
@@ -14,6 +15,7 @@
 //! - [`schema`]: payload validation with loom-mcp's field issues.
 //! - `trace`: W3C trace context from the executor's span to the provider's.
 
+pub mod access;
 pub mod admission;
 mod batch;
 pub mod catalog;
@@ -30,10 +32,11 @@ pub mod schema;
 mod trace;
 pub mod wire;
 
+pub use access::{BearerToken, RegistryTokens};
 pub use catalog::{Catalog, Namespace, ToolSchema, ToolsetRecord};
 pub use client::GatewayClient;
-pub use conn::Redis;
+pub use conn::{Redis, RedisOptions};
 pub use error::RegistryError;
 pub use executor::{ExecutorConfig, LazyRegistryToolSet, RegistryToolSet};
-pub use gateway::{Gateway, GatewayConfig};
+pub use gateway::{Gateway, GatewayAuth, GatewayConfig};
 pub use provider::{Provider, ProviderConfig};

@@ -8,6 +8,11 @@
 //! TTL: past that a driver starts no more tools, because another process may
 //! already have taken the run over. A lease the store reports lost, or one
 //! whose renewals stopped, ends its driver at its next step.
+//!
+//! A renewal can miss a lease without anyone else taking it: the run's own
+//! last commit (finished, paused, awaiting) frees its lease, and may land
+//! between the heartbeat's reading of the held leases and the store's
+//! answer. Only a lease another process holds is worth a warning ([`Loss`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
@@ -150,8 +155,9 @@ impl Leases {
         }
     }
 
-    /// Renews every held lease once.
-    async fn renew(&self, store: &dyn RunStore, clock: &dyn Clock) {
+    /// Renews every held lease once; returns the leases the store did not
+    /// renew, each with why.
+    async fn renew(&self, store: &dyn RunStore, clock: &dyn Clock) -> Vec<(RunId, Loss)> {
         let leases: Vec<HeldLease> = self
             .lock()
             .iter()
@@ -161,28 +167,123 @@ impl Leases {
             })
             .collect();
         if leases.is_empty() {
-            return;
+            return Vec::new();
         }
         let started = Instant::now();
         let expires_at = clock.now().saturating_add(self.ttl);
-        match store.renew_leases(&self.owner, &leases, expires_at).await {
-            Ok(lost) => {
-                let mut held = self.lock();
-                for lease in &leases {
-                    if let Some(h) = held.get_mut(&lease.run_id)
-                        && h.epoch == lease.epoch
-                    {
-                        h.trusted_until = started + self.ttl;
-                    }
-                }
-                for run_id in lost {
-                    tracing::warn!(%run_id, "lease lost: another process drives the run now");
-                    if let Some(h) = held.get_mut(&run_id) {
-                        h.trusted_until = started;
-                    }
-                }
+        let lost = match store.renew_leases(&self.owner, &leases, expires_at).await {
+            Ok(lost) => lost,
+            Err(e) => {
+                tracing::warn!(error = %e, "renewing leases failed");
+                return Vec::new();
             }
-            Err(e) => tracing::warn!(error = %e, "renewing leases failed"),
+        };
+        let (mut report, suspects) = self.settle(&leases, lost, started);
+        for HeldLease { run_id, .. } in suspects {
+            let loss = match store.load_run(&run_id).await {
+                Ok(Some(run)) => match run.lease_owner {
+                    Some(holder) if holder != self.owner => Loss::Taken { holder },
+                    Some(_) => Loss::Retaken,
+                    None => Loss::Freed {
+                        status: run.record.status.as_str(),
+                    },
+                },
+                // A finished run the store no longer keeps.
+                Ok(None) => Loss::Freed { status: "gone" },
+                Err(e) => Loss::Unknown {
+                    error: e.to_string(),
+                },
+            };
+            report.push((run_id, loss));
+        }
+        report
+    }
+
+    /// Applies a renewal begun at `started` of `leases`, of which the
+    /// store renewed all but `lost`: the renewed ones are trusted one more
+    /// TTL, the lost ones no more. Returns the lost leases this process let
+    /// go of meanwhile (they finished, paused, await, or were taken again
+    /// at a newer epoch here, and are none of the heartbeat's business),
+    /// and the ones still held at the renewed epoch, whose loss the store
+    /// must explain.
+    fn settle(
+        &self,
+        leases: &[HeldLease],
+        lost: Vec<RunId>,
+        started: Instant,
+    ) -> (Vec<(RunId, Loss)>, Vec<HeldLease>) {
+        let mut held = self.lock();
+        for lease in leases {
+            if let Some(h) = held.get_mut(&lease.run_id)
+                && h.epoch == lease.epoch
+            {
+                h.trusted_until = started + self.ttl;
+            }
+        }
+        let mut let_go = Vec::new();
+        let mut suspects = Vec::new();
+        for run_id in lost {
+            let Some(epoch) = leases.iter().find(|l| l.run_id == run_id).map(|l| l.epoch) else {
+                continue;
+            };
+            match held.get_mut(&run_id) {
+                Some(h) if h.epoch == epoch => {
+                    h.trusted_until = started;
+                    suspects.push(HeldLease { run_id, epoch });
+                }
+                _ => let_go.push((run_id, Loss::LetGo)),
+            }
+        }
+        (let_go, suspects)
+    }
+}
+
+/// Why the heartbeat could not renew a lease.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Loss {
+    /// This process let go of the run between reading its leases and the
+    /// store's answer: its driver ended, or it holds the run at a newer epoch.
+    LetGo,
+    /// The run's own last commit freed the lease (it finished, paused or
+    /// awaits): its driver is ending.
+    Freed {
+        /// The run's stored status (`gone` when no longer stored).
+        status: &'static str,
+    },
+    /// This process took the run again at a newer epoch.
+    Retaken,
+    /// Another process holds the lease.
+    Taken {
+        /// The holder's owner id.
+        holder: String,
+    },
+    /// The store could not say who holds the lease.
+    Unknown {
+        /// Why.
+        error: String,
+    },
+}
+
+impl Loss {
+    /// Logs the loss of `run_id`'s lease: a warning only when another
+    /// process (perhaps) drives the run now.
+    fn log(&self, run_id: &RunId) {
+        match self {
+            Loss::Taken { holder } => {
+                tracing::warn!(%run_id, %holder, "lease lost: another process drives the run now");
+            }
+            Loss::Unknown { error } => {
+                tracing::warn!(%run_id, %error, "lease lost: reading its holder failed");
+            }
+            Loss::LetGo => {
+                tracing::debug!(%run_id, "lease not renewed: the run was let go meanwhile");
+            }
+            Loss::Freed { status } => {
+                tracing::debug!(%run_id, %status, "lease not renewed: the run's last commit freed it");
+            }
+            Loss::Retaken => {
+                tracing::debug!(%run_id, "lease not renewed: taken again here at a newer epoch");
+            }
         }
     }
 }
@@ -203,6 +304,12 @@ async fn heartbeat(leases: Weak<Leases>, store: Arc<dyn RunStore>, clock: Arc<dy
         let Some(leases) = leases.upgrade() else {
             return;
         };
-        leases.renew(&*store, &*clock).await;
+        for (run_id, loss) in leases.renew(&*store, &*clock).await {
+            loss.log(&run_id);
+        }
     }
 }
+
+#[cfg(test)]
+#[path = "leases_tests.rs"]
+mod tests;

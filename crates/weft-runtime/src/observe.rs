@@ -20,7 +20,9 @@ pub enum Observation<'a> {
         /// The run's agent.
         agent: &'a AgentId,
     },
-    /// A driven run reached its outcome.
+    /// A run reached its outcome: driven to it, or cancelled while no task
+    /// drove it (awaiting, paused, queued). Once per run, so runs started
+    /// minus runs finished is the runs in flight.
     RunFinished {
         /// The run's agent.
         agent: &'a AgentId,

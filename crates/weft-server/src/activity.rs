@@ -151,18 +151,21 @@ impl Drop for RequestGuard {
     }
 }
 
-/// A response body that holds its request's guard until written or dropped.
+/// A response body that holds its request's guard (and its tenant's share,
+/// see `share`) until written or dropped.
 pub(crate) struct Tracked {
     inner: Body,
     _guard: RequestGuard,
+    _share: crate::share::ShareSlot,
 }
 
 impl Tracked {
-    /// `body`, ending its request when it ends.
-    pub(crate) fn wrap(body: Body, guard: RequestGuard) -> Body {
+    /// `body`, ending its request (and giving back its share) when it ends.
+    pub(crate) fn wrap(body: Body, guard: RequestGuard, share: crate::share::ShareSlot) -> Body {
         Body::new(Tracked {
             inner: body,
             _guard: guard,
+            _share: share,
         })
     }
 }

@@ -204,7 +204,14 @@ impl FromRequestParts<AppState> for Tenant {
             .tenants
             .tenant_of(token)
             .ok_or(ApiError::Unauthorized)?;
+        // Past its share of requests in flight, before any body is read.
+        if let Some(share) = parts.extensions.get::<crate::share::ShareSlot>() {
+            share.take(tenant)?;
+        }
         tracing::Span::current().record("tenant", tenant);
+        if let Some(slot) = parts.extensions.get::<crate::requests::TenantSlot>() {
+            slot.set(tenant);
+        }
         Ok(Tenant(tenant.to_owned()))
     }
 }

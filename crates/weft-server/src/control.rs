@@ -116,7 +116,7 @@ pub(crate) async fn continue_run(
         (status = 200, description = "Cancelled, or cancelling", body = RunView),
         (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such run for this tenant", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "Finished", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "Finished; also a run whose stored data cannot be read (it is failed with reason `corrupt_state`)", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]
@@ -176,9 +176,51 @@ async fn control_run(
     run_id: &str,
     control: Control<'_>,
 ) -> Result<Json<RunView>, ApiError> {
-    let id = owned_run(state, tenant, run_id).await?.record.run_id;
+    let id = match owned_run(state, tenant, run_id).await {
+        Ok(stored) => stored.record.run_id,
+        Err(ApiError::CorruptRun {
+            run_id,
+            ended,
+            quarantined,
+        }) => {
+            return Err(corrupt(state, run_id, (ended, quarantined), control).await);
+        }
+        Err(e) => return Err(e),
+    };
     let stored = apply(state, &id, control).await?;
     Ok(Json(RunView::new(stored.record, Some(&stored.snapshot))))
+}
+
+/// The answer to `control` of the caller's run `run_id`, whose stored row
+/// cannot be read (`ended`, `quarantined` so far): no change applies to
+/// it, so an unfinished one is quarantined on the way (the runtime fails it
+/// with reason `corrupt_state`), and the answer is a 409, the run having
+/// ended.
+async fn corrupt(
+    state: &AppState,
+    run_id: String,
+    (ended, mut quarantined): (bool, bool),
+    control: Control<'_>,
+) -> ApiError {
+    if !ended {
+        let id = RunId::new(run_id.as_str());
+        match control.call(&state.runtime, &id).await {
+            Err(RuntimeError::Finished(_)) => quarantined = true,
+            Err(e) => return e.into(),
+            Ok(()) => {
+                return ApiError::CorruptRun {
+                    run_id,
+                    ended,
+                    quarantined,
+                };
+            }
+        }
+    }
+    let why = match quarantined {
+        true => "it is failed with reason `corrupt_state`, its stored data being unreadable",
+        false => "its stored data cannot be read",
+    };
+    ApiError::Conflict(format!("run `{run_id}` has ended: {why}"))
 }
 
 /// Asks the runtime for `control` and returns the run as stored after it

@@ -10,7 +10,10 @@
 //! for room; when every open connection is busy, the new one is refused.
 //!
 //! Under a flood, a client that connects and sends its request at once is
-//! served: the flood's older sockets go first.
+//! served: the flood's older sockets go first. A few places beyond the cap
+//! are kept for health checks and metrics: a connection that takes one is
+//! served those only, so a server whose every connection is busy still
+//! answers its probes.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -23,6 +26,8 @@ use crate::activity::{Activity, Phase};
 /// The connections open now, up to a cap.
 pub(crate) struct Crowd {
     cap: usize,
+    /// Places beyond `cap` for probes only.
+    reserve: usize,
     inner: Mutex<Inner>,
 }
 
@@ -30,11 +35,15 @@ pub(crate) struct Crowd {
 struct Inner {
     next_id: u64,
     open: HashMap<u64, Member>,
+    /// How many of `open` hold a probe's place.
+    reserved: usize,
 }
 
 struct Member {
     activity: Activity,
     evict: Arc<Notify>,
+    /// Whether it holds a probe's place.
+    reserved: bool,
 }
 
 /// Why a connection could not join.
@@ -45,10 +54,12 @@ pub(crate) enum Refused {
 }
 
 impl Crowd {
-    /// A crowd of at most `cap` connections (at least one).
-    pub(crate) fn new(cap: usize) -> Arc<Self> {
+    /// A crowd of at most `cap` connections (at least one), and `reserve`
+    /// more for probes.
+    pub(crate) fn new(cap: usize, reserve: usize) -> Arc<Self> {
         Arc::new(Self {
             cap: cap.max(1),
+            reserve,
             inner: Mutex::new(Inner::default()),
         })
     }
@@ -59,33 +70,41 @@ impl Crowd {
     /// crowd when dropped.
     pub(crate) fn join(self: &Arc<Self>, activity: Activity) -> Result<Place, Refused> {
         let mut inner = self.lock();
-        if inner.open.len() >= self.cap {
+        let mut reserved = false;
+        if inner.open.len() - inner.reserved >= self.cap {
             let oldest = inner
                 .open
                 .iter()
+                .filter(|(_, m)| !m.reserved)
                 .filter_map(|(id, m)| waiting_since(m.activity.phase()).map(|since| (since, *id)))
                 .min();
-            let Some((_, id)) = oldest else {
-                return Err(Refused::AllBusy);
-            };
-            if let Some(member) = inner.open.remove(&id) {
-                member.evict.notify_one();
+            match oldest {
+                Some((_, id)) => {
+                    if let Some(member) = inner.open.remove(&id) {
+                        member.evict.notify_one();
+                    }
+                }
+                None if inner.reserved < self.reserve => reserved = true,
+                None => return Err(Refused::AllBusy),
             }
         }
         let id = inner.next_id;
         inner.next_id += 1;
         let evict = Arc::new(Notify::new());
+        inner.reserved += usize::from(reserved);
         inner.open.insert(
             id,
             Member {
                 activity,
                 evict: evict.clone(),
+                reserved,
             },
         );
         Ok(Place {
             crowd: self.clone(),
             id,
             evict,
+            reserved,
         })
     }
 
@@ -114,9 +133,16 @@ pub(crate) struct Place {
     crowd: Arc<Crowd>,
     id: u64,
     evict: Arc<Notify>,
+    reserved: bool,
 }
 
 impl Place {
+    /// Whether this connection holds a probe's place: it is served health
+    /// checks and metrics only.
+    pub(crate) fn is_reserved(&self) -> bool {
+        self.reserved
+    }
+
     /// Resolves when the connection is closed to make room for another.
     pub(crate) async fn evicted(&self) {
         self.evict.notified().await;
@@ -125,7 +151,12 @@ impl Place {
 
 impl Drop for Place {
     fn drop(&mut self) {
-        self.crowd.lock().open.remove(&self.id);
+        let mut inner = self.crowd.lock();
+        if let Some(member) = inner.open.remove(&self.id)
+            && member.reserved
+        {
+            inner.reserved -= 1;
+        }
     }
 }
 
@@ -135,7 +166,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_full_crowd_makes_room_by_closing_the_longest_waiting() {
-        let crowd = Crowd::new(2);
+        let crowd = Crowd::new(2, 0);
         let older = Activity::new();
         let first = crowd.join(older.clone()).unwrap();
         tokio::time::sleep(std::time::Duration::from_millis(5)).await;
@@ -159,7 +190,7 @@ mod tests {
 
     #[tokio::test]
     async fn busy_connections_are_never_closed_for_room() {
-        let crowd = Crowd::new(2);
+        let crowd = Crowd::new(2, 0);
         let a = Activity::new();
         let b = Activity::new();
         let _pa = crowd.join(a.clone()).unwrap();
@@ -170,5 +201,24 @@ mod tests {
         // Once b's request ends, b is idle and may go.
         drop(gb);
         assert!(crowd.join(Activity::new()).is_ok());
+    }
+}
+
+#[cfg(test)]
+mod reserve_tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_busy_crowd_still_has_its_probes_places() {
+        let crowd = Crowd::new(1, 1);
+        let a = Activity::new();
+        let _pa = crowd.join(a.clone()).unwrap();
+        let _busy = a.begin_request();
+        let probe = crowd.join(Activity::new()).unwrap();
+        assert!(probe.is_reserved());
+        assert!(matches!(crowd.join(Activity::new()), Err(Refused::AllBusy)));
+        drop(probe);
+        let again = crowd.join(Activity::new()).unwrap();
+        assert!(again.is_reserved(), "a probe's place is free again");
     }
 }

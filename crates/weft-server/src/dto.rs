@@ -252,9 +252,24 @@ impl RunView {
 pub struct RunList {
     /// The runs (records only: no outcome or await items).
     pub runs: Vec<RunView>,
+    /// The page's runs whose stored row cannot be read: left out of `runs`,
+    /// the list goes on past them. Absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<SkippedRun>,
     /// Pass as `cursor` for the next page; absent on the last one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
+}
+
+/// A run left out of a list because its stored row cannot be read.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct SkippedRun {
+    /// The run.
+    pub run_id: String,
+    /// Always true: its stored data is corrupt.
+    pub corrupt: bool,
+    /// What cannot be read, in short.
+    pub error: String,
 }
 
 /// `POST /v1/runs/{id}/answers`: answers one await item.

@@ -59,6 +59,17 @@ pub enum ApiError {
     /// The route exists but not with this method (405).
     #[error("method not allowed on this resource")]
     MethodNotAllowed,
+    /// The run's stored row does not decode (500, `corrupt-run`); only its
+    /// own tenant is told (another gets a 404).
+    #[error("run `{run_id}` cannot be read: its stored data is corrupt")]
+    CorruptRun {
+        /// The run.
+        run_id: String,
+        /// Whether it has ended.
+        ended: bool,
+        /// Whether it was quarantined: failed with reason `corrupt_state`.
+        quarantined: bool,
+    },
     /// The server could not serve the request (500); the error is logged, not sent.
     #[error("internal error: {0}")]
     Internal(#[source] BoxError),
@@ -99,6 +110,10 @@ pub struct Problem {
     /// The request fields at fault, for validation problems.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<FieldError>,
+    /// The request's id, as in its `x-request-id` response header: quote it
+    /// when reporting the problem, to find the request in the server's logs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
 }
 
 impl ApiError {
@@ -128,12 +143,15 @@ impl ApiError {
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            ApiError::Internal(_) | ApiError::CorruptRun { .. } => {
+                StatusCode::INTERNAL_SERVER_ERROR
+            }
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 
-    /// The problem document for this error.
+    /// The problem document for this error, naming the request being
+    /// handled on this task, if any.
     pub fn problem(&self) -> Problem {
         let status = self.status();
         let (slug, detail, errors) = match self {
@@ -152,6 +170,16 @@ impl ApiError {
                 ("too-many-requests", detail.clone(), Vec::new())
             }
             ApiError::MethodNotAllowed => ("method-not-allowed", self.to_string(), Vec::new()),
+            ApiError::CorruptRun {
+                ended, quarantined, ..
+            } => {
+                let end = match (quarantined, ended) {
+                    (true, _) => "; it was quarantined: failed with reason `corrupt_state`",
+                    (false, true) => "; it has ended",
+                    (false, false) => "",
+                };
+                ("corrupt-run", format!("{self}{end}"), Vec::new())
+            }
             ApiError::Internal(_) => (
                 "internal",
                 "the server failed to handle the request".to_owned(),
@@ -163,12 +191,23 @@ impl ApiError {
                 Vec::new(),
             ),
         };
+        // A backstop: whatever input a message quotes, it quotes short.
+        let detail = crate::clip::clip_quoted_to(&detail, 128, 2048);
+        let errors = errors
+            .into_iter()
+            .map(|e| FieldError {
+                field: crate::clip::clip(&e.field, 256),
+                message: crate::clip::clip_quoted_to(&e.message, 128, 2048),
+                ..e
+            })
+            .collect();
         Problem {
             kind: format!("urn:weft:problem:{slug}"),
             title: status.canonical_reason().unwrap_or("Error").to_owned(),
             status: status.as_u16(),
             detail,
             errors,
+            request_id: crate::requests::current_id(),
         }
     }
 }
@@ -296,7 +335,7 @@ impl From<BytesRejection> for ApiError {
 impl From<QueryRejection> for ApiError {
     fn from(r: QueryRejection) -> Self {
         ApiError::BadRequest {
-            detail: r.body_text(),
+            detail: crate::clip::clip_quoted(&r.body_text()),
             errors: Vec::new(),
         }
     }
@@ -305,7 +344,7 @@ impl From<QueryRejection> for ApiError {
 impl From<PathRejection> for ApiError {
     fn from(r: PathRejection) -> Self {
         ApiError::BadRequest {
-            detail: r.body_text(),
+            detail: crate::clip::clip_quoted(&r.body_text()),
             errors: Vec::new(),
         }
     }

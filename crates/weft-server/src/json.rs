@@ -4,12 +4,16 @@
 //! The body is buffered through axum's `Bytes` extractor, so the router's
 //! `DefaultBodyLimit` applies and an oversized body becomes a 413 problem;
 //! a body still incomplete at the request's [`BodyDeadline`] is a 408.
+//!
+//! An error never echoes more than a short prefix of the input: what serde
+//! quotes of it (an unknown field's name, a value) is clipped (`clip`).
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
 use axum::http::header;
 use serde::de::DeserializeOwned;
 
+use crate::clip::{MESSAGE_CHARS, clip, clip_quoted};
 use crate::error::{ApiError, FieldError};
 use crate::listen::BodyDeadline;
 
@@ -74,8 +78,8 @@ pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
     let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let inner = e.inner();
-        let path = e.path().to_string();
-        let message = inner.to_string();
+        let path = clip(&e.path().to_string(), MESSAGE_CHARS / 4);
+        let message = clip_quoted(&inner.to_string());
         if inner.is_syntax() || inner.is_eof() {
             return ApiError::BadRequest {
                 detail: format!("the body is not valid JSON: {message}"),
@@ -168,6 +172,38 @@ mod tests {
         assert_eq!(fields(e), vec!["inner.count"]);
         let e = parse::<Outer>(br#"{"inner": {"count": 1}}"#).unwrap_err();
         assert_eq!(fields(e), vec!["name"]);
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)] // Fields exist to be deserialized.
+    struct Strict {
+        name: String,
+    }
+
+    #[test]
+    fn an_error_quotes_at_most_a_short_prefix_of_the_input() {
+        let huge = "x".repeat(900_000);
+        let bodies = [
+            format!(r#"{{"{huge}": 1}}"#),
+            format!(r#"{{"name": 1, "{huge}": 1}}"#),
+            format!(r#"{{"name": ["{huge}"]}}"#),
+        ];
+        for body in bodies {
+            let e = parse::<Strict>(body.as_bytes()).unwrap_err();
+            let ApiError::BadRequest { detail, errors } = &e else {
+                panic!("a bad request: {e:?}");
+            };
+            assert!(detail.len() < 1_000, "detail of {} bytes", detail.len());
+            assert!(
+                errors
+                    .iter()
+                    .all(|f| f.message.len() + f.field.len() < 1_000)
+            );
+        }
+        let e = parse::<Strict>(format!(r#"{{"{huge}": 1}}"#).as_bytes()).unwrap_err();
+        assert!(e.to_string().contains("unknown field `xxxx"), "{e}");
+        assert!(e.to_string().contains("…`"), "{e}");
     }
 
     #[test]

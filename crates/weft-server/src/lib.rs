@@ -17,19 +17,25 @@
 //!   `tenant-a=tok1,tenant-b=tok2`) and the [`Tenant`] extractor. Sessions and
 //!   runs carry the label `weft.tenant`; another tenant's resource is a 404.
 //! - [`error`]: [`ApiError`], the single error type, as `application/problem+json`.
-//! - [`json`]: [`JsonBody`], body extraction that names the faulty field.
+//! - [`json`]: [`JsonBody`], body extraction that names the faulty field;
+//!   `clip`: how much of a client's input an error may repeat.
 //! - [`dto`]: request and response bodies.
-//! - `sessions`, `runs`, `events` (SSE), `control` (answers, pause, continue,
-//!   cancel): the handlers; `access`: the tenant and input checks they share;
+//! - `agents` (the served agents), `sessions`, `runs`, `events` (SSE),
+//!   `control` (answers, pause, continue, cancel): the handlers; `access`:
+//!   the tenant and input checks they share;
 //!   `listing`: a tenant's runs and sessions as the store lists them;
 //!   `prompts`: a tenant's prompt overrides (list, set, clear).
 //! - `quota`: per-tenant quotas ([`TenantQuotas`]) on unfinished runs, starts
 //!   per minute and open event streams.
 //! - `listen`, `activity` and `crowd`: the accept loop, each connection's
-//!   timeouts ([`ConnLimits`]) and the connection limit.
+//!   timeouts ([`ConnLimits`]) and the connection limit, with places kept
+//!   for probes; `share`: fair shares (connections per peer address,
+//!   requests in flight per tenant).
 //! - `openapi`: the document served at `/openapi.json`, with the schemas of
 //!   weft-core's shapes in `message_schema`, `await_schema`, `event_schema`
 //!   and `elicit_schema`.
+//! - `requests`: each request's id (`x-request-id`, echoed and named in
+//!   problem bodies), its log line and its HTTP metrics.
 //! - `ui`: the run viewer, static files from `ui/` embedded in the binary
 //!   and served at `/ui/`; a browser client of the API, not part of it.
 //!
@@ -43,7 +49,7 @@
 //!   behind its own token ([`MetricsAccess`]).
 //!
 //! Endpoints: `GET /healthz`, `GET /openapi.json`, `GET /metrics`, the viewer at
-//! `GET /ui/`, and under `/v1`:
+//! `GET /ui/`, and under `/v1`: `GET /agents`,
 //! `POST|GET /sessions`, `GET|DELETE /sessions/{id}`, `POST /sessions/{id}/end`,
 //! `POST|GET /runs`, `GET /runs/{id}`, `GET /runs/{id}/events` (SSE),
 //! `POST /runs/{id}/answers`, `POST /runs/{id}/pause|continue|cancel`,
@@ -76,8 +82,10 @@
 
 mod access;
 mod activity;
+mod agents;
 pub mod auth;
 mod await_schema;
+mod clip;
 mod control;
 mod crowd;
 pub mod dto;
@@ -93,8 +101,10 @@ pub mod metrics;
 mod openapi;
 mod prompts;
 mod quota;
+mod requests;
 mod runs;
 mod sessions;
+mod share;
 mod ui;
 
 use std::future::Future;
@@ -115,6 +125,7 @@ pub use listen::ConnLimits;
 pub use metrics::{Metrics, MetricsAccess};
 pub use openapi::openapi;
 pub use quota::TenantQuotas;
+pub use requests::{DEBUG_LINES_PER_SECOND, REQUEST_ID};
 pub use ui::{CONTENT_SECURITY_POLICY, UI_PATH};
 
 /// The default request body limit: 1 MiB.
@@ -246,6 +257,7 @@ pub fn app(state: AppState) -> Router {
             get(sessions::get_session).delete(sessions::delete_session),
         )
         .route("/v1/sessions/{session_id}/end", post(sessions::end_session))
+        .route("/v1/agents", get(agents::list_agents))
         .route("/v1/runs", post(runs::start_run).get(runs::list_runs))
         .route("/v1/runs/{run_id}", get(runs::get_run))
         .route("/v1/runs/{run_id}/events", get(events::run_events))
@@ -262,24 +274,11 @@ pub fn app(state: AppState) -> Router {
         .fallback(|| async { ApiError::NotFound("no such route".to_owned()) })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .layer(DefaultBodyLimit::max(limit))
-        .layer(axum::middleware::from_fn(request_span))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            requests::track,
+        ))
         .with_state(state)
-}
-
-/// Runs each request inside a span naming its method and path; the tenant
-/// is recorded on it once the bearer token is checked.
-async fn request_span(
-    request: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> axum::response::Response {
-    use tracing::Instrument as _;
-    let span = tracing::info_span!(
-        "request",
-        method = %request.method(),
-        path = %request.uri().path(),
-        tenant = tracing::field::Empty,
-    );
-    next.run(request).instrument(span).await
 }
 
 /// Serves the API on `listener` until ctrl-c, then shuts down gracefully.

@@ -3,8 +3,10 @@
 //! body-read deadline on every request ([`BodyDeadline`]), an idle timeout
 //! (a keep-alive connection with no request is closed), a limit on open
 //! connections (at it, a new connection takes the place of the one waiting
-//! longest without a request, see [`Crowd`]), and a graceful shutdown that
-//! waits a bounded time for open connections.
+//! longest without a request, see [`Crowd`]; a few places beyond it are
+//! kept for `/healthz` and `/metrics`), fair shares (open connections per
+//! peer address, requests in flight per tenant, see `share`), and a
+//! graceful shutdown that waits a bounded time for open connections.
 //!
 //! Both timeouts are kept by each connection's [`Activity`], not by hyper,
 //! whose header-read timer also runs while a connection is idle.
@@ -15,6 +17,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::Request;
+use axum::response::IntoResponse as _;
 use hyper::body::Incoming;
 use hyper::service::Service as _;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -23,6 +26,10 @@ use hyper_util::service::TowerToHyperService;
 
 use crate::activity::{Activity, Timeouts, Tracked, Watched};
 use crate::crowd::Crowd;
+use crate::share::{Peers, ShareSlot, Shares};
+
+/// The paths a connection on a probe's place is served.
+const PROBES: [&str; 2] = ["/healthz", "/metrics"];
 
 /// How the server treats connections; every limit is on by default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,6 +46,16 @@ pub struct ConnLimits {
     /// the connection waiting longest without a request, and is closed when
     /// every open connection is serving one.
     pub max_connections: usize,
+    /// Connections beyond `max_connections` kept for `/healthz` and
+    /// `/metrics`: when every other connection is busy, a probe still gets
+    /// an answer (any other request on such a connection is answered 503).
+    pub reserved_connections: usize,
+    /// Connections one peer address may hold open at once; past it a new
+    /// one from that address is closed.
+    pub max_connections_per_peer: usize,
+    /// Requests one tenant may have in flight at once (event streams
+    /// included); past it a request is answered 429 before its body is read.
+    pub max_requests_per_tenant: usize,
     /// Time open connections get to finish after shutdown begins.
     pub shutdown_grace: Duration,
 }
@@ -50,6 +67,9 @@ impl Default for ConnLimits {
             body_read_timeout: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(60),
             max_connections: 4096,
+            reserved_connections: 8,
+            max_connections_per_peer: 1024,
+            max_requests_per_tenant: 1024,
             shutdown_grace: Duration::from_secs(10),
         }
     }
@@ -70,7 +90,9 @@ pub(crate) async fn accept_loop(
     on_shutdown: impl FnOnce(),
 ) -> std::io::Result<()> {
     let graceful = GracefulShutdown::new();
-    let crowd = Crowd::new(limits.max_connections);
+    let crowd = Crowd::new(limits.max_connections, limits.reserved_connections);
+    let peers = Peers::new(limits.max_connections_per_peer);
+    let shares = Shares::new(limits.max_requests_per_tenant);
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new()).header_read_timeout(None);
     let timeouts = Timeouts {
@@ -79,7 +101,7 @@ pub(crate) async fn accept_loop(
     };
     tokio::pin!(signal);
     loop {
-        let (stream, _) = tokio::select! {
+        let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
                 Err(e) => {
@@ -90,6 +112,14 @@ pub(crate) async fn accept_loop(
                 }
             },
             () = &mut signal => break,
+        };
+        let Some(peer_place) = peers.join(peer.ip()) else {
+            tracing::debug!(
+                limit = limits.max_connections_per_peer,
+                "connection refused: its address holds its share of connections"
+            );
+            drop(stream);
+            continue;
         };
         let activity = Activity::new();
         let Ok(place) = crowd.join(activity.clone()) else {
@@ -106,16 +136,28 @@ pub(crate) async fn accept_loop(
         let inner = TowerToHyperService::new(router.clone());
         let reporter = activity.clone();
         let body_read = limits.body_read_timeout;
+        let probes_only = place.is_reserved();
+        let shares = shares.clone();
         let service = hyper::service::service_fn(move |mut request: Request<Incoming>| {
             let guard = reporter.begin_request();
+            let share = ShareSlot::new(shares.clone());
             request
                 .extensions_mut()
                 .insert(BodyDeadline(tokio::time::Instant::now() + body_read));
-            let response = inner.call(request);
+            request.extensions_mut().insert(share.clone());
+            let refused = probes_only && !PROBES.contains(&request.uri().path());
+            let response = (!refused).then(|| inner.call(request));
             async move {
-                let response = response.await?;
+                let response = match response {
+                    Some(response) => response.await?,
+                    None => crate::error::ApiError::Unavailable(
+                        "the server is serving as many requests as it can; try again".into(),
+                    )
+                    .into_response(),
+                };
+                // The tenant's share is held until the body ends.
                 Ok::<_, std::convert::Infallible>(
-                    response.map(|body: Body| Tracked::wrap(body, guard)),
+                    response.map(|body: Body| Tracked::wrap(body, guard, share)),
                 )
             }
         });
@@ -133,7 +175,7 @@ pub(crate) async fn accept_loop(
                     tracing::debug!("connection closed to make room for a new one");
                 }
             }
-            drop(place);
+            drop((place, peer_place));
         });
     }
     on_shutdown();

@@ -3,10 +3,15 @@
 //! else. The caller's tenant label goes into the store's filter, so the
 //! query itself keeps only the caller's rows (no other tenant's row is
 //! read), and a page holds at most [`MAX_PAGE`] entries ([`DEFAULT_PAGE`]
-//! unless asked), continued with the cursor of its last entry.
+//! unless asked) and at most [`PAGE_BYTES`] of them as JSON, continued
+//! with the cursor of its last entry.
+//!
+//! A run whose stored row does not decode spoils only itself: a page lists
+//! it as a [`SkippedRun`] and goes on, and the cursor continues after the
+//! last row read, decoded or not; counts (quotas, children) count it.
 
 use weft_core::session::{SessionFilter, SessionRecord};
-use weft_core::store::{ListCursor, RunFilter, RunRecord, RunStatus};
+use weft_core::store::{ListCursor, ListedRun, RunFilter, RunStatus};
 use weft_core::tool::Labels;
 use weft_core::{RunId, Timestamp};
 use weft_runtime::PARENT_RUN_LABEL;
@@ -14,6 +19,7 @@ use weft_runtime::PARENT_RUN_LABEL;
 use crate::AppState;
 use crate::TenantQuotas;
 use crate::auth::Tenant;
+use crate::dto::{RunView, SkippedRun};
 use crate::error::ApiError;
 use crate::quota::{RATE_WINDOW, Stored};
 
@@ -26,6 +32,109 @@ pub(crate) const DEFAULT_PAGE: u32 = 50;
 
 /// The most entries one page holds, whatever the caller asks.
 pub(crate) const MAX_PAGE: u32 = 500;
+
+/// The most bytes of JSON the entries of one page of runs take: a page
+/// stops before the entry that would pass it (but holds one at least).
+pub(crate) const PAGE_BYTES: usize = 4 << 20;
+
+/// Rows read from the store at a time for a page of runs, so that a page
+/// that stops at [`PAGE_BYTES`] has not read much more than it holds.
+const PAGE_BATCH: u32 = 100;
+
+/// One page of runs: the runs, the rows that did not decode, and the
+/// cursor to continue after it.
+pub(crate) struct RunPage {
+    /// The runs.
+    pub(crate) runs: Vec<RunView>,
+    /// The rows that did not decode.
+    pub(crate) skipped: Vec<SkippedRun>,
+    /// The cursor after the last row included, when more may follow.
+    pub(crate) next_cursor: Option<String>,
+}
+
+/// The caller's page of runs matching `filter` (at most `size` rows, and
+/// at most [`PAGE_BYTES`] of them as JSON, one at least), read in batches
+/// of [`PAGE_BATCH`]; the cursor continues after the last row included,
+/// decoded or not.
+pub(crate) async fn run_page(
+    state: &AppState,
+    tenant: &Tenant,
+    filter: RunFilter,
+    size: u32,
+) -> Result<RunPage, ApiError> {
+    let mut page = RunPage {
+        runs: Vec::new(),
+        skipped: Vec::new(),
+        next_cursor: None,
+    };
+    let (mut rows, mut bytes, mut before) = (0u32, 0usize, filter.before.clone());
+    loop {
+        let batch = PAGE_BATCH.min(size - rows);
+        let listed = runs(
+            state,
+            tenant,
+            RunFilter {
+                limit: Some(batch),
+                before: before.clone(),
+                ..filter.clone()
+            },
+        )
+        .await?;
+        let ended = listed.len() < batch as usize;
+        for row in listed {
+            let cursor = row.cursor();
+            let entry = entry(row);
+            let len = match &entry {
+                Ok(view) => serde_json::to_vec(view).map_or(0, |v| v.len()),
+                Err(skip) => serde_json::to_vec(skip).map_or(0, |v| v.len()),
+            };
+            if rows > 0 && bytes + len > PAGE_BYTES {
+                page.next_cursor = before.map(|c| c.encode());
+                return Ok(page);
+            }
+            bytes += len + 1;
+            rows += 1;
+            before = Some(cursor);
+            match entry {
+                Ok(view) => page.runs.push(view),
+                Err(skip) => page.skipped.push(skip),
+            }
+        }
+        if ended {
+            return Ok(page);
+        }
+        if rows >= size {
+            page.next_cursor = before.map(|c| c.encode());
+            return Ok(page);
+        }
+    }
+}
+
+/// Cuts `page` before the entry that would take it past [`PAGE_BYTES`] of
+/// JSON (keeping one at least); whether it cut.
+pub(crate) fn keep_within_budget<T: serde::Serialize>(page: &mut Vec<T>) -> bool {
+    let mut bytes = 0usize;
+    for (i, entry) in page.iter().enumerate() {
+        bytes += serde_json::to_vec(entry).map_or(0, |v| v.len()) + 1;
+        if i > 0 && bytes > PAGE_BYTES {
+            page.truncate(i);
+            return true;
+        }
+    }
+    false
+}
+
+/// A listed row as a run's view, or the mark of a row that did not decode.
+fn entry(row: ListedRun) -> Result<RunView, SkippedRun> {
+    match row {
+        ListedRun::Run(record) => Ok(RunView::new(record, None)),
+        ListedRun::Corrupt { run_id, error, .. } => Err(SkippedRun {
+            run_id: run_id.to_string(),
+            corrupt: true,
+            error: crate::clip::clip(&error, 2 * crate::clip::QUOTE_CHARS),
+        }),
+    }
+}
 
 /// The page size for a requested `limit`.
 pub(crate) fn page_size(limit: Option<u32>) -> u32 {
@@ -102,17 +211,17 @@ pub(crate) fn next_cursor<T>(
         .flatten()
 }
 
-/// The caller's runs matching `filter`, newest first.
+/// The caller's runs matching `filter`, newest first, as listed rows.
 pub(crate) async fn runs(
     state: &AppState,
     tenant: &Tenant,
     filter: RunFilter,
-) -> Result<Vec<RunRecord>, ApiError> {
+) -> Result<Vec<ListedRun>, ApiError> {
     let filter = RunFilter {
         labels: tenant.label(filter.labels),
         ..filter
     };
-    Ok(state.runtime.store().list_runs(&filter).await?)
+    Ok(state.runtime.store().list_run_rows(&filter).await?)
 }
 
 /// How many child runs the caller's run `run_id` started (agents it called
@@ -168,7 +277,7 @@ pub(crate) async fn quota_usage(
             runs(state, tenant, filter)
                 .await?
                 .into_iter()
-                .map(|r| r.created_at)
+                .map(|r| r.cursor().created_at)
                 .collect()
         }
         None => Vec::new(),

@@ -8,7 +8,8 @@
 //! outcome) and failed (by failure), driver errors, steps, tool call
 //! latency (by tool), model tokens (by model; the estimated part apart),
 //! store commit latency and
-//! commit batch size; the server adds the open event streams. Label values
+//! commit batch size; the server adds the open event streams and its HTTP
+//! requests (count and latency by route template, see `requests`). Label values
 //! are agent, tool and model names from the configured agents (a tool call
 //! runs only once the catalog accepted its tool), so their number is bounded
 //! by the configuration.
@@ -35,6 +36,7 @@ use weft_runtime::observe::{Observation, Observer, failure_kind, outcome_kind};
 
 use crate::AppState;
 use crate::error::ApiError;
+use crate::requests::HttpMetrics;
 
 /// The content type of the exposition.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -119,6 +121,7 @@ pub struct Metrics {
     commit_seconds: Histogram,
     commit_events: Histogram,
     event_streams: Gauge,
+    pub(crate) http: HttpMetrics,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -149,6 +152,7 @@ impl Metrics {
             commit_seconds: latency(),
             commit_events: Histogram::new(exponential_buckets(1.0, 2.0, 12)),
             event_streams: Gauge::default(),
+            http: HttpMetrics::register(&mut registry, latency),
             registry: Registry::default(),
         };
         let r = &mut registry;
@@ -313,7 +317,7 @@ fn seconds(d: Duration) -> f64 {
     path = "/metrics",
     tag = "operations",
     responses(
-        (status = 200, description = "The Prometheus exposition (OpenMetrics text) of the server's runs, steps, tool calls, tokens, commits and open event streams", content_type = "application/openmetrics-text", body = String),
+        (status = 200, description = "The Prometheus exposition (OpenMetrics text) of the server's runs, steps, tool calls, tokens, commits, open event streams and HTTP requests", content_type = "application/openmetrics-text", body = String),
         (status = 401, description = "Missing or wrong metrics token (not a tenant token)", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 404, description = "Metrics are off on this server", body = crate::error::Problem, content_type = "application/problem+json"),
     ),

@@ -14,6 +14,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
 use utoipa::{Modify, OpenApi};
 
+use crate::agents::{AgentList, AgentView};
 use crate::await_schema::{
     AwaitAnswerSchema, AwaitItemSchema, ExternalToolCallSchema, QuestionOptionSchema,
     QuestionSchema, ToolOutputSchema, ToolResultBodySchema, ToolResultKindSchema,
@@ -21,7 +22,7 @@ use crate::await_schema::{
 use crate::dto::{
     AnswerAccepted, AwaitView, CancelRun, CreateSession, EndedSession, Health, NoOptions,
     PhaseSchema, ProvideAnswer, RunList, RunStatusSchema, RunView, SessionList, SessionView,
-    StartRun,
+    SkippedRun, StartRun,
 };
 use crate::elicit_schema::{
     ElicitationActionSchema, ElicitationAnswerSchema, ElicitationItemSchema, ElicitationModeSchema,
@@ -35,7 +36,7 @@ use crate::message_schema::{
     MediaKindSchema, MediaSourceSchema, MessageSchema, PartSchema, RoleSchema, RunInputSchema,
 };
 use crate::prompts::{ClearPrompt, PromptCleared, PromptList, PromptView, SetPrompt};
-use crate::{control, events, metrics, prompts, runs, sessions};
+use crate::{agents, control, events, metrics, prompts, runs, sessions};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -44,6 +45,7 @@ use crate::{control, events, metrics, prompts, runs, sessions};
         runs::health,
         serve_document,
         metrics::serve_metrics,
+        agents::list_agents,
         sessions::create_session,
         sessions::list_sessions,
         sessions::get_session,
@@ -62,9 +64,9 @@ use crate::{control, events, metrics, prompts, runs, sessions};
         prompts::clear_prompt,
     ),
     components(schemas(
-        AnswerAccepted, AwaitView, CancelRun, CreateSession, EndedSession, FieldError, Health,
+        AgentList, AgentView, AnswerAccepted, AwaitView, CancelRun, CreateSession, EndedSession, FieldError, Health,
         NoOptions, PhaseSchema, Problem, ProvideAnswer, RunList, RunStatusSchema, RunView,
-        SessionList, SessionView, StartRun, ElicitationItemSchema, ElicitationModeSchema,
+        SessionList, SessionView, SkippedRun, StartRun, ElicitationItemSchema, ElicitationModeSchema,
         ElicitationAnswerSchema, ElicitationActionSchema, RunInputSchema, MessageSchema,
         RoleSchema, PartSchema, MediaSourceSchema, MediaKindSchema, AwaitItemSchema,
         QuestionSchema, QuestionOptionSchema, ExternalToolCallSchema, AwaitAnswerSchema,
@@ -75,6 +77,7 @@ use crate::{control, events, metrics, prompts, runs, sessions};
     )),
     modifiers(&BearerAuth, &ProblemResponses),
     tags(
+        (name = "agents", description = "The agents this server runs"),
         (name = "sessions", description = "Conversations holding runs"),
         (name = "runs", description = "Runs, their events and their awaits"),
         (name = "prompts", description = "The caller's prompt overrides"),

@@ -22,7 +22,7 @@ use crate::auth::Tenant;
 use crate::dto::{Health, RunList, RunQuery, RunView, StartRun};
 use crate::error::{ApiError, Problem};
 use crate::json::JsonBody;
-use crate::{AppState, listing, now};
+use crate::{AppState, agents, listing, now};
 
 /// Reports that the server is up.
 #[utoipa::path(get, path = "/healthz", tag = "health",
@@ -38,7 +38,7 @@ pub(crate) async fn health() -> Json<Health> {
     post, path = "/v1/runs", tag = "runs", request_body = StartRun,
     responses(
         (status = 201, description = "Started", body = RunView),
-        (status = 400, description = "Malformed request or unknown agent", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "Malformed request, unknown agent, or labels past a limit: at most 64 labels, keys of 1 to 128 bytes (no `\"`, `\\` or control characters, not `weft.*`), values of at most 1,024 bytes; the problem's `errors[].code` names the limit (`too_many_labels`, `bad_label_key`, `reserved_label`, `label_value_too_long`)", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "The session belongs to another tenant", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "The session has ended", body = Problem, content_type = "application/problem+json"),
@@ -53,10 +53,7 @@ pub(crate) async fn start_run(
 ) -> Result<impl IntoResponse, ApiError> {
     check_labels(&body.labels)?;
     if state.runtime.agent(&body.agent).is_none() {
-        return Err(ApiError::field(
-            "agent",
-            format!("unknown agent `{}`", body.agent),
-        ));
+        return Err(agents::unknown_agent(&state, &body.agent));
     }
     let messages = body.input.into_messages()?;
     // Held until the run is stored: this start counts as unfinished.
@@ -100,7 +97,9 @@ pub(crate) async fn start_run(
 }
 
 /// One of the caller's runs: its record, outcome, await items and how
-/// many child runs it started.
+/// many child runs it started. A run whose stored data cannot be read is a
+/// 500 problem of type `urn:weft:problem:corrupt-run` naming it (for its
+/// own tenant only; for any other it is a 404).
 #[utoipa::path(
     get, path = "/v1/runs/{run_id}", tag = "runs",
     params(("run_id" = String, Path, description = "The run")),
@@ -123,7 +122,10 @@ pub(crate) async fn get_run(
     Ok(Json(view))
 }
 
-/// Lists the caller's runs, newest first.
+/// Lists the caller's runs, newest first: at most `limit` of them and at
+/// most 4 MiB of JSON (a page that reaches it ends early, with a
+/// `next_cursor`). A run whose stored row cannot be read is listed in
+/// `skipped`, not in `runs`, and the list goes on past it.
 #[utoipa::path(
     get, path = "/v1/runs", tag = "runs", params(RunQuery),
     responses(
@@ -145,8 +147,12 @@ pub(crate) async fn list_runs(
         if word.is_empty() {
             continue;
         }
-        let status = RunStatus::from_str(word)
-            .map_err(|_| ApiError::field("status", format!("unknown run status `{word}`")))?;
+        let status = RunStatus::from_str(word).map_err(|_| {
+            ApiError::field(
+                "status",
+                format!("unknown run status `{}`", crate::clip::clip(word, 64)),
+            )
+        })?;
         statuses.push(status);
     }
     let size = listing::page_size(query.limit);
@@ -159,13 +165,12 @@ pub(crate) async fn list_runs(
         before: listing::cursor(query.cursor.as_deref())?,
         created_since: None,
     };
-    let page = listing::runs(&state, &tenant, filter).await?;
-    let next_cursor = listing::next_cursor(&page, size, |r| weft_core::store::ListCursor {
-        created_at: r.created_at,
-        id: r.run_id.to_string(),
-    });
-    let runs = page.into_iter().map(|r| RunView::new(r, None)).collect();
-    Ok(Json(RunList { runs, next_cursor }))
+    let page = listing::run_page(&state, &tenant, filter, size).await?;
+    Ok(Json(RunList {
+        runs: page.runs,
+        skipped: page.skipped,
+        next_cursor: page.next_cursor,
+    }))
 }
 
 /// The open session a new run goes on: the caller's existing session, or a

@@ -27,7 +27,7 @@ use crate::{AppState, control, listing, now};
     request_body(content = Option<CreateSession>, description = "Optional; the id is always generated"),
     responses(
         (status = 201, description = "Created", body = SessionView),
-        (status = 400, description = "Malformed request", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "Malformed request, or labels past a limit (as for a run: at most 64, keys of 1 to 128 bytes, values of at most 1,024 bytes; `errors[].code` names the limit)", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
@@ -53,7 +53,9 @@ pub(crate) async fn create_session(
     ))
 }
 
-/// Lists the caller's sessions, newest first.
+/// Lists the caller's sessions, newest first: at most `limit` of them and
+/// at most 4 MiB of JSON (a page that reaches it ends early, with a
+/// `next_cursor`).
 #[utoipa::path(
     get, path = "/v1/sessions", tag = "sessions", params(SessionQuery),
     responses(
@@ -75,7 +77,12 @@ pub(crate) async fn list_sessions(
         before: listing::cursor(query.cursor.as_deref())?,
         ..SessionFilter::default()
     };
-    let page = listing::sessions(&state, &tenant, filter).await?;
+    let mut page = listing::sessions(&state, &tenant, filter).await?;
+    // A page cut at its byte budget continues after its last entry.
+    let size = match listing::keep_within_budget(&mut page) {
+        true => 0,
+        false => size,
+    };
     let next_cursor = listing::next_cursor(&page, size, |s| weft_core::store::ListCursor {
         created_at: s.created_at,
         id: s.session_id.to_string(),

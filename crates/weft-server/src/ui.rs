@@ -3,7 +3,7 @@
 //!
 //! The viewer is not part of the JSON API: it is a client of it, in the
 //! browser, and uses only the public routes (`/v1/runs`, its events over
-//! SSE, answers), sending the bearer token the user pastes. These routes
+//! SSE, answers, `/v1/agents`), sending the bearer token the user pastes. These routes
 //! serve files only and need no token.
 //!
 //! Every file is answered with its content type, `Cache-Control: no-cache`
@@ -89,6 +89,7 @@ const ASSETS: &[Asset] = &[
     asset!("sse.js", JS),
     asset!("start.js", JS),
     asset!("timeline.js", JS),
+    asset!("timing.js", JS),
 ];
 
 /// The viewer's routes: `/ui` (a redirect), `/ui/` and `/ui/{file}`.

@@ -4,7 +4,10 @@
 //! answered 408 after the body-read timeout, at the connection limit a new
 //! connection takes the place of the longest idle one (so a flood of idle
 //! sockets cannot shut a client out) and is closed only when every
-//! connection is serving a request, and the server keeps answering.
+//! connection is serving a request, and the server keeps answering. One
+//! tenant cannot hold every connection (a request past its share of
+//! requests in flight is answered 429 before its body), one address cannot
+//! open them all, and health checks keep places of their own.
 
 mod common;
 
@@ -119,6 +122,7 @@ async fn a_flood_of_idle_connections_does_not_shut_out_a_client() {
 async fn when_every_connection_is_serving_a_request_a_new_one_is_closed() {
     let (addr, _f) = start(ConnLimits {
         max_connections: 2,
+        reserved_connections: 0,
         ..ConnLimits::default()
     })
     .await;
@@ -243,4 +247,145 @@ async fn a_body_that_never_completes_is_answered_408_after_the_body_read_timeout
     // Other clients are served all along.
     let mut ok = TcpStream::connect(addr).await.unwrap();
     assert!(health(&mut ok).await.starts_with("HTTP/1.1 200"));
+}
+
+/// Opens a request from `token` whose body never comes, and waits until the
+/// server serves it (asks for the body); returns the connection, or the
+/// head of the answer the server gave instead.
+async fn slow_body(addr: std::net::SocketAddr, token: &str) -> Result<TcpStream, String> {
+    let head = format!(
+        "POST /v1/runs HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {token}\r\n\
+         content-type: application/json\r\ncontent-length: 100\r\n\
+         expect: 100-continue\r\n\r\n"
+    );
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    s.write_all(head.as_bytes()).await.unwrap();
+    let mut buf = [0u8; 1024];
+    let n = tokio::time::timeout(Duration::from_secs(5), s.read(&mut buf))
+        .await
+        .expect("an answer")
+        .unwrap();
+    let answer = String::from_utf8_lossy(&buf[..n]).into_owned();
+    if answer.starts_with("HTTP/1.1 100") {
+        Ok(s)
+    } else {
+        Err(answer)
+    }
+}
+
+#[tokio::test]
+async fn a_tenant_past_its_share_of_requests_is_answered_429_and_others_are_served() {
+    let (addr, _f) = start(ConnLimits {
+        max_connections: 8,
+        max_requests_per_tenant: 3,
+        ..ConnLimits::default()
+    })
+    .await;
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        held.push(slow_body(addr, TOKEN_A).await.expect("within the share"));
+    }
+    // The fourth is refused at once, before its body.
+    let refused = slow_body(addr, TOKEN_A).await.expect_err("past the share");
+    assert!(refused.starts_with("HTTP/1.1 429"), "{refused}");
+    assert!(
+        refused.to_ascii_lowercase().contains("retry-after"),
+        "{refused}"
+    );
+    // Another tenant, and health checks, are served meanwhile.
+    let other = slow_body(addr, common::TOKEN_B).await;
+    assert!(other.is_ok(), "{:?}", other.err());
+    let mut probe = TcpStream::connect(addr).await.unwrap();
+    assert!(health(&mut probe).await.starts_with("HTTP/1.1 200"));
+    // A request that ends gives its place back.
+    drop(held.remove(0));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while slow_body(addr, TOKEN_A).await.is_err() {
+        assert!(Instant::now() < deadline, "the share was never given back");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn health_checks_are_answered_when_every_connection_is_busy() {
+    let (addr, _f) = start(ConnLimits {
+        max_connections: 2,
+        reserved_connections: 1,
+        ..ConnLimits::default()
+    })
+    .await;
+    let _busy = [
+        slow_body(addr, TOKEN_A).await.expect("served"),
+        slow_body(addr, common::TOKEN_B).await.expect("served"),
+    ];
+    // Every place is busy: a probe still gets its answer...
+    let mut probe = TcpStream::connect(addr).await.unwrap();
+    assert!(health(&mut probe).await.starts_with("HTTP/1.1 200"));
+    drop(probe);
+    // ...and any other request on a probe's place is answered 503.
+    let mut other = TcpStream::connect(addr).await.unwrap();
+    other
+        .write_all(b"GET /v1/runs HTTP/1.1\r\nhost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut buf = vec![0u8; 1024];
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let answer = loop {
+        let n = tokio::time::timeout(Duration::from_secs(5), other.read(&mut buf))
+            .await
+            .expect("an answer")
+            .unwrap_or(0);
+        if n > 0 || Instant::now() > deadline {
+            break String::from_utf8_lossy(&buf[..n]).into_owned();
+        }
+        // The probe's place was still being given back: try again.
+        other = TcpStream::connect(addr).await.unwrap();
+        other
+            .write_all(b"GET /v1/runs HTTP/1.1\r\nhost: x\r\n\r\n")
+            .await
+            .unwrap();
+    };
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+}
+
+#[tokio::test]
+async fn one_address_cannot_open_every_connection() {
+    let (addr, _f) = start(ConnLimits {
+        max_connections: 16,
+        max_connections_per_peer: 4,
+        ..ConnLimits::default()
+    })
+    .await;
+    let mut held = Vec::new();
+    for _ in 0..4 {
+        let mut s = TcpStream::connect(addr).await.unwrap();
+        assert!(health(&mut s).await.starts_with("HTTP/1.1 200"));
+        held.push(s);
+    }
+    let mut fifth = TcpStream::connect(addr).await.unwrap();
+    assert!(
+        closed_within(&mut fifth, Duration::from_secs(5))
+            .await
+            .is_some(),
+        "the address's fifth connection is closed"
+    );
+    drop(held.remove(0));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let mut again = TcpStream::connect(addr).await.unwrap();
+        let _ = again
+            .write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n")
+            .await;
+        let mut buf = vec![0u8; 1024];
+        let n = tokio::time::timeout(Duration::from_secs(1), again.read(&mut buf))
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or(0);
+        if String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no place was freed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }

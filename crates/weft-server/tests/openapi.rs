@@ -9,10 +9,11 @@ use common::served::Served;
 use serde_json::{Value, json};
 
 /// Every route the router serves.
-const ROUTES: [(&str, &str); 19] = [
+const ROUTES: [(&str, &str); 20] = [
     ("get", "/healthz"),
     ("get", "/openapi.json"),
     ("get", "/metrics"),
+    ("get", "/v1/agents"),
     ("post", "/v1/sessions"),
     ("get", "/v1/sessions"),
     ("get", "/v1/sessions/{session_id}"),

@@ -9,7 +9,7 @@ use common::Fixture;
 use common::served::Served;
 
 /// Every file the viewer's pages load, with its content type.
-const FILES: [(&str, &str); 12] = [
+const FILES: [(&str, &str); 13] = [
     ("/ui/", "text/html; charset=utf-8"),
     ("/ui/app.css", "text/css; charset=utf-8"),
     ("/ui/favicon.svg", "image/svg+xml"),
@@ -22,6 +22,7 @@ const FILES: [(&str, &str); 12] = [
     ("/ui/sse.js", "text/javascript; charset=utf-8"),
     ("/ui/start.js", "text/javascript; charset=utf-8"),
     ("/ui/timeline.js", "text/javascript; charset=utf-8"),
+    ("/ui/timing.js", "text/javascript; charset=utf-8"),
 ];
 
 fn header<'a>(r: &'a reqwest::Response, name: &str) -> &'a str {

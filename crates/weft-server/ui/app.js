@@ -19,7 +19,7 @@ function route() {
   const [path, query = ""] = hash.split("?");
   const params = new URLSearchParams(query);
   if (path.startsWith("/runs/")) runPage(root, decodeURIComponent(path.slice("/runs/".length)), current.signal);
-  else if (path === "/new") startPage(root, params);
+  else if (path === "/new") startPage(root, params, current.signal);
   else runsPage(root, params, current.signal);
 }
 

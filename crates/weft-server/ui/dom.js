@@ -30,10 +30,16 @@ export function when(ms) {
   return typeof ms === "number" ? new Date(ms).toLocaleString() : "";
 }
 
-/** A duration in milliseconds for people. */
+/** A duration in milliseconds for people: "12 ms", "1.23 s", "2 min 05 s",
+ * "1 h 02 min". */
 export function duration(ms) {
   if (typeof ms !== "number" || !Number.isFinite(ms)) return "";
-  return ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(2)} s`;
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(2)} s`;
+  const s = Math.floor(ms / 1000);
+  const pad = (n) => String(n).padStart(2, "0");
+  if (s < 3600) return `${Math.floor(s / 60)} min ${pad(s % 60)} s`;
+  return `${Math.floor(s / 3600)} h ${pad(Math.floor(s / 60) % 60)} min`;
 }
 
 /** JSON for people: indented, in a <pre>. */

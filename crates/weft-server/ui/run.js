@@ -1,9 +1,11 @@
-// The page of one run: its summary (status, agent, session, times), totals
-// (turns, tool calls, tokens, cost), outcome, controls (pause, continue, cancel)
-// and the live timeline, fed by the run's event stream.
+// The page of one run: its summary (status, agent, session, times, its
+// duration and time spent waiting for a person), what it is doing now (a
+// line that ticks while it runs), totals (turns, tool calls, tokens, cost),
+// outcome, controls (pause, continue, cancel) and the live timeline, fed by
+// the run's event stream.
 
 import { api, runPath } from "./api.js";
-import { badge, h, when } from "./dom.js";
+import { badge, duration, h, when } from "./dom.js";
 import { follow } from "./sse.js";
 import { Timeline, outcomeView } from "./timeline.js";
 
@@ -18,8 +20,11 @@ export function runPage(root, runId, signal) {
     session: field("session"),
     created: field("created"),
     updated: field("updated"),
+    duration: field("duration"),
+    awaited: field("awaited"),
     stream: field("stream"),
   };
+  const activity = h("p", { class: "activity", id: "activity", role: "status", hidden: true });
   const totals = h("dl", { class: "totals", id: "totals" });
   const outcome = h("section", { class: "outcome", id: "outcome", hidden: true });
   const error = h("p", { class: "error", role: "alert", hidden: true });
@@ -48,7 +53,10 @@ export function runPage(root, runId, signal) {
       h("dt", {}, "Session"), fields.session,
       h("dt", {}, "Created"), fields.created,
       h("dt", {}, "Updated"), fields.updated,
+      h("dt", {}, "Duration"), fields.duration,
+      h("dt", {}, "Waiting for a person"), fields.awaited,
       h("dt", {}, "Events"), fields.stream),
+    activity,
     controls,
     error,
     h("h2", {}, "Totals"),
@@ -116,6 +124,28 @@ export function runPage(root, runId, signal) {
   });
   showTotals(timeline.totals);
   refresh();
+
+  // Time: the run's duration, its waits and what it is doing, from its
+  // events; ticking while it runs.
+  function showTime() {
+    const timing = timeline.timing;
+    const now = timing.now();
+    const ms = timing.runMs(now);
+    fields.duration.textContent = ms === null ? "" : `${duration(ms)}${timing.endedAt === null ? " so far" : ""}`;
+    fields.duration.dataset.ms = ms === null ? "" : String(ms);
+    const awaited = timing.awaitedMsAt(now);
+    fields.awaited.textContent = ms === null ? "" : duration(awaited);
+    fields.awaited.dataset.ms = String(awaited);
+    const doing = timing.activity(now);
+    activity.textContent = doing.text;
+    activity.dataset.state = doing.state;
+    activity.hidden = !doing.text;
+    timeline.tick(now);
+    // A finished run's times no longer move.
+    if (timing.endedAt !== null) clearInterval(ticker);
+  }
+  const ticker = setInterval(showTime, 200);
+  signal.addEventListener("abort", () => clearInterval(ticker));
   // What the stream delivered, for people and tests: events received and
   // reconnections made.
   let received = 0;
@@ -127,6 +157,7 @@ export function runPage(root, runId, signal) {
       received += 1;
       fields.stream.dataset.received = String(received);
       timeline.apply(e);
+      showTime();
       if (REFRESHING.has(e.type)) refresh();
     },
     onState: (state) => {

@@ -1,12 +1,16 @@
 // A run's live timeline, folded from its events as they arrive: turns of the
 // model (streamed assistant text, thinking, tool calls with their arguments,
-// output, results and durations), awaits with the forms that answer them,
-// pauses, terminations and the outcome. Usage is summed into totals, its
-// cost (`cost_usd`) too while every usage with tokens carries one: tokens
-// without a price make the total cost unknown (null), never zero.
+// output, results and durations; each turn with its model calls' or
+// planner's time), awaits with the forms that answer them and how long each
+// waited, pauses, terminations and the outcome; each entry with its time
+// since the run started (time is kept by a `Timing`, timing.js). Usage is
+// summed into totals, its cost (`cost_usd`) too while every usage with
+// tokens carries one: tokens without a price make the total cost unknown
+// (null), never zero.
 
 import { awaitForm, describeAnswer } from "./awaits.js";
 import { append, duration, h, messageText, pre, when } from "./dom.js";
+import { Timing, relative } from "./timing.js";
 
 /** The most entries shown; older ones are dropped from the page. */
 export const MAX_ENTRIES = 5000;
@@ -27,6 +31,8 @@ export class Timeline {
     this.totals = { turns: 0, tool_calls: 0, input_tokens: 0, output_tokens: 0, cache_read_tokens: 0, cache_creation_tokens: 0, cost_usd: null, estimated: false };
     this.unpriced = false;
     this.lastSeq = 0;
+    this.timing = new Timing();
+    this.timed = {};
   }
 
   /** Adds one event (a RunEvent as the API sends it). */
@@ -35,16 +41,49 @@ export class Timeline {
       if (event.seq <= this.lastSeq) return;
       this.lastSeq = event.seq;
     }
+    this.timed = this.timing.apply(event);
+    const [open, turn] = [this.inTurn, this.turn];
     const handler = this[`on_${event.type}`];
     if (handler) handler.call(this, event);
     else this.entry(event, "event", event.type, pre(event));
+    this.timeTurn(open || this.inTurn || this.turn !== turn);
+  }
+
+  /** Puts the time of the turn's model calls on its label, or, when the
+   * planner called no model, the time it took to decide. */
+  timeTurn(open) {
+    const { model, decided } = this.timed;
+    if (!this.turnTook) return;
+    const took = this.turnTook;
+    if (model !== undefined) {
+      const ms = Number(took.dataset.model ?? 0) + model;
+      const calls = Number(took.dataset.calls ?? 0) + 1;
+      Object.assign(took.dataset, { model: String(ms), calls: String(calls), took: String(ms) });
+      took.textContent = ` · ${calls > 1 ? `${calls} model calls, ` : "model "}${duration(ms)}`;
+      took.title = "from when the planner had the run to the model's whole answer";
+    } else if (decided !== undefined && open && took.dataset.model === undefined) {
+      took.dataset.took = String(decided);
+      took.textContent = ` · decided in ${duration(decided)}`;
+      took.title = "from when the planner had the run to its decision";
+    }
+  }
+
+  /** Moves what ticks while the run is live: the running calls' times. */
+  tick(now = this.timing.now()) {
+    for (const id of this.running) {
+      const call = this.calls.get(id);
+      if (call && typeof call.startedAt === "number") {
+        call.state.textContent = `running… ${duration(Math.max(0, now - call.startedAt))}`;
+      }
+    }
   }
 
   entry(event, cls, title, ...body) {
     const li = h("li", { class: `entry entry-${cls}`, dataset: { seq: event.seq ?? "" } },
       h("div", { class: "entry-head" },
         h("span", { class: "entry-title" }, title),
-        h("span", { class: "entry-meta", title: `event ${event.seq}` }, `#${event.seq} · ${when(event.at)}`)),
+        h("span", { class: "entry-meta", title: `event ${event.seq}` }, `#${event.seq} · ${when(event.at)} · `,
+          h("span", { class: "entry-rel", title: "since the run started" }, relative(event.at, this.timing.startedAt)))),
       h("div", { class: "entry-body" }, ...body));
     this.list.append(li);
     this.trim();
@@ -74,7 +113,9 @@ export class Timeline {
     this.inTurn = true;
     this.turn += 1;
     this.totals.turns = this.turn;
-    this.turnLabel = h("li", { class: "turn", dataset: { turn: this.turn } }, `Turn ${this.turn}`);
+    this.turnName = h("span", { class: "turn-name" }, `Turn ${this.turn}`);
+    this.turnTook = h("span", { class: "turn-took" });
+    this.turnLabel = h("li", { class: "turn", dataset: { turn: this.turn } }, this.turnName, this.turnTook);
     if (this.prompt) {
       // The prompt the planner rendered for this turn, on hover.
       this.turnLabel.title = this.prompt;
@@ -116,7 +157,8 @@ export class Timeline {
   /** A model call's whole answer, recorded for replay: its parts are
    * already on the page, so only the model's name is shown, on the turn. */
   on_model_output(e) {
-    if (this.turnLabel && e.model) this.turnLabel.textContent = `Turn ${this.turn} · ${e.model}`;
+    this.modelOutput();
+    if (e.model) this.turnName.textContent = `Turn ${this.turn} · ${e.model}`;
   }
 
   /** A prompt rendered through the prompt registry: told on the next turn. */
@@ -232,6 +274,7 @@ export class Timeline {
     if (!a) return;
     a.li.classList.add("answered");
     a.status.textContent = `answered: ${describeAnswer(e.answer)}`;
+    this.waited(a, "answered");
     for (const el of a.li.querySelectorAll("input, textarea, select, button")) el.disabled = true;
     this.endTurn();
   }
@@ -241,7 +284,15 @@ export class Timeline {
     if (!a) return;
     a.li.classList.add("withdrawn");
     a.status.textContent = "withdrawn: the call or the run that asked ended";
+    this.waited(a, "withdrawn");
     for (const el of a.li.querySelectorAll("input, textarea, select, button")) el.disabled = true;
+  }
+
+  /** How long an await item waited, under its state. */
+  waited(a, how) {
+    const ms = this.timed.waited;
+    if (ms === undefined) return;
+    a.status.after(h("p", { class: "await-waited muted", dataset: { waited: String(ms) } }, `${how} after ${duration(ms)}`));
   }
 
   on_usage(e) {

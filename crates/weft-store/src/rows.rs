@@ -3,7 +3,7 @@
 
 use weft_core::SessionId;
 use weft_core::session::{PromptOverride, PromptScope, SessionRecord, TranscriptEntry};
-use weft_core::store::{RunRecord, StoreError};
+use weft_core::store::{ListedRun, RunHead, RunRecord, StoreError};
 
 use crate::codec;
 
@@ -42,6 +42,42 @@ pub(crate) fn run_record(row: RunRow) -> Result<RunRecord, StoreError> {
         created_at: codec::ts(created_at, "created_at")?,
         updated_at: codec::ts(updated_at, "updated_at")?,
     })
+}
+
+/// A `runs` row as a listed run: its record, or what is known of it when
+/// it does not decode.
+pub(crate) fn listed_run(row: RunRow) -> ListedRun {
+    let run_id = row.0.clone();
+    let created_at = row.5;
+    match run_record(row) {
+        Ok(record) => ListedRun::Run(record),
+        Err(e) => ListedRun::Corrupt {
+            run_id: run_id.into(),
+            created_at: weft_core::Timestamp::from_millis(u64::try_from(created_at).unwrap_or(0)),
+            error: e.to_string(),
+        },
+    }
+}
+
+/// A run's head from its raw `labels` and `status` columns: the label
+/// `key` is read from the labels as loose JSON, so a label of the wrong
+/// type elsewhere does not hide it.
+pub(crate) fn run_head(
+    labels: &str,
+    status: &str,
+    key: &str,
+    quarantined: Option<String>,
+) -> RunHead {
+    let labels = serde_json::from_str::<serde_json::Value>(labels).ok();
+    RunHead {
+        label: labels
+            .as_ref()
+            .and_then(|l| l.get(key))
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_owned),
+        status: codec::status(status).ok(),
+        quarantined,
+    }
 }
 
 /// A `sessions` row as a record.

@@ -92,6 +92,7 @@ macro_rules! impl_run_store {
         $crate::sql_create::impl_create!($store, $db, share = $share);
         $crate::sql_snapshots::impl_load_run!($store, $db);
         $crate::sql_pages::impl_log_page!($store, $db);
+        $crate::sql_list::impl_run_rows!($store, $db, label = $label);
 
         #[async_trait::async_trait]
         impl weft_core::store::RunStore for $store {
@@ -294,73 +295,34 @@ macro_rules! impl_run_store {
                 &self,
                 filter: &weft_core::store::RunFilter,
             ) -> Result<Vec<weft_core::store::RunRecord>, weft_core::store::StoreError> {
-                let mut query = $crate::paging::ListQuery::new($crate::rows::RUN_COLUMNS, "runs");
-                if filter.session_id.is_some() {
-                    query = query.and_eq("session_id");
-                }
-                if filter.agent_id.is_some() {
-                    query = query.and_eq("agent_id");
-                }
-                if !filter.statuses.is_empty() {
-                    query = query.and_in("status", filter.statuses.len());
-                }
-                // The tenant's key is written into the SQL, so the query
-                // uses the tenant index; other keys are parameters.
-                for key in filter.labels.keys() {
-                    query = if key == weft_core::prompt::TENANT_LABEL {
-                        query.and_label_key($label, weft_core::prompt::TENANT_LABEL)
-                    } else {
-                        query.and_label($label)
-                    };
-                }
-                if filter.before.is_some() {
-                    query = query.and_before("run_id");
-                }
-                if filter.created_since.is_some() {
-                    query = query.and_since();
-                }
-                let sql = query.newest_first("run_id");
-                let limit = $crate::paging::limit(filter.limit);
-                let before = match &filter.before {
-                    Some(c) => Some((
-                        $crate::codec::int(c.created_at.as_millis(), "cursor")?,
-                        c.id.as_str(),
-                    )),
-                    None => None,
-                };
-                let since = match filter.created_since {
-                    Some(t) => Some($crate::codec::int(t.as_millis(), "created_since")?),
-                    None => None,
-                };
-                let rows: Vec<$crate::rows::RunRow> =
-                    $crate::retry::retrying(self.retry_label(), || async {
-                        let mut q = sqlx::query_as(&sql);
-                        if let Some(s) = &filter.session_id {
-                            q = q.bind(s.as_str());
-                        }
-                        if let Some(a) = &filter.agent_id {
-                            q = q.bind(a.as_str());
-                        }
-                        for status in &filter.statuses {
-                            q = q.bind(status.as_str());
-                        }
-                        for (key, value) in &filter.labels {
-                            if key != weft_core::prompt::TENANT_LABEL {
-                                q = q.bind(key.as_str());
-                            }
-                            q = q.bind(value.as_str());
-                        }
-                        if let Some((at, id)) = before {
-                            q = q.bind(at).bind(id);
-                        }
-                        if let Some(since) = since {
-                            q = q.bind(since);
-                        }
-                        Ok(q.bind(limit).fetch_all(self.read_pool()).await?)
-                    })
-                    .await
-                    .map_err($crate::error::Failure::into_store)?;
+                let rows = self.run_rows(filter).await?;
                 rows.into_iter().map($crate::rows::run_record).collect()
+            }
+
+            async fn list_run_rows(
+                &self,
+                filter: &weft_core::store::RunFilter,
+            ) -> Result<Vec<weft_core::store::ListedRun>, weft_core::store::StoreError> {
+                let rows = self.run_rows(filter).await?;
+                Ok(rows.into_iter().map($crate::rows::listed_run).collect())
+            }
+
+            async fn run_head(
+                &self,
+                run_id: &weft_core::RunId,
+                key: &str,
+            ) -> Result<Option<weft_core::store::RunHead>, weft_core::store::StoreError> {
+                self.run_head_inner(run_id, key).await
+            }
+
+            async fn quarantine_run(
+                &self,
+                run_id: &weft_core::RunId,
+                reason: &str,
+                fence: u64,
+                now: weft_core::Timestamp,
+            ) -> Result<bool, weft_core::store::StoreError> {
+                self.quarantine_run_inner(run_id, reason, fence, now).await
             }
         }
     };

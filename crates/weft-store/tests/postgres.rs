@@ -420,3 +420,25 @@ async fn process_durability_turns_synchronous_commit_off_for_weft_alone() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listing_pages_past_corrupt_rows() {
+    with_db(|db| async move {
+        let store = db.open().await;
+        let raw = Raw(tokio::sync::Mutex::new(db.raw().await));
+        suite::corrupt::a_listing_pages_past_corrupt_rows(&store, &raw).await;
+        store.close().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_whose_state_cannot_be_read_is_quarantined() {
+    with_db(|db| async move {
+        let store = db.open().await;
+        let raw = Raw(tokio::sync::Mutex::new(db.raw().await));
+        suite::corrupt::a_run_whose_state_cannot_be_read_is_quarantined(&store, &raw).await;
+        store.close().await;
+    })
+    .await;
+}

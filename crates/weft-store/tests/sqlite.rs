@@ -417,3 +417,17 @@ async fn stores_a_run_that_survives_reopening(db: &TestDb, store: SqliteStore) {
         suite::events(1, 3)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listing_pages_past_corrupt_rows() {
+    let db = TestDb::new();
+    let store = db.open().await;
+    suite::corrupt::a_listing_pages_past_corrupt_rows(&store, &db.raw().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_whose_state_cannot_be_read_is_quarantined() {
+    let db = TestDb::new();
+    let store = db.open().await;
+    suite::corrupt::a_run_whose_state_cannot_be_read_is_quarantined(&store, &db.raw().await).await;
+}

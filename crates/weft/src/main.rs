@@ -13,11 +13,11 @@ use weft::cli::mcp::{self, McpServeArgs};
 use weft::cli::models;
 use weft::cli::prompts;
 use weft::cli::provider::{self, ProviderArgs};
-use weft::cli::registry::{self, RegistryArgs, RegistryCmd};
+use weft::cli::registry::{self, RegistryCmd};
 use weft::cli::replay::{self, ReplayArgs};
-use weft::cli::run::{self, RunArgs};
+use weft::cli::run::answer::{self, AnswerCommand};
+use weft::cli::run::{self, RunCommand};
 use weft::cli::serve::{self, ServeArgs};
-use weft::render::OutputFormat;
 use weft_core::store::RunStatus;
 
 /// mimalloc, not the system allocator: a run allocates many small, short-lived
@@ -39,35 +39,12 @@ struct Cli {
 enum Command {
     /// Runs an agent on a prompt, streaming the run's events:
     /// `weft run <agent.toml> "<prompt>"` or `weft run --model <id> "<prompt>"`.
+    /// Exit code: 0 answered, 1 failed or cancelled, 2 an error, 3 a
+    /// question left unanswered (see --on-question).
     #[command(
         override_usage = "weft run [OPTIONS] <AGENT_FILE> <PROMPT>\n       weft run [OPTIONS] --model <MODEL> [AGENT_FILE] <PROMPT>"
     )]
-    Run {
-        /// The agent file (optional with --model), then the prompt.
-        #[arg(num_args = 1..=2, required = true, value_name = "ARGS")]
-        args: Vec<String>,
-        /// A model id (`anthropic/<m>`, `openai/<m>`, `openai-responses/<m>`, `compat/<m>`,
-        /// `local/<name>` or `local/<path>.gguf`).
-        #[arg(long)]
-        model: Option<String>,
-        /// A durable store: a SQLite file path or a `postgres://` URL.
-        #[arg(long)]
-        db: Option<String>,
-        /// The session to run in (with --db): the run starts from the
-        /// session's earlier runs and memory. A new session when absent.
-        #[arg(long, requires = "db")]
-        session: Option<String>,
-        /// What a commit survives (with --db): `sync` (power loss; the
-        /// default) or `process` (a crash of this process; no sync per commit).
-        #[arg(long, requires = "db")]
-        durability: Option<weft_store::Durability>,
-        /// How to show the run.
-        #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
-        output: OutputFormat,
-        /// Every run event as one JSON line, then the outcome (`--output jsonl`).
-        #[arg(long, conflicts_with = "output")]
-        json: bool,
-    },
+    Run(RunCommand),
     /// Serves the HTTP API (sessions, runs, events over SSE, await answers).
     Serve {
         /// An agent file to serve (repeatable).
@@ -98,7 +75,7 @@ enum Command {
         #[command(flatten)]
         limits: serve::ServeLimits,
     },
-    /// Stored runs: list, show, events, continue, recover, cancel.
+    /// Stored runs: list, show, events, continue, recover, answer, cancel.
     Runs {
         /// The store: a SQLite file path or a `postgres://` URL.
         #[arg(long, default_value = "weft.db", global = true)]
@@ -218,6 +195,8 @@ enum RunsCmd {
         #[arg(long = "agent", required = true)]
         agents: Vec<PathBuf>,
     },
+    /// Answers a question of an awaiting run, then follows the run.
+    Answer(AnswerCommand),
     /// Cancels a paused or awaiting run.
     Cancel {
         /// The run id.
@@ -263,32 +242,23 @@ enum ModelsCmd {
     },
 }
 
+/// The store command a `weft runs` subcommand is, or `weft runs answer`.
+fn runs_command(cmd: RunsCmd) -> Result<RunsCommand, Box<AnswerCommand>> {
+    Ok(match cmd {
+        RunsCmd::List { session, status } => RunsCommand::List { session, status },
+        RunsCmd::Show { run, json } => RunsCommand::Show { run, json },
+        RunsCmd::Events { run, after } => RunsCommand::Events { run, after },
+        RunsCmd::Continue { run, agents } => RunsCommand::Continue { run, agents },
+        RunsCmd::Recover { run, agents } => RunsCommand::Recover { run, agents },
+        RunsCmd::Cancel { run, reason } => RunsCommand::Cancel { run, reason },
+        RunsCmd::Answer(cmd) => return Err(Box::new(cmd)),
+    })
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Run {
-            args,
-            model,
-            db,
-            session,
-            durability,
-            output,
-            json,
-        } => {
-            let (agent, prompt) = match <[String; 2]>::try_from(args) {
-                Ok([agent, prompt]) => (Some(PathBuf::from(agent)), prompt),
-                Err(mut one) => (None, one.pop().unwrap_or_default()),
-            };
-            run::run(RunArgs {
-                agent,
-                prompt,
-                model,
-                db,
-                session,
-                durability,
-                output: if json { OutputFormat::Jsonl } else { output },
-            })
-        }
+        Command::Run(cmd) => run::run(cmd.into_args()),
         Command::Serve {
             agents,
             db,
@@ -308,17 +278,10 @@ fn main() -> ExitCode {
             durability,
             limits,
         }),
-        Command::Runs { db, command } => admin::runs(
-            &db,
-            match command {
-                RunsCmd::List { session, status } => RunsCommand::List { session, status },
-                RunsCmd::Show { run, json } => RunsCommand::Show { run, json },
-                RunsCmd::Events { run, after } => RunsCommand::Events { run, after },
-                RunsCmd::Continue { run, agents } => RunsCommand::Continue { run, agents },
-                RunsCmd::Recover { run, agents } => RunsCommand::Recover { run, agents },
-                RunsCmd::Cancel { run, reason } => RunsCommand::Cancel { run, reason },
-            },
-        ),
+        Command::Runs { db, command } => match runs_command(command) {
+            Ok(command) => admin::runs(&db, command),
+            Err(cmd) => answer::answer(&db, *cmd),
+        },
         Command::Sessions { db, command } => admin::sessions(
             &db,
             match command {
@@ -349,23 +312,8 @@ fn main() -> ExitCode {
             db,
         }),
         Command::Registry {
-            command:
-                RegistryCmd::Serve {
-                    redis,
-                    addr,
-                    ping_interval_ms,
-                    missed_pongs,
-                    max_queue,
-                    namespace,
-                },
-        } => registry::serve(RegistryArgs {
-            redis,
-            addr,
-            ping_interval_ms,
-            missed_pongs,
-            max_queue,
-            namespace,
-        }),
+            command: RegistryCmd::Serve(args),
+        } => registry::serve(args),
         Command::Provider {
             command: ProviderCmd::Serve(args),
         } => provider::serve(args),

@@ -9,6 +9,7 @@ use std::io::Write;
 use std::time::Instant;
 
 use serde_json::{Value, json};
+use weft_core::awaiting::AwaitItem;
 use weft_core::event::{EventKind, RunEvent};
 use weft_core::model::Usage;
 use weft_core::run::{RunFailure, RunOutcome};
@@ -81,6 +82,27 @@ impl<W: Write> Renderer<W> {
             OutputFormat::Text => self.text(&e.kind)?,
         }
         self.tick()?;
+        self.out.flush()
+    }
+
+    /// Shows that the run stopped awaiting answers to `items`, which it
+    /// waits for in the store: `{"awaiting": {"run_id", "items"}}` as JSON.
+    pub fn awaiting(&mut self, run_id: &str, items: &[AwaitItem]) -> std::io::Result<()> {
+        match self.format {
+            OutputFormat::Jsonl => {
+                let awaiting = json!({ "awaiting": { "run_id": run_id, "items": items } });
+                serde_json::to_writer(&mut self.out, &awaiting)?;
+                writeln!(self.out)?;
+            }
+            OutputFormat::Text => {
+                if let Some(status) = &mut self.live {
+                    status.clear(&mut self.out)?;
+                }
+                self.end_line()?;
+                let answers = count(items.len() as u64, "answer");
+                writeln!(self.out, "── awaiting {answers}: run {run_id}")?;
+            }
+        }
         self.out.flush()
     }
 

@@ -84,6 +84,14 @@ pub struct RegistrySpec {
     /// The absolute deadline of one call, in milliseconds.
     #[serde(default)]
     pub call_timeout_ms: Option<u64>,
+    /// The variable of weft's environment holding the caller token sent to
+    /// the gateway (default `WEFT_REGISTRY_TOKEN`); an agent file never
+    /// holds the token itself.
+    #[serde(default)]
+    pub token_env: Option<String>,
+    /// PEM file of the CA a `rediss://` Redis's certificate must chain to.
+    #[serde(default)]
+    pub redis_ca_file: Option<PathBuf>,
 }
 
 fn default_redis() -> String {
@@ -101,7 +109,12 @@ impl RegistrySpec {
         if let Some(ms) = self.call_timeout_ms {
             config.call_timeout = Duration::from_millis(ms);
         }
-        Arc::new(weft_registry::LazyRegistryToolSet::new(&self.redis, config))
+        config.token = crate::cli::registry::env_token(self.token_env.as_deref());
+        let mut toolset = weft_registry::LazyRegistryToolSet::new(&self.redis, config);
+        if let Some(ca) = &self.redis_ca_file {
+            toolset = toolset.with_redis_ca_file(ca.clone());
+        }
+        Arc::new(toolset)
     }
 }
 

@@ -127,9 +127,9 @@ pub fn write_transcript(
     let m = &run.snapshot;
     writeln!(
         out,
-        "{} turns · {} tool calls · {}{}",
-        m.turn(),
-        m.tool_calls_made(),
+        "{} · {} · {}{}",
+        crate::render::count(u64::from(m.turn()), "turn"),
+        crate::render::count(u64::from(m.tool_calls_made()), "tool call"),
         tokens_line(&usage),
         cost_part(&usage)
     )

@@ -199,6 +199,11 @@ fn valid() -> impl Strategy<Value = Value> {
             if let Some(i) = instructions {
                 file.insert("instructions".into(), i.into());
             }
+            let mut toolsets = toolsets;
+            // A `tool_choice` naming a tool names one of the agent's.
+            if planner["tool_choice"] == "calc.add" {
+                toolsets.insert(0, json!("calc"));
+            }
             file.insert("toolsets".into(), unique(toolsets).into());
             file.insert("planner".into(), planner);
             file.insert("policy".into(), policy);

@@ -1,7 +1,8 @@
 //! The README's registry example, end to end with real processes: `weft
 //! registry serve`, `weft provider serve`, and `weft run` of an agent whose
-//! tools live in the provider, against the local Redis; the stored run then
-//! replays with the provider gone.
+//! tools live in the provider, against the local Redis, each with its own
+//! token (a gateway without tokens refuses to start; a caller token cannot
+//! register a toolset); the stored run then replays with the provider gone.
 
 mod common;
 
@@ -65,8 +66,45 @@ fn an_agent_calls_tools_served_by_a_provider_process() {
     );
     let ns = format!("test:e2e:{tag}");
     let name = format!("calc_{tag}");
+    let caller = format!("caller-{tag}");
+    let provider_token = format!("provider-{tag}");
+
+    // Without tokens the gateway does not start, and says how to.
+    let mut open = weft()
+        .args([
+            "registry",
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--redis",
+            &redis,
+        ])
+        .env_remove("WEFT_REGISTRY_TOKENS")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while open.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = open.kill();
+            panic!("the gateway serves without tokens");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = open.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("WEFT_REGISTRY_TOKENS") && err.contains("--insecure-no-auth"),
+        "{err}"
+    );
 
     let mut gw = weft();
+    gw.env(
+        "WEFT_REGISTRY_TOKENS",
+        format!("caller:agents={caller},provider:calc-host={provider_token}:{name}"),
+    );
     gw.args([
         "registry",
         "serve",
@@ -78,7 +116,29 @@ fn an_agent_calls_tools_served_by_a_provider_process() {
         &ns,
     ]);
     let _gw = start(gw, "registry gateway on");
+    // A caller token registers nothing.
+    let out = weft()
+        .args([
+            "provider",
+            "serve",
+            "calc",
+            "--gateway",
+            &gateway,
+            "--redis",
+            &redis,
+        ])
+        .args(["--name", &name])
+        .env("WEFT_REGISTRY_TOKEN", &caller)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("403 forbidden"),
+        "{err}"
+    );
+    assert!(!err.contains(&caller), "the token was printed: {err}");
     let mut provider = weft();
+    provider.env("WEFT_REGISTRY_TOKEN", &provider_token);
     provider.args([
         "provider",
         "serve",
@@ -108,6 +168,7 @@ fn an_agent_calls_tools_served_by_a_provider_process() {
     let db = dir.path().join("w.db");
     let db = db.to_str().unwrap();
     let out = weft()
+        .env("WEFT_REGISTRY_TOKEN", &caller)
         .args([
             "run",
             agent.to_str().unwrap(),
@@ -135,6 +196,7 @@ fn an_agent_calls_tools_served_by_a_provider_process() {
     assert_eq!(results[0]["value"], 5, "{stdout}");
     assert_eq!(results[1]["value"], 35, "{stdout}");
     assert!(stdout.contains("(2 + 3) * 7 = 35"), "{stdout}");
+    assert!(!stdout.contains(&caller) && !String::from_utf8_lossy(&out.stderr).contains(&caller));
 
     // Replay runs no tool: it needs the tools' schemas from the gateway,
     // never the provider that executes them.
@@ -144,6 +206,7 @@ fn an_agent_calls_tools_served_by_a_provider_process() {
         serde_json::from_slice(list.stdout.split(|b| *b == b'\n').next().unwrap()).unwrap();
     let run = record["run_id"].as_str().unwrap();
     let out = weft()
+        .env("WEFT_REGISTRY_TOKEN", &caller)
         .args([
             "replay",
             run,

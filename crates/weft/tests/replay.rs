@@ -325,10 +325,16 @@ async fn answered_and_unanswered_confirmations_on_sqlite_replay_identically() {
     );
     assert!(report.contains("got:      call calc.add"), "{report}");
 
-    // Without a terminal, `weft run` cancels a run that needs an answer:
-    // the cancelled run replays identically too.
+    // Without an answer, `weft run` leaves the run awaiting in the store;
+    // cancelled there, the run replays identically too.
     let db2 = dir.path().join("w2.db");
     let cancelled = record(&confirmed, &db2, &[]);
+    let cancel = weft()
+        .args(["runs", "cancel", &cancelled, "--db"])
+        .arg(&db2)
+        .output()
+        .unwrap();
+    assert!(cancel.status.success(), "{}", text(&cancel));
     let out = replay(&cancelled, &confirmed, &db2);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert!(
@@ -458,6 +464,105 @@ async fn a_model_run_logged_without_model_outputs_is_not_replayable() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(
         text(&out).contains("not replayable: the log holds no model outputs"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn replay_lists_what_changed_in_the_agent_even_when_its_decisions_replay_identically() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("w.db");
+    let agent = model_agent(dir.path(), "max_tool_calls = 8");
+    let run = record(&agent, &db, &[]);
+
+    let out = replay(&run, &agent, &db);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        !text(&out).contains("the agent given differs"),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        !text(&out).contains("no agent description"),
+        "{}",
+        text(&out)
+    );
+
+    // Another prompt, one more toolset and a temperature: the recorded
+    // answers are fed back, so the decisions are the same, and the report
+    // says what differs.
+    let recorded = std::fs::read_to_string(&agent).unwrap();
+    let changed = write(
+        dir.path(),
+        "changed.toml",
+        &recorded
+            .replace("Calculate.", "Calculate with care.")
+            .replace("[\"calc\"]", "[\"calc\", \"text\"]")
+            .replace("kind = \"model\"", "kind = \"model\"\ntemperature = 0.5"),
+    );
+    let out = replay(&run, &changed, &db);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let report = text(&out);
+    assert!(report.contains("identical (4 decisions)"), "{report}");
+    assert!(
+        report.contains("the agent given differs from the recorded one"),
+        "{report}"
+    );
+    assert!(report.contains("system prompt differs"), "{report}");
+    assert!(report.contains("tool `text.upper` added"), "{report}");
+    assert!(
+        report.contains("temperature: unset recorded, `0.5` now"),
+        "{report}"
+    );
+    assert!(!report.contains("tool `calc."), "{report}");
+
+    let json = weft()
+        .args(["replay", &run, "--json", "--agent"])
+        .arg(&changed)
+        .arg("--store")
+        .arg(&db)
+        .output()
+        .unwrap();
+    let line: Value = serde_json::from_slice(&json.stdout).unwrap();
+    let changes = line["agent_changes"].as_array().unwrap();
+    assert!(
+        changes
+            .iter()
+            .any(|c| c.as_str() == Some("tool `text.upper` added")),
+        "{line}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_recorded_without_its_model_setup_says_so() {
+    use sqlx::Connection;
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("w.db");
+    let agent = model_agent(dir.path(), "max_tool_calls = 8");
+    let (a, d) = (agent.clone(), db.clone());
+    let run = tokio::task::spawn_blocking(move || record(&a, &d, &[]))
+        .await
+        .unwrap();
+    // A run as weft stored it before it kept the model setup.
+    let url = format!("sqlite://{}", db.display());
+    let mut conn = sqlx::SqliteConnection::connect(&url).await.unwrap();
+    let changed = sqlx::query(
+        "UPDATE runs SET snapshot = replace(snapshot, '\"weft.model.setup\"', '\"older\"')",
+    )
+    .execute(&mut conn)
+    .await
+    .unwrap()
+    .rows_affected();
+    assert_eq!(changed, 1);
+    drop(conn);
+    let out = tokio::task::spawn_blocking(move || replay(&run, &agent, &db))
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains("the recording holds no agent description"),
         "{}",
         text(&out)
     );

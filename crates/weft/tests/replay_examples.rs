@@ -1,7 +1,7 @@
 //! Every example agent that runs offline replays its recorded runs exactly:
-//! runs recorded by `weft run` (with no terminal, a run that asks is
-//! cancelled) replay without naming their agent file, and runs whose
-//! questions were answered (clarify; the coordinator with its researcher
+//! runs recorded by `weft run` (a run that asks reads its answers from
+//! stdin) replay without naming their agent file, and runs whose questions
+//! were answered in process (clarify; the coordinator with its researcher
 //! and writer as child runs) replay with their files. The session example's
 //! second run replays only if the replay gives its planner the session's
 //! history and the memory the run read.
@@ -13,8 +13,9 @@
 mod common;
 
 use std::collections::{BTreeSet, HashSet};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::example;
@@ -74,7 +75,23 @@ fn weft_run(file: &str, prompt: &str, db: &Path, session: Option<&str>, journal:
     if let Some(s) = session {
         cmd.args(["--session", s]);
     }
-    let out = cmd.output().unwrap();
+    // The answers of the examples that ask: clarify's numbers, the
+    // coordinator's writer's tone.
+    let answers: &[u8] = match file {
+        "clarify.toml" => b"3 and 4\n",
+        "coordinator.toml" => b"formal\n",
+        _ => b"",
+    };
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin.write_all(answers).unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.code().is_some(),
@@ -123,10 +140,9 @@ fn every_offline_example_run_by_weft_run_replays_without_naming_its_file() {
     );
 
     let replayed = replay_all(db.to_str().unwrap(), &[], &[]);
-    // The coordinator's run brings its two specialists' child runs. `weft
-    // run` could not ask the writer's question, so it cancelled the
-    // coordinator, and the writer with it before exiting: every run ended
-    // and replays identically.
+    // The coordinator's run brings its two specialists' child runs; the
+    // writer's question was answered from stdin: every run ended and
+    // replays identically.
     assert_eq!(
         replayed.reports.len(),
         prompts.len() + 1 + 2 + 1,

@@ -1,7 +1,7 @@
 //! `weft serve` as an operator runs it: tokens from a file (never the
 //! command line), and logs on stderr as JSON lines whose spans carry the
 //! tenant of a request and the id and tenant of a run, and a store failure
-//! logged with its cause.
+//! logged with its cause, and its request's line (status 500) at info level.
 
 mod common;
 
@@ -130,8 +130,10 @@ async fn a_store_failure_is_logged_with_its_cause() {
         .unwrap();
     let reply = list().await.unwrap();
     assert_eq!(reply.status(), 500);
+    let request_id = reply.headers()["x-request-id"].to_str().unwrap().to_owned();
     let problem: Value = reply.json().await.unwrap();
     assert_eq!(problem["detail"], "the server failed to handle the request");
+    assert_eq!(problem["request_id"], request_id.as_str());
     child.kill().unwrap();
     child.wait().unwrap();
     let lines: Vec<Value> = stderr
@@ -145,6 +147,19 @@ async fn a_store_failure_is_logged_with_its_cause() {
         .unwrap_or_else(|| panic!("no `request failed` line in {lines:?}"));
     assert_eq!(failed["level"], "ERROR");
     assert_eq!(failed["span"]["tenant"], "acme");
+    assert_eq!(failed["span"]["request_id"], request_id.as_str());
+    // The request's own line, at info level (a 2xx or 4xx is at debug).
+    let served = lines
+        .iter()
+        .find(|l| l["fields"]["message"] == "request")
+        .unwrap_or_else(|| panic!("no request line in {lines:?}"));
+    assert_eq!(served["level"], "INFO");
+    let fields = &served["fields"];
+    assert_eq!(fields["status"], 500);
+    assert_eq!(fields["method"], "GET");
+    assert_eq!(fields["route"], "/v1/runs");
+    assert_eq!(fields["tenant"], "acme");
+    assert_eq!(fields["request_id"], request_id.as_str());
     let cause = failed["fields"]["error"].as_str().unwrap_or_default();
     assert!(
         cause.contains("does not exist"),

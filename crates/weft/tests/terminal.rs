@@ -198,7 +198,8 @@ fn runs_show_tells_awaits_and_a_cancelled_outcome() {
         ),
     );
     let db = dir.path().join("w.db");
-    // Without a terminal to ask, the run is cancelled at its await.
+    // Without an answer on stdin, the run stays awaiting; then it is
+    // cancelled in the store.
     let out = weft()
         .arg("run")
         .arg(&agent)
@@ -207,9 +208,15 @@ fn runs_show_tells_awaits_and_a_cancelled_outcome() {
         .arg(&db)
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(3));
     assert!(stdout(&out).contains("‖ paused: waiting for 1 answer(s)"));
     let run = only_run(&db);
+    let cancel = weft()
+        .args(["runs", "cancel", &run, "--reason", "no answer came", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(cancel.status.success());
     let show = weft()
         .args(["runs", "show", &run, "--db"])
         .arg(&db)
@@ -222,10 +229,7 @@ fn runs_show_tells_awaits_and_a_cancelled_outcome() {
         "{text}"
     );
     assert!(text.contains("] ‖ paused: "), "{text}");
-    assert!(
-        text.contains("] ── cancelled: an answer was needed and there is no terminal to ask"),
-        "{text}"
-    );
+    assert!(text.contains("] ── cancelled: no answer came"), "{text}");
     assert!(
         text.lines().next().unwrap().ends_with(" · cancelled"),
         "{text}"

@@ -15,8 +15,14 @@
 //! events the browser sees nested under the call, and the writer's question
 //! is answered in the coordinator's page.
 //!
+//! A fourth, `slow` (written below), calls a tool that takes [`SLOW_TOOL_MS`],
+//! then asks a question: the browser sees what the run is doing and for how
+//! long while it runs, each call's and wait's duration, and the run's
+//! (`tests/ui/time.mjs`); the start form lists the served agents.
+//!
 //! Without a browser, Node.js alone runs the viewer's event-stream reader
-//! (`tests/ui/sse.spec.mjs`) and its totals (`tests/ui/totals.spec.mjs`).
+//! (`tests/ui/sse.spec.mjs`), its totals (`tests/ui/totals.spec.mjs`) and
+//! its time (`tests/ui/timing.spec.mjs`).
 //!
 //! Midway the script has the server killed and started again on the same
 //! address and store, and the page reconnects with Last-Event-ID.
@@ -45,6 +51,9 @@ use common::example;
 const BUDGET: Duration = Duration::from_secs(90);
 
 const TOKEN: &str = "viewer-token";
+
+/// How long the `slow` agent's tool call takes.
+const SLOW_TOOL_MS: u64 = 3000;
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -76,8 +85,9 @@ fn missing(chromium: &Path) -> Vec<String> {
 }
 
 /// Starts `weft serve` on `addr` (`127.0.0.1:0`: a free port) with
-/// `clarify`, `streamer` (on the provider at `provider`) and `coordinator`
-/// (with its team), over the store in `dir`; its address and the process.
+/// `clarify`, `streamer` (on the provider at `provider`), `coordinator`
+/// (with its team) and `slow`, over the store in `dir`; its address and the
+/// process.
 fn serve(dir: &Path, provider: &str, addr: &str) -> (String, Killed) {
     let tokens = dir.join("tokens");
     std::fs::write(&tokens, format!("viewer={TOKEN}\n")).unwrap();
@@ -88,6 +98,19 @@ fn serve(dir: &Path, provider: &str, addr: &str) -> (String, Killed) {
          [planner.price]\ninput = 100\noutput = 1000\n",
     )
     .unwrap();
+    // A slow tool call (the journal's, which sleeps as asked), then a
+    // question, then the answer.
+    let slow = dir.join("slow.toml");
+    std::fs::write(
+        &slow,
+        format!(
+            "id = \"slow\"\ntoolsets = [\"journal\"]\n[planner]\nkind = \"scripted\"\nfinalize = \"stopped\"\n\
+             [[planner.turns]]\ntool_calls = [{{ name = \"journal.put\", args = {{ text = \"slow\", sleep_ms = {SLOW_TOOL_MS} }} }}]\n\
+             [[planner.turns]]\nask = \"Shall I go on?\"\n[[planner.turns]]\ntext = \"Done, slowly.\"\n\
+             [policy]\nmax_tool_calls = 4\ntool_timeout_ms = 20000\n"
+        ),
+    )
+    .unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_weft"))
         .arg("serve")
         .arg("--agent")
@@ -96,6 +119,9 @@ fn serve(dir: &Path, provider: &str, addr: &str) -> (String, Killed) {
         .arg(&streamer)
         .arg("--agent")
         .arg(example("coordinator.toml"))
+        .arg("--agent")
+        .arg(&slow)
+        .env("WEFT_JOURNAL_DIR", dir)
         .env("OPENAI_BASE_URL", provider)
         .env("OPENAI_API_KEY", "sk-test")
         .arg("--db")
@@ -185,6 +211,13 @@ fn the_viewer_totals_sum_usage_and_its_cost() {
 }
 
 #[test]
+fn the_viewer_times_runs_calls_and_waits() {
+    if have_node() {
+        run_node("timing.spec.mjs", &[], &std::env::temp_dir(), &mut || {});
+    }
+}
+
+#[test]
 fn the_viewer_follows_a_run_and_answers_its_clarification_in_a_browser() {
     let chromium = std::env::var_os("WEFT_CHROMIUM")
         .map(PathBuf::from)
@@ -231,7 +264,9 @@ fn the_viewer_follows_a_run_and_answers_its_clarification_in_a_browser() {
     };
     let words = provider::WORDS.join("|");
     let pause = provider::WORD_PAUSE.as_millis().to_string();
-    let env: [(&str, &std::ffi::OsStr); 7] = [
+    let slow_ms = SLOW_TOOL_MS.to_string();
+    let env: [(&str, &std::ffi::OsStr); 8] = [
+        ("WEFT_SLOW_TOOL_MS", slow_ms.as_ref()),
         ("WEFT_STREAM_WORDS", words.as_ref()),
         ("WEFT_STREAM_PAUSE_MS", pause.as_ref()),
         ("WEFT_URL", url.as_ref()),

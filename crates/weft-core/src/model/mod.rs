@@ -1,13 +1,16 @@
 //! Models as the contract sees them: the [`ModelClient`] trait, requests,
 //! stream chunks, token usage and its cost ([`Usage`]), and the sans-IO
 //! [`StreamAssembler`] that turns chunks into a [`ModelSummary`] while
-//! forwarding them to a planner's event sink.
+//! forwarding them to a planner's event sink, and the [`ModelSetup`] a
+//! model planner records of what it asked with.
 
 mod assemble;
+mod setup;
 mod types;
 mod usage;
 
 pub use assemble::{AssembleError, StreamAssembler, summary_chunks};
+pub use setup::{MODEL_SETUP_KEY, ModelSetup, ToolDigest};
 pub use types::*;
 pub use usage::Usage;
 

@@ -238,6 +238,21 @@ fn missing_key_names_the_variable() {
             Ok(_) => panic!("built {id} without a key"),
         }
     }
+    let named = ModelConfig {
+        api_key_env: Some("TEAM_KEY".into()),
+        ..ModelConfig::new("anthropic/m")
+    };
+    match build_model_with_env(&named, &none) {
+        Err(ModelError::Config { message }) => {
+            assert!(
+                message.contains("`api_key_env` names TEAM_KEY"),
+                "{message}"
+            )
+        }
+        _ => panic!("built anthropic/m without its named key"),
+    }
+    let team = |v: &str| (v == "TEAM_KEY").then(|| "sk-team".to_owned());
+    assert!(build_model_with_env(&named, &team).is_ok());
     match build_model_with_env(&ModelConfig::new("compat/llama"), &none) {
         Err(ModelError::Config { message }) => assert!(message.contains("base URL"), "{message}"),
         _ => panic!("compat needs a base URL"),

@@ -39,6 +39,7 @@ use weft_core::tool::{
 };
 use weft_tools::{ArgsValidator, ToolFailure, ToolReply, ToolSet};
 
+use crate::access::BearerToken;
 use crate::admission::{self, Admission};
 use crate::batch::Batcher;
 use crate::catalog::Namespace;
@@ -52,6 +53,8 @@ use crate::wire::{self, ToolCallMessage, ToolCallMeta};
 pub struct ExecutorConfig {
     /// The gateway to learn the tools from.
     pub gateway: String,
+    /// The caller token sent to the gateway.
+    pub token: Option<BearerToken>,
     /// The registry toolset's name.
     pub toolset: String,
     /// The toolset's name in weft (its tools are `<alias>.<tool>`); the
@@ -74,6 +77,7 @@ impl ExecutorConfig {
     pub fn new(gateway: impl Into<String>, toolset: impl Into<String>) -> Self {
         Self {
             gateway: gateway.into(),
+            token: None,
             toolset: toolset.into(),
             alias: None,
             namespace: Namespace::default(),
@@ -120,6 +124,7 @@ impl RegistryToolSet {
     /// Learns the toolset's tools from the gateway.
     pub async fn connect(redis: Redis, config: ExecutorConfig) -> Result<Self, RegistryError> {
         let view = GatewayClient::new(&config.gateway)?
+            .with_token(config.token.clone())
             .toolset(&config.toolset)
             .await?;
         let name = config

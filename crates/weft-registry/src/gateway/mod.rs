@@ -1,11 +1,14 @@
 //! The gateway (`weft registry serve`): an HTTP/JSON service over the
 //! registry state in Redis. Any number of gateway nodes may share one Redis
 //! and answer any request; one of them at a time (a Redis lease decides)
-//! pings every toolset ([`health`]).
+//! pings every toolset ([`health`]). Every endpoint but `/healthz` and
+//! `/openapi.json` needs a bearer token ([`GatewayAuth`], [`crate::access`]).
 
+mod auth;
 mod clock;
 mod health;
 mod openapi;
+mod problem;
 mod routes;
 
 use std::sync::Arc;
@@ -18,6 +21,7 @@ use crate::catalog::{Catalog, Namespace};
 use crate::conn::Redis;
 use crate::error::RegistryError;
 
+pub use auth::GatewayAuth;
 pub use openapi::openapi;
 
 /// How a gateway behaves.
@@ -37,6 +41,8 @@ pub struct GatewayConfig {
     pub max_payload_bytes: usize,
     /// This node's id, for the pinger lease.
     pub node_id: String,
+    /// Who may use it; by default no token, which [`Gateway::new`] refuses.
+    pub auth: GatewayAuth,
 }
 
 impl Default for GatewayConfig {
@@ -49,6 +55,7 @@ impl Default for GatewayConfig {
             result_ttl: Duration::from_secs(15 * 60),
             max_payload_bytes: 1 << 20,
             node_id: format!("gw-{}", uuid::Uuid::new_v4().simple()),
+            auth: GatewayAuth::default(),
         }
     }
 }
@@ -69,8 +76,18 @@ pub struct Gateway {
 }
 
 impl Gateway {
-    /// A gateway over `redis`.
+    /// A gateway over `redis`; refused without a token unless
+    /// authentication is explicitly off ([`GatewayAuth::InsecureNoAuth`]).
     pub fn new(redis: Redis, config: GatewayConfig) -> Result<Self, RegistryError> {
+        if matches!(&config.auth, GatewayAuth::Tokens(t) if t.is_empty()) {
+            return Err(RegistryError::Config(
+                "no registry tokens configured: set WEFT_REGISTRY_TOKENS or give --tokens-file \
+                 (caller:NAME=TOKEN, provider:NAME=TOKEN:TOOLSET|TOOLSET, admin:NAME=TOKEN), \
+                 or pass --insecure-no-auth to let anyone who reaches the gateway call, \
+                 register and delete toolsets"
+                    .into(),
+            ));
+        }
         if config.ping_interval.is_zero() || config.max_queue == 0 {
             return Err(RegistryError::Config(
                 "ping_interval and max_queue must be positive".into(),

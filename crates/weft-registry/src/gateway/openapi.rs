@@ -1,7 +1,9 @@
-//! The gateway's OpenAPI document (utoipa), served at `/openapi.json`.
+//! The gateway's OpenAPI document (utoipa), served at `/openapi.json`,
+//! with its bearer security scheme required by every operation but `/healthz`.
 
 use axum::Json;
-use utoipa::OpenApi;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi};
 
 use super::routes;
 use crate::catalog::{ToolSchema, ToolsetRecord};
@@ -13,6 +15,8 @@ use crate::dto::{
 #[derive(OpenApi)]
 #[openapi(
     info(title = "weft registry", description = "The tool registry gateway: toolset registration, health, discovery and calls over Redis Streams."),
+    modifiers(&BearerAuth),
+    security(("bearer" = [])),
     paths(
         routes::healthz, routes::register, routes::unregister, routes::pong, routes::list,
         routes::search, routes::get_toolset, routes::call,
@@ -29,6 +33,25 @@ use crate::dto::{
     )
 )]
 struct ApiDoc;
+
+struct BearerAuth;
+
+impl Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some(
+                        "A caller, provider or admin token of `WEFT_REGISTRY_TOKENS`",
+                    ))
+                    .build(),
+            ),
+        );
+    }
+}
 
 /// The OpenAPI document of the gateway.
 pub fn openapi() -> utoipa::openapi::OpenApi {

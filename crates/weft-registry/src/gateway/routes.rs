@@ -5,80 +5,41 @@ use axum::Json;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
 use super::Gateway;
+use super::auth::Who;
+use super::problem::{ApiError, ApiResult, forbidden, not_found};
+use crate::access::Principal;
 use crate::admission::{self, Admission};
-use crate::catalog::{PongOutcome, ToolsetRecord};
+use crate::catalog::{Ownership, PongOutcome, Registration, ToolsetRecord};
 use crate::dto::{
     CallRequest, CallResponse, PongRequest, PongResponse, Problem, RegisterRequest,
     RegisterResponse, ToolsetInfo, ToolsetList, ToolsetView,
 };
-use crate::error::RegistryError;
 use crate::schema::PayloadSchema;
-use crate::wire::{self, ToolCallMessage, ToolCallMeta, WireFieldIssue};
-
-/// An error answer.
-pub(crate) struct ApiError(StatusCode, &'static str, String, Vec<WireFieldIssue>);
-
-impl ApiError {
-    fn new(status: StatusCode, code: &'static str, detail: impl Into<String>) -> Self {
-        Self(status, code, detail.into(), Vec::new())
-    }
-}
-
-impl From<RegistryError> for ApiError {
-    fn from(e: RegistryError) -> Self {
-        tracing::warn!(error = %e, "gateway request failed");
-        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string())
-    }
-}
-
-impl From<JsonRejection> for ApiError {
-    fn from(e: JsonRejection) -> Self {
-        Self::new(StatusCode::BAD_REQUEST, "bad_request", e.body_text())
-    }
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let body = Problem {
-            status: self.0.as_u16(),
-            code: self.1.to_owned(),
-            detail: self.2,
-            issues: self.3,
-        };
-        let mut resp = (self.0, Json(body)).into_response();
-        resp.headers_mut().insert(
-            axum::http::header::CONTENT_TYPE,
-            axum::http::HeaderValue::from_static("application/problem+json"),
-        );
-        resp
-    }
-}
-
-type ApiResult<T> = Result<Json<T>, ApiError>;
-
-fn not_found(what: String) -> ApiError {
-    ApiError::new(StatusCode::NOT_FOUND, "not_found", what)
-}
+use crate::wire::{self, ToolCallMessage, ToolCallMeta};
 
 /// Liveness.
-#[utoipa::path(get, path = "/healthz", tag = "health", responses((status = 200, description = "alive")))]
+#[utoipa::path(get, path = "/healthz", tag = "health", security(()), responses((status = 200, description = "alive")))]
 pub(crate) async fn healthz() -> &'static str {
     "ok"
 }
 
 /// Registers (or re-registers) a toolset; rotates its registration token.
+/// Needs a provider token whose scope names the toolset; a toolset another
+/// provider registered is refused (409).
 #[utoipa::path(post, path = "/v1/toolsets", tag = "providers", request_body = RegisterRequest,
-    responses((status = 200, body = RegisterResponse), (status = 400, body = Problem)))]
+    responses((status = 200, body = RegisterResponse), (status = 400, body = Problem),
+        (status = 401, body = Problem), (status = 403, body = Problem), (status = 409, body = Problem)))]
 pub(crate) async fn register(
     State(gw): State<Gateway>,
+    Who(who): Who,
     body: Result<Json<RegisterRequest>, JsonRejection>,
 ) -> ApiResult<RegisterResponse> {
     let Json(req) = body?;
     check_name("toolset name", &req.name)?;
+    may_provide(&who, &req.name)?;
     if req.tools.is_empty() {
         return Err(ApiError::new(
             StatusCode::BAD_REQUEST,
@@ -118,39 +79,61 @@ pub(crate) async fn register(
     let token = uuid::Uuid::new_v4().simple().to_string();
     let stale_ms = u64::try_from(gw.config.stale_after().as_millis()).unwrap_or(u64::MAX);
     let max_queue = req.max_queue.unwrap_or(gw.config.max_queue).max(1);
-    gw.catalog
-        .save(&record, &token, stale_ms, max_queue)
-        .await?;
+    let reg = Registration {
+        token: &token,
+        stale_ms,
+        max_queue,
+        owner: who.owner(),
+    };
+    if gw.catalog.save(&record, reg).await? == Ownership::NotOwner {
+        return Err(taken(&record.name));
+    }
     Ok(Json(RegisterResponse {
         registered_at: record.registered_at,
         registration_token: token,
     }))
 }
 
-/// Unregisters a toolset.
+/// Deletes a toolset: an admin deletes any; a provider unregisters only a
+/// toolset of its scope that it registered itself.
 #[utoipa::path(delete, path = "/v1/toolsets/{name}", tag = "providers",
-    responses((status = 204), (status = 404, body = Problem)))]
+    responses((status = 204), (status = 401, body = Problem), (status = 403, body = Problem),
+        (status = 404, body = Problem)))]
 pub(crate) async fn unregister(
     State(gw): State<Gateway>,
+    Who(who): Who,
     Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    if gw.catalog.delete(&name).await? {
-        Ok(StatusCode::NO_CONTENT)
-    } else {
-        Err(not_found(format!("toolset `{name}` is not registered")))
+    if !who.is_admin() {
+        may_provide(&who, &name)?;
+    }
+    match gw.catalog.delete_owned(&name, who.owner()).await? {
+        Ownership::Done => Ok(StatusCode::NO_CONTENT),
+        Ownership::Unknown => Err(not_found(format!("toolset `{name}` is not registered"))),
+        Ownership::NotOwner => Err(forbidden(format!(
+            "toolset `{name}` was registered by another provider; only an admin token deletes it"
+        ))),
     }
 }
 
 /// Answers a health ping; a ping of an older registration is ignored.
 #[utoipa::path(post, path = "/v1/toolsets/{name}/pong", tag = "providers", request_body = PongRequest,
-    responses((status = 200, body = PongResponse), (status = 404, body = Problem)))]
+    responses((status = 200, body = PongResponse), (status = 401, body = Problem),
+        (status = 403, body = Problem), (status = 404, body = Problem)))]
 pub(crate) async fn pong(
     State(gw): State<Gateway>,
+    Who(who): Who,
     Path(name): Path<String>,
     body: Result<Json<PongRequest>, JsonRejection>,
 ) -> ApiResult<PongResponse> {
+    may_provide(&who, &name)?;
     let Json(req) = body?;
-    match gw.catalog.record_pong(&name, &req.ping_id).await? {
+    match gw
+        .catalog
+        .record_pong(&name, &req.ping_id, who.owner())
+        .await?
+    {
+        PongOutcome::NotOwner => Err(taken(&name)),
         PongOutcome::Recorded => Ok(Json(PongResponse { accepted: true })),
         PongOutcome::Stale => Ok(Json(PongResponse { accepted: false })),
         PongOutcome::Unknown => Err(not_found(format!("toolset `{name}` is not registered"))),
@@ -166,11 +149,13 @@ pub(crate) struct ListQuery {
 
 /// Lists toolsets.
 #[utoipa::path(get, path = "/v1/toolsets", tag = "discovery", params(ListQuery),
-    responses((status = 200, body = ToolsetList)))]
+    responses((status = 200, body = ToolsetList), (status = 401, body = Problem), (status = 403, body = Problem)))]
 pub(crate) async fn list(
     State(gw): State<Gateway>,
+    Who(who): Who,
     Query(q): Query<ListQuery>,
 ) -> ApiResult<ToolsetList> {
+    may_discover(&who)?;
     let all = gw.catalog.list().await?;
     let toolsets = all
         .iter()
@@ -189,11 +174,13 @@ pub(crate) struct SearchQuery {
 
 /// Searches toolsets.
 #[utoipa::path(get, path = "/v1/search", tag = "discovery", params(SearchQuery),
-    responses((status = 200, body = ToolsetList)))]
+    responses((status = 200, body = ToolsetList), (status = 401, body = Problem), (status = 403, body = Problem)))]
 pub(crate) async fn search(
     State(gw): State<Gateway>,
+    Who(who): Who,
     Query(q): Query<SearchQuery>,
 ) -> ApiResult<ToolsetList> {
+    may_discover(&who)?;
     let needle = q.q.to_lowercase();
     let all = gw.catalog.list().await?;
     let toolsets = all
@@ -214,11 +201,14 @@ pub(crate) async fn search(
 
 /// One toolset with its tools, schemas and health.
 #[utoipa::path(get, path = "/v1/toolsets/{name}", tag = "discovery",
-    responses((status = 200, body = ToolsetView), (status = 404, body = Problem)))]
+    responses((status = 200, body = ToolsetView), (status = 401, body = Problem),
+        (status = 403, body = Problem), (status = 404, body = Problem)))]
 pub(crate) async fn get_toolset(
     State(gw): State<Gateway>,
+    Who(who): Who,
     Path(name): Path<String>,
 ) -> ApiResult<ToolsetView> {
+    may_discover(&who)?;
     let Some(toolset) = gw.catalog.get(&name).await? else {
         return Err(not_found(format!("toolset `{name}` is not registered")));
     };
@@ -233,13 +223,18 @@ pub(crate) async fn get_toolset(
 /// Calls a tool: validates the payload, admits and publishes the call, and
 /// answers its `tool_use_id` (the result arrives on its result stream).
 #[utoipa::path(post, path = "/v1/toolsets/{name}/tools/{tool}/call", tag = "calls", request_body = CallRequest,
-    responses((status = 200, body = CallResponse), (status = 400, body = Problem), (status = 404, body = Problem),
+    responses((status = 200, body = CallResponse), (status = 400, body = Problem), (status = 401, body = Problem),
+        (status = 403, body = Problem), (status = 404, body = Problem),
         (status = 413, body = Problem), (status = 429, body = Problem), (status = 503, body = Problem)))]
 pub(crate) async fn call(
     State(gw): State<Gateway>,
+    Who(who): Who,
     Path((name, tool)): Path<(String, String)>,
     body: Result<Json<CallRequest>, JsonRejection>,
 ) -> ApiResult<CallResponse> {
+    if !who.may_call() {
+        return Err(forbidden("only a caller token calls tools".into()));
+    }
     let Json(req) = body?;
     let Some(toolset) = gw.catalog.get(&name).await? else {
         return Err(not_found(format!("toolset `{name}` is not registered")));
@@ -361,4 +356,33 @@ fn check_name(what: &str, name: &str) -> Result<(), ApiError> {
             ),
         ))
     }
+}
+
+fn may_discover(who: &Principal) -> Result<(), ApiError> {
+    if who.may_discover() {
+        Ok(())
+    } else {
+        Err(forbidden(
+            "a provider token cannot list or read toolsets; use a caller token".into(),
+        ))
+    }
+}
+
+fn may_provide(who: &Principal, toolset: &str) -> Result<(), ApiError> {
+    if who.may_provide(toolset) {
+        Ok(())
+    } else {
+        Err(forbidden(format!(
+            "`{}` may not register, pong or unregister toolset `{toolset}`",
+            who.name
+        )))
+    }
+}
+
+fn taken(toolset: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::CONFLICT,
+        "conflict",
+        format!("toolset `{toolset}` is registered by another provider"),
+    )
 }

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use weft_core::tool::{OutputSink, ToolError, ToolIdent, ToolRequest};
 use weft_core::{RunId, SessionId, ToolCallId, TurnId};
-use weft_registry::{Gateway, GatewayConfig, Namespace, Redis};
+use weft_registry::{Gateway, GatewayAuth, GatewayConfig, Namespace, Redis};
 use weft_tools::FnToolSet;
 
 pub fn redis_url() -> String {
@@ -42,6 +42,7 @@ pub async fn gateway(redis: &Redis, tweak: impl FnOnce(&mut GatewayConfig)) -> T
     let mut config = GatewayConfig {
         namespace: ns.clone(),
         ping_interval: Duration::from_millis(200),
+        auth: GatewayAuth::InsecureNoAuth,
         ..GatewayConfig::default()
     };
     tweak(&mut config);

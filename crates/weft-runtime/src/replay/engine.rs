@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use weft_core::event::EventKind;
+use weft_core::model::{MODEL_SETUP_KEY, ModelSetup};
 use weft_core::planner::{NoopEvents, PlanInput, PlanResumeInput, RunContext, Termination};
 use weft_core::run::{
     InvalidToolCallContext, PlanKind, PlanOutcome, RunConfig, RunFailure, RunMachine, RunOutcome,
@@ -16,7 +17,7 @@ use weft_core::run::{
 use weft_core::tool::{Labels, ToolSpec};
 use weft_core::{Timestamp, TurnId};
 
-use super::{Decision, Difference, Recording, ReplayReport, Verdict};
+use super::{Decision, Difference, Recording, ReplayReport, Verdict, agent_changes};
 use crate::agent::Agent;
 use crate::children::budget::Remainder;
 use crate::context::Ctx;
@@ -55,10 +56,16 @@ pub async fn replay(agent: &Agent, recording: &Recording) -> Result<ReplayReport
         yielded_at: None,
     };
     let verdict = r.run().await;
+    let setup: Option<ModelSetup> = r
+        .machine
+        .state()
+        .get(MODEL_SETUP_KEY)
+        .and_then(|v| serde_json::from_value(v.clone()).ok());
     Ok(ReplayReport {
         run_id: recording.run_id.clone(),
         matched: r.next,
         verdict,
+        agent_changes: agent_changes(recording.model_setup.as_ref(), setup.as_ref()),
     })
 }
 

@@ -24,6 +24,13 @@
 //! once the recording is restored from the store
 //! ([`Recording::restore_from`]); without that, it replays with none of
 //! them.
+//!
+//! Whatever the verdict, the report lists how the agent given differs from
+//! the recorded one ([`agent_changes`]): its model, system prompt, tools and
+//! settings, as the model planner recorded them in the run's state at its
+//! first call ([`weft_core::model::ModelSetup`]) and as it records them
+//! again replaying. Recorded answers are fed back whatever the prompt, so a
+//! changed prompt can replay identical: the list says it changed.
 
 mod decision;
 mod diff;
@@ -43,6 +50,7 @@ pub use recording::{Recorded, RecordedAnswer, Recording, RecordingError};
 
 use serde::Serialize;
 use weft_core::RunId;
+use weft_core::model::ModelSetup;
 
 /// What a replay found.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -54,6 +62,29 @@ pub struct ReplayReport {
     /// The verdict.
     #[serde(flatten)]
     pub verdict: Verdict,
+    /// How the agent given differs from the recorded one (see
+    /// [`agent_changes`]); `None` when the recording holds no agent
+    /// description to compare with.
+    pub agent_changes: Option<Vec<String>>,
+}
+
+/// How the agent that replayed (its model setup `now`) differs from the
+/// recorded one (`recorded`): one line per difference, none when they are
+/// the same or neither asked a model; `None` when the replay asked a model
+/// but the recording holds no setup (it was recorded before weft kept one).
+pub fn agent_changes(
+    recorded: Option<&ModelSetup>,
+    now: Option<&ModelSetup>,
+) -> Option<Vec<String>> {
+    match (recorded, now) {
+        (Some(then), Some(now)) => Some(then.changes(now)),
+        (None, Some(_)) => None,
+        (Some(then), None) => Some(vec![format!(
+            "model: `{}` recorded, the agent given asks no model",
+            then.model
+        )]),
+        (None, None) => Some(Vec::new()),
+    }
 }
 
 /// Whether the replay made the recorded decisions.

@@ -2,7 +2,7 @@
 //! order, and what the world answered (tool results, await answers, model
 //! outputs, the prompts rendered), taken from the run's event log; what the
 //! log does not hold (labels, history length, memory read, prompt
-//! overrides) is restored from the store ([`Recording::restore_from`]).
+//! overrides, the model setup) is restored from the store ([`Recording::restore_from`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -12,7 +12,7 @@ use serde_json::Value;
 use weft_core::awaiting::{AwaitAnswer, AwaitItem};
 use weft_core::event::{EventKind, RunEvent};
 use weft_core::message::Message;
-use weft_core::model::ModelSummary;
+use weft_core::model::{ModelSetup, ModelSummary};
 use weft_core::prompt::{PromptOverride, PromptRendered};
 use weft_core::run::Policy;
 use weft_core::tool::{Labels, ToolOutput};
@@ -96,6 +96,9 @@ pub struct Recording {
     /// A child run's policy as its parent's budget clipped it (restored;
     /// `None` for other runs): the replay clips the agent's policy to it.
     pub child_caps: Option<Policy>,
+    /// What its model planner first asked its model with (restored; `None`
+    /// for a run without a model or recorded before weft kept it).
+    pub model_setup: Option<ModelSetup>,
 }
 
 impl Recording {
@@ -134,6 +137,7 @@ impl Recording {
             memory: BTreeMap::new(),
             overrides: Vec::new(),
             child_caps: None,
+            model_setup: None,
         };
         let mut elicitations: Vec<AwaitItemId> = Vec::new();
         // Time a human kept the run paused is taken out of the recording's

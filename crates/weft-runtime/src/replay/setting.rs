@@ -1,7 +1,7 @@
 //! What a recorded run had besides its event log, restored for its replay:
 //! its labels, how many of its first messages were its session's history,
-//! the session memory its planner read, and the prompt overrides it
-//! rendered.
+//! the session memory its planner read, the prompt overrides it rendered,
+//! and what its model planner first asked with.
 //!
 //! The labels come from the run's stored record, and so does whether it is
 //! a child run, whose policy (clipped by its parent's budget) comes from
@@ -17,6 +17,7 @@
 //! run is restored as first rendered.
 
 use serde_json::Value;
+use weft_core::model::MODEL_SETUP_KEY;
 use weft_core::prompt::{PromptOverride, template_version};
 use weft_core::session::{FullStore, PromptFilter};
 use weft_core::store::StoredRun;
@@ -28,8 +29,8 @@ use crate::session::{MEMORY_READ_KEY, history_len, session_error};
 
 impl Recording {
     /// Restores what the run's record and last snapshot hold: its labels,
-    /// its history length, the memory its planner read and, for a child
-    /// run, the caps it ran with.
+    /// its history length, the memory its planner read, its model setup
+    /// and, for a child run, the caps it ran with.
     pub fn restore_run(&mut self, stored: &StoredRun) {
         self.labels = stored.record.labels.clone();
         self.child_caps = self
@@ -44,6 +45,11 @@ impl Recording {
             .and_then(Value::as_object)
             .map(|m| m.clone().into_iter().collect())
             .unwrap_or_default();
+        self.model_setup = stored
+            .snapshot
+            .state()
+            .get(MODEL_SETUP_KEY)
+            .and_then(|v| serde_json::from_value(v.clone()).ok());
     }
 
     /// The names of the prompts the run rendered through an override.

@@ -104,6 +104,13 @@ impl Runtime {
         self.inner.agents.get(id)
     }
 
+    /// The ids of the registered agents, in order.
+    pub fn agent_ids(&self) -> Vec<&AgentId> {
+        let mut ids: Vec<&AgentId> = self.inner.agents.keys().collect();
+        ids.sort();
+        ids
+    }
+
     /// Starts a run of `agent`. With a [session store](RuntimeBuilder::session_store)
     /// the run starts from its session's history, and a session that has
     /// ended refuses it ([`RuntimeError::SessionEnded`]).

@@ -4,9 +4,12 @@
 //! (running, with a lease that is free or lapsed) every half lease TTL and
 //! when a driver here ends, never more than the process has room for
 //! (`RuntimeBuilder::max_driven_runs`).
+//! A run whose stored state cannot be read is quarantined, not retried.
 //! Also the end of a driver task, and shutting down.
 
 use super::*;
+use weft_core::store::{CORRUPT_STATE, StoreError};
+
 use crate::observe::DriveFailure;
 
 /// Most orphans one claim takes.
@@ -174,6 +177,14 @@ impl Inner {
                 self.release(run_id, epoch).await;
                 return Ok(false);
             }
+            // A state that cannot be read never will be: retried, it would
+            // fail every sweep and hold its tenant's quota for good.
+            Err(RuntimeError::Store(e @ StoreError::Corrupt { .. })) => {
+                if !self.quarantine(run_id, epoch, &e).await {
+                    return Err(e.into());
+                }
+                return Ok(false);
+            }
             Err(e) => {
                 self.release(run_id, epoch).await;
                 return Err(e);
@@ -195,6 +206,30 @@ impl Inner {
             drive,
         );
         Ok(true)
+    }
+
+    /// Quarantines run `run_id`, whose stored state cannot be read
+    /// (`error`), under its lease at `epoch`: the store fails it with reason
+    /// [`CORRUPT_STATE`] without reading it, so it leaves its tenant's quota
+    /// and is never claimed again. False (and the lease freed) when the
+    /// store did not (the run has ended, or the lease moved on).
+    pub(super) async fn quarantine(&self, run_id: &RunId, epoch: u64, error: &StoreError) -> bool {
+        self.leases.forget(run_id, epoch);
+        let now = self.clock.now();
+        match self
+            .store
+            .quarantine_run(run_id, CORRUPT_STATE, epoch, now)
+            .await
+        {
+            Ok(true) => {
+                tracing::error!(%run_id, %error, reason = CORRUPT_STATE, "run quarantined: failed, its stored state cannot be read");
+                return true;
+            }
+            Ok(false) => {}
+            Err(e) => tracing::warn!(%run_id, error = %e, "quarantining a corrupt run failed"),
+        }
+        self.release(run_id, epoch).await;
+        false
     }
 
     /// Bookkeeping when the driver task with `epoch` ends, under the run's
@@ -229,7 +264,7 @@ impl Inner {
             }
             DriveEnd::LeaseLost => {
                 self.drive_failed(DriveFailure::LeaseLost);
-                tracing::warn!("run dropped here: its lease passed to another process");
+                tracing::warn!("run dropped here: its lease lapsed; its new holder drives it");
                 self.let_go(shared, epoch);
             }
             DriveEnd::Panicked(message) => {

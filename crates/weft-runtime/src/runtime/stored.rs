@@ -114,7 +114,17 @@ impl Inner {
             snapshot: mut machine,
             last_seq,
             ..
-        } = self.stored(run_id).await?;
+        } = match self.stored(run_id).await {
+            // Its state cannot be read, so no change applies: it is
+            // quarantined (failed), as recovery would.
+            Err(RuntimeError::Store(e @ StoreError::Corrupt { .. })) => {
+                return Err(match self.quarantine(run_id, epoch, &e).await {
+                    true => RuntimeError::Finished(run_id.clone()),
+                    false => e.into(),
+                });
+            }
+            other => other?,
+        };
         if record.status.is_finished() {
             return Err(RuntimeError::Finished(run_id.clone()));
         }
@@ -150,7 +160,7 @@ impl Inner {
         })
     }
 
-    /// Cancels a run no task here drives.
+    /// Cancels a run no task here drives (awaiting, paused, or queued).
     pub(super) async fn cancel_stored(
         self: &Arc<Self>,
         run_id: &RunId,
@@ -160,6 +170,14 @@ impl Inner {
             .update_stored(run_id, |machine, _| Ok(machine.cancel(reason.to_owned())?))
             .await?;
         if let Some(outcome) = updated.machine.outcome() {
+            // No driver ends this run, so none reports its end: counted
+            // here, every run started is counted once when it ends.
+            self.observer.observe(&Observation::RunFinished {
+                agent: &updated.record.agent_id,
+                outcome,
+            });
+            let kind = crate::observe::outcome_kind(outcome);
+            tracing::info!(%run_id, outcome = kind, "run finished");
             self.finished(&updated.shared, Ok(outcome.clone()));
         }
         Ok(())

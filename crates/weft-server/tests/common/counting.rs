@@ -1,8 +1,9 @@
-//! A run store that records how many events each `read_events` returned,
+//! A run store that records how many events each `read_events` returned
+//! and how many runs were loaded whole,
 //! and that can be told to fail its commits (a store outage, injected in
 //! front of a real store).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -19,6 +20,8 @@ pub struct CountingStore {
     pub reads: Mutex<Vec<usize>>,
     /// While set, every commit fails as the backend would.
     pub failing: AtomicBool,
+    /// How many runs were loaded whole (`load_run`).
+    pub loads: AtomicUsize,
 }
 
 impl CountingStore {
@@ -27,6 +30,7 @@ impl CountingStore {
             inner,
             reads: Mutex::new(Vec::new()),
             failing: AtomicBool::new(false),
+            loads: AtomicUsize::new(0),
         })
     }
 
@@ -76,6 +80,7 @@ impl RunStore for CountingStore {
     }
 
     async fn load_run(&self, run_id: &RunId) -> Result<Option<StoredRun>, StoreError> {
+        self.loads.fetch_add(1, Ordering::SeqCst);
         self.inner.load_run(run_id).await
     }
 
@@ -92,6 +97,31 @@ impl RunStore for CountingStore {
 
     async fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunRecord>, StoreError> {
         self.inner.list_runs(filter).await
+    }
+
+    async fn list_run_rows(
+        &self,
+        filter: &RunFilter,
+    ) -> Result<Vec<weft_core::store::ListedRun>, StoreError> {
+        self.inner.list_run_rows(filter).await
+    }
+
+    async fn run_head(
+        &self,
+        run_id: &RunId,
+        key: &str,
+    ) -> Result<Option<weft_core::store::RunHead>, StoreError> {
+        self.inner.run_head(run_id, key).await
+    }
+
+    async fn quarantine_run(
+        &self,
+        run_id: &RunId,
+        reason: &str,
+        fence: u64,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        self.inner.quarantine_run(run_id, reason, fence, now).await
     }
 
     async fn create_leased_run(

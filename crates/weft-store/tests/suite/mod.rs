@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod controls;
+pub mod corrupt;
 pub mod history;
 pub mod leases;
 pub mod prompts;

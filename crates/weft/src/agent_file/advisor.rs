@@ -21,6 +21,10 @@ pub struct AdvisorSpec {
     /// The server's base URL (required for `compat/` models).
     #[serde(default)]
     pub base_url: Option<String>,
+    /// The environment variable holding the key, instead of the
+    /// provider's (as the planner's `api_key_env`).
+    #[serde(default)]
+    pub api_key_env: Option<String>,
     /// Advices per run (never reset).
     pub max_uses_per_run: NonZeroU32,
     /// Output token limit of one advice (default 16,384).
@@ -49,6 +53,7 @@ impl AdvisorSpec {
     ) -> Result<AdvisorConfig, ModelError> {
         let model = weft_models::build_model(&ModelConfig {
             base_url: self.base_url.clone(),
+            api_key_env: self.api_key_env.clone(),
             local_loader: local_loader(),
             ..ModelConfig::new(&self.model)
         })?;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
-use weft_core::model::{ModelClient, ModelError, ToolChoice};
+use weft_core::model::{ModelClient, ModelError};
 use weft_core::planner::Planner;
 use weft_core::run::Policy;
 use weft_core::tool::ToolIdent;
@@ -20,16 +20,19 @@ mod advisor;
 mod error;
 mod history;
 mod model;
+mod parse_error;
+mod planner;
 mod policy;
 mod price;
 mod scripted;
 mod team;
+mod tool_choice;
 
 pub use advisor::{AdvisorSpec, InheritedOptions};
 pub use error::AgentFileError;
 pub use history::{HistorySpec, SummarizeSpec};
-use model::parse_tool_choice;
 pub use model::{ModelSettings, local_loader, model_planner, model_planner_on};
+pub use planner::PlannerSpec;
 pub use policy::PolicySpec;
 pub use price::{PriceError, PriceSpec};
 pub use scripted::{CallSpec, TurnSpec};
@@ -65,58 +68,6 @@ pub struct AgentFile {
     pub prompts: std::collections::BTreeMap<String, String>,
 }
 
-/// The planner section.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
-pub enum PlannerSpec {
-    /// Replays fixed turns.
-    Scripted {
-        /// The turns, in order.
-        turns: Vec<TurnSpec>,
-        /// The answer when the runtime forces finalization.
-        #[serde(default)]
-        finalize: Option<String>,
-        /// Continue the turns across the runs of a session (a run starts
-        /// where the session's previous run stopped).
-        #[serde(default)]
-        across_session: bool,
-    },
-    /// Asks a model (`anthropic/<model>`, `openai/<model>`, ...).
-    Model {
-        /// The model id.
-        model: String,
-        /// The server's base URL (required for `compat/` models).
-        #[serde(default)]
-        base_url: Option<String>,
-        /// Output token limit per call.
-        #[serde(default)]
-        max_tokens: Option<u32>,
-        /// Sampling temperature.
-        #[serde(default)]
-        temperature: Option<f32>,
-        /// Token budget for extended thinking (reasoning effort).
-        #[serde(default)]
-        thinking_budget: Option<u32>,
-        /// `auto` (default), `required`, `none`, or a tool's name: what the
-        /// model must call until the run has tool results.
-        #[serde(default)]
-        tool_choice: Option<String>,
-        /// `false`: ask for whole answers; `true`: always stream; absent:
-        /// stream, and fall back to whole answers for a server that fails
-        /// a streamed request with tools.
-        #[serde(default)]
-        stream: Option<bool>,
-        /// Offer the model the `ask_user` tool, through which it asks the
-        /// user a question (a clarification the run waits for).
-        #[serde(default)]
-        ask_user: bool,
-        /// `[planner.price]`: the model's price in USD per million tokens,
-        /// instead of the built-in list price (see [`PriceSpec`]).
-        #[serde(default)]
-        price: Option<PriceSpec>,
-    },
-}
-
 impl AgentFile {
     /// Reads and parses an agent file.
     pub fn load(path: &Path) -> Result<Self, AgentFileError> {
@@ -132,7 +83,7 @@ impl AgentFile {
     pub fn parse(text: &str, path: &str) -> Result<Self, AgentFileError> {
         let file: AgentFile = toml::from_str(text).map_err(|e| AgentFileError::Parse {
             path: path.to_owned(),
-            message: e.to_string(),
+            message: parse_error::message(text, &e),
         })?;
         file.check(path)?;
         Ok(file)
@@ -157,6 +108,7 @@ impl AgentFile {
                 )));
             }
         }
+        self.check_tool_choice().map_err(invalid)?;
         self.history.check().map_err(invalid)?;
         for (id, template) in &self.prompts {
             weft_core::prompt::check_template(id, template)
@@ -282,53 +234,6 @@ impl AgentFile {
                     settings,
                 ),
                 true,
-            )),
-        }
-    }
-
-    /// The model and its settings the planner asks (`model` overriding the
-    /// file's); `None` for a scripted planner.
-    fn model_spec(&self, model: Option<&str>) -> Option<(String, ModelSettings)> {
-        match (&self.planner, model) {
-            (PlannerSpec::Scripted { .. }, None) => None,
-            (PlannerSpec::Scripted { .. }, Some(m)) => {
-                Some((m.to_owned(), ModelSettings::default()))
-            }
-            (
-                PlannerSpec::Model {
-                    model: file_model,
-                    base_url,
-                    max_tokens,
-                    temperature,
-                    thinking_budget,
-                    tool_choice,
-                    stream,
-                    ask_user,
-                    price,
-                },
-                m,
-            ) => Some((
-                m.unwrap_or(file_model).to_owned(),
-                ModelSettings {
-                    base_url: base_url.clone(),
-                    max_tokens: *max_tokens,
-                    temperature: *temperature,
-                    thinking_budget: *thinking_budget,
-                    tool_choice: tool_choice
-                        .as_deref()
-                        .map_or(ToolChoice::Auto, parse_tool_choice),
-                    streaming: match stream {
-                        None => weft_models::Streaming::Auto,
-                        Some(true) => weft_models::Streaming::Always,
-                        Some(false) => weft_models::Streaming::Never,
-                    },
-                    ask_tool: *ask_user,
-                    // The file's price is its own model's, not an override's.
-                    price: price
-                        .as_ref()
-                        .filter(|_| m.is_none_or(|m| m == file_model))
-                        .and_then(|p| p.price().ok()),
-                },
             )),
         }
     }

@@ -15,6 +15,9 @@ pub struct ModelSettings {
     pub base_url: Option<String>,
     /// Output token limit per call.
     pub max_tokens: Option<u32>,
+    /// The environment variable holding the key (`api_key_env`), instead
+    /// of the provider's.
+    pub api_key_env: Option<String>,
     /// Sampling temperature.
     pub temperature: Option<f32>,
     /// Token budget for extended thinking (a reasoning effort for OpenAI
@@ -61,6 +64,7 @@ pub fn model_planner(
 ) -> Result<Arc<dyn Planner>, ModelError> {
     let config = ModelConfig {
         base_url: settings.base_url.clone(),
+        api_key_env: settings.api_key_env.clone(),
         local_loader: local_loader(),
         ..ModelConfig::new(id)
     };

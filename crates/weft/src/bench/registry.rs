@@ -19,8 +19,8 @@ use serde_json::{Value, json};
 use weft_core::tool::{ToolIdent, ToolRequest};
 use weft_core::{RunId, SessionId, ToolCallId, TurnId};
 use weft_registry::{
-    ExecutorConfig, Gateway, GatewayClient, GatewayConfig, Namespace, Provider, ProviderConfig,
-    Redis, RegistryToolSet, pulse,
+    BearerToken, ExecutorConfig, Gateway, GatewayAuth, GatewayClient, GatewayConfig, Namespace,
+    Provider, ProviderConfig, Redis, RegistryTokens, RegistryToolSet, pulse,
 };
 use weft_tools::ToolSet;
 
@@ -50,9 +50,9 @@ pub fn run(s: &Settings) -> anyhow::Result<Vec<Value>> {
         .enable_all()
         .build()?;
     let measured = tokio.block_on(async {
-        let redis = Redis::connect(&s.redis)
-            .await
-            .with_context(|| format!("connecting to {}", s.redis))?;
+        let redis = Redis::connect(&s.redis).await.with_context(|| {
+            format!("connecting to {}", weft_registry::conn::redacted(&s.redis))
+        })?;
         measure(s, &redis, &tag).await
     });
     // Dropping the runtime stops every server, reader and provider task, so
@@ -310,17 +310,26 @@ struct WeftSetup {
 impl WeftSetup {
     async fn start(redis: &Redis, tag: &str) -> anyhow::Result<Self> {
         let ns = Namespace::new(format!("bench:{tag}:registry"));
+        let toolset = format!("bench_{}", &tag[..12]);
+        // The gateway authenticates as a deployed one does: fresh tokens.
+        let (caller, provider) = (
+            uuid::Uuid::new_v4().simple().to_string(),
+            uuid::Uuid::new_v4().simple().to_string(),
+        );
+        let tokens = RegistryTokens::parse(&format!(
+            "caller:bench={caller},provider:bench={provider}:{toolset}"
+        ))?;
         let gw = Gateway::new(
             redis.clone(),
             GatewayConfig {
                 namespace: ns.clone(),
+                auth: GatewayAuth::Tokens(tokens),
                 ..GatewayConfig::default()
             },
         )?;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let url = format!("http://{}", listener.local_addr()?);
         let gateway = tokio::spawn(gw.serve(listener));
-        let toolset = format!("bench_{}", &tag[..12]);
         let tools: Arc<dyn ToolSet> = crate::builtin::calc();
         let config = ProviderConfig {
             max_concurrent: 128,
@@ -330,7 +339,7 @@ impl WeftSetup {
             redis.clone(),
             &toolset,
             tools,
-            Some(GatewayClient::new(&url)?),
+            Some(GatewayClient::new(&url)?.with_token(BearerToken::new(provider))),
             config,
         )
         .await?;
@@ -339,6 +348,7 @@ impl WeftSetup {
             let _ = provider.serve(std::future::pending()).await;
         });
         let mut ec = ExecutorConfig::new(&url, &toolset);
+        ec.token = BearerToken::new(caller);
         ec.namespace = ns;
         ec.alias = Some("calc".into());
         ec.consumer = format!("bench-{tag}");

@@ -1,9 +1,12 @@
 //! Answering awaits at the terminal: numbered options for questions, free
 //! text for clarifications, approve/deny for confirmations, JSON for
 //! external tool results, a form or a URL for a running tool's elicitation
-//! ([`elicit`]).
+//! ([`elicit`]); without a terminal, one line per question ([`piped`]),
+//! and what is said of a question left unanswered ([`later`]).
 
 mod elicit;
+pub mod later;
+pub mod piped;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
@@ -21,6 +24,24 @@ pub enum AskError {
     /// Reading or writing the terminal failed.
     #[error("terminal: {0}")]
     Io(#[from] std::io::Error),
+    /// A line that does not answer the question (without a terminal,
+    /// nothing is asked twice).
+    #[error("{0}")]
+    Unfit(String),
+    /// `--on-question=fail`: questions are not asked.
+    #[error("questions are not asked (--on-question=fail)")]
+    NotAsked,
+}
+
+/// What `weft run` does when its run asks a question.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum OnQuestion {
+    /// Ask: at the terminal, or else on standard error, reading the answer
+    /// from standard input (one line per question).
+    #[default]
+    Ask,
+    /// Do not ask: exit with code 3, leaving the run awaiting its answer.
+    Fail,
 }
 
 /// Asks for an answer to `item` on `input`/`output`, re-asking on invalid input.

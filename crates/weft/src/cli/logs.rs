@@ -1,9 +1,13 @@
 //! Logs of the long-running commands (`weft serve`, `weft registry serve`,
 //! `weft provider serve`): a tracing subscriber on stderr, human-readable by
-//! default or one JSON object per line, its level from `RUST_LOG` (default
-//! `info`). Spans carry the run id, the tenant and the tool call id. The
+//! default (coloured only when stderr is a terminal) or one JSON object per
+//! line, its level from `RUST_LOG` (default `info`). Spans carry the run
+//! id, the tenant and the tool call id, and each request's log line its
+//! route, status and request id (see `weft_server`'s `requests`). The
 //! GenAI spans (target `gen_ai`) stay out of log lines; they go to the
 //! trace exporter when one is configured ([`super::telemetry`]).
+
+use std::io::IsTerminal as _;
 
 use anyhow::Context as _;
 use tracing_subscriber::EnvFilter;
@@ -33,7 +37,12 @@ pub fn install(format: LogFormat) -> anyhow::Result<Telemetry> {
         .from_env()
         .context("reading RUST_LOG")?
         .and(filter_fn(|meta| meta.target() != GENAI_TARGET));
-    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    // Colour codes only for a terminal: a log redirected to a file or a
+    // pipe stays plain text.
+    let colour = std::io::stderr().is_terminal();
+    let fmt = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(colour);
     let fmt = match format {
         LogFormat::Text => fmt.with_filter(filter).boxed(),
         LogFormat::Json => fmt

@@ -56,12 +56,32 @@ pub(crate) async fn runtime_for(
     Ok(builder)
 }
 
-/// Connects to Redis at `url`, saying where on failure.
-pub(crate) async fn connect_redis(url: &str) -> anyhow::Result<weft_registry::Redis> {
+/// Connects to Redis at `url` (a `rediss://` one trusting the CA of
+/// `ca_file` when given), saying where on failure without the password.
+pub(crate) async fn connect_redis(
+    url: &str,
+    ca_file: Option<&std::path::Path>,
+) -> anyhow::Result<weft_registry::Redis> {
     use anyhow::Context;
-    weft_registry::Redis::connect(url)
+    let ca_pem = match ca_file {
+        Some(path) => Some(
+            std::fs::read(path)
+                .with_context(|| format!("reading the Redis CA file {}", path.display()))?,
+        ),
+        None => None,
+    };
+    let options = weft_registry::RedisOptions {
+        ca_pem,
+        ..weft_registry::RedisOptions::default()
+    };
+    weft_registry::Redis::connect_opts(url, options)
         .await
-        .with_context(|| format!("connecting to Redis at {url}"))
+        .with_context(|| {
+            format!(
+                "connecting to Redis at {}",
+                weft_registry::conn::redacted(url)
+            )
+        })
 }
 
 /// `e` and its causes on one line, each said once: an error whose message

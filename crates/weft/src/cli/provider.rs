@@ -1,7 +1,9 @@
 //! `weft provider serve <agent-file-or-toolset>`: serves built-in toolsets
-//! (named, or those an agent file lists) to the registry from Redis.
+//! (named, or those an agent file lists) to the registry from Redis,
+//! registering them with a provider token (`WEFT_REGISTRY_TOKEN` or
+//! `--token-file`).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,9 +24,15 @@ pub struct ProviderArgs {
     /// The registry gateway's URL.
     #[arg(long, default_value = "http://127.0.0.1:8790")]
     pub gateway: String,
-    /// The Redis URL.
+    /// The Redis URL (`rediss://` for TLS, `redis://user:password@host` for an ACL user).
     #[arg(long, default_value = "redis://127.0.0.1:6379")]
     pub redis: String,
+    /// PEM file of the CA a `rediss://` server's certificate must chain to.
+    #[arg(long)]
+    pub redis_ca_file: Option<PathBuf>,
+    /// A file whose first line is the provider token; `WEFT_REGISTRY_TOKEN` when absent.
+    #[arg(long)]
+    pub token_file: Option<PathBuf>,
     /// Most calls at once per toolset.
     #[arg(long, default_value_t = 32)]
     pub max_concurrent: usize,
@@ -47,10 +55,11 @@ pub fn serve(args: ProviderArgs) -> anyhow::Result<ExitCode> {
             toolsets.len()
         );
     }
+    let token = super::registry::client_token(args.token_file.as_deref())?;
     let tokio = super::async_runtime()?;
     tokio.block_on(async move {
-        let redis = super::connect_redis(&args.redis).await?;
-        let gateway = GatewayClient::new(&args.gateway)?;
+        let redis = super::connect_redis(&args.redis, args.redis_ca_file.as_deref()).await?;
+        let gateway = GatewayClient::new(&args.gateway)?.with_token(token);
         let mut tasks = Vec::new();
         let (stop_tx, _) = tokio::sync::broadcast::channel::<()>(1);
         for ts in toolsets {

@@ -2,7 +2,9 @@
 //! called and no tool run, reporting the first decision that differs
 //! (`weft_runtime::replay`). Each run is restored from the store first
 //! (its labels, session history, memory read and prompt overrides); its
-//! agent file is found as [`files`] says. Exit 0 when identical, 1 when a
+//! agent file is found as [`files`] says. Whatever the verdict, what
+//! differs between the recorded agent and the one given (model, system
+//! prompt, tools, settings) is listed. Exit 0 when identical, 1 when a
 //! difference is found, 2 on errors.
 
 mod files;
@@ -191,10 +193,15 @@ async fn replay_one(
         Ok(file) => file,
         Err(reason) => return Ok(not(reason)),
     };
-    let model_id = recording
-        .model_outputs
-        .first()
-        .map_or("recorded", |(m, _)| m.as_str());
+    // The recorded answers play under the file's model id: the model
+    // setup compared with the recording's is the agent given's.
+    let model_id = file.model_id().unwrap_or_else(|| {
+        recording
+            .model_outputs
+            .first()
+            .map_or("recorded", |(m, _)| m.as_str())
+            .to_owned()
+    });
     let recorded = Arc::new(RecordedModel::new(model_id, recording.model_summaries()));
     let (planner, asks_model) = match file.replay_planner(recorded) {
         Ok(p) => p,
@@ -245,6 +252,18 @@ fn print(r: &Replayed, as_json: bool) -> anyhow::Result<()> {
         }
         (Replayed::NotReplayable { run_id, reason }, false) => {
             println!("run {run_id}: not replayable: {reason}")
+        }
+    }
+    if let (Replayed::Report(report), false) = (r, as_json) {
+        match &report.agent_changes {
+            None => println!("  the recording holds no agent description to compare with"),
+            Some(changes) if changes.is_empty() => {}
+            Some(changes) => {
+                println!("  the agent given differs from the recorded one:");
+                for c in changes {
+                    println!("    {c}");
+                }
+            }
         }
     }
     Ok(())

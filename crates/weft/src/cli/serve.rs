@@ -65,6 +65,14 @@ pub struct ServeLimits {
     /// store's queue for whichever server on the store has room.
     #[arg(long, default_value_t = weft_runtime::DEFAULT_MAX_DRIVEN_RUNS)]
     pub max_driven_runs: usize,
+    /// Requests one tenant may have in flight at once, event streams
+    /// included (past it: 429 before the body is read).
+    #[arg(long, default_value_t = ConnLimits::default().max_requests_per_tenant)]
+    pub max_requests_per_tenant: usize,
+    /// Connections one client address may hold open at once (behind a
+    /// reverse proxy every client shares its address: raise it).
+    #[arg(long, default_value_t = ConnLimits::default().max_connections_per_peer)]
+    pub max_connections_per_peer: usize,
 }
 
 impl ServeLimits {
@@ -73,6 +81,8 @@ impl ServeLimits {
         let conn_limits = ConnLimits {
             idle_timeout: Duration::from_secs(self.idle_timeout_secs),
             body_read_timeout: Duration::from_secs(self.body_read_timeout_secs),
+            max_requests_per_tenant: self.max_requests_per_tenant,
+            max_connections_per_peer: self.max_connections_per_peer,
             ..state.conn_limits
         };
         state

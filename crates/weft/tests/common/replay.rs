@@ -27,14 +27,18 @@ impl Replayed {
             .collect()
     }
 
-    /// Asserts that `runs` runs were replayed, every one identical, and the
-    /// command said so with exit code 0.
+    /// Asserts that `runs` runs were replayed, every one identical with an
+    /// agent no different from the recorded one, and the command said so
+    /// with exit code 0.
     pub fn assert_identical(&self, runs: usize) {
         let odd = self.not_identical();
         assert!(odd.is_empty(), "replays that differ:\n{}", odd.join("\n"));
         assert_eq!(self.reports.len(), runs, "{:?}", self.reports);
         assert_eq!(self.summary["identical"], runs, "{}", self.summary);
         assert_eq!(self.code, Some(0));
+        for r in &self.reports {
+            assert_eq!(r["agent_changes"], serde_json::json!([]), "{r}");
+        }
     }
 }
 

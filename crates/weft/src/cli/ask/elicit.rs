@@ -111,7 +111,8 @@ fn fill_in(
     Ok(fields)
 }
 
-fn parse(kind: &str, line: &str) -> Option<Value> {
+/// A field's value from a line, by the field's JSON type.
+pub(super) fn parse(kind: &str, line: &str) -> Option<Value> {
     match kind {
         "integer" => line.parse::<i64>().ok().map(Value::from),
         "number" => line.parse::<f64>().ok().map(Value::from),
