@@ -44,6 +44,29 @@ async fn health(stream: &mut TcpStream) -> String {
     String::from_utf8_lossy(&buf[..n]).into_owned()
 }
 
+/// Waits (at most 5 s) until a new connection's health check is answered
+/// again: a place was freed.
+async fn served_again(addr: std::net::SocketAddr) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let mut again = TcpStream::connect(addr).await.unwrap();
+        let _ = again
+            .write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n")
+            .await;
+        let mut buf = vec![0u8; 1024];
+        let n = tokio::time::timeout(Duration::from_secs(1), again.read(&mut buf))
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or(0);
+        if String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no place was freed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// Reads until the server closes `stream`; returns how long that took.
 async fn closed_within(stream: &mut TcpStream, limit: Duration) -> Option<Duration> {
     let started = Instant::now();
@@ -156,24 +179,7 @@ async fn when_every_connection_is_serving_a_request_a_new_one_is_closed() {
     );
     // Ending one request frees its place.
     drop(busy.remove(0));
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let mut again = TcpStream::connect(addr).await.unwrap();
-        let _ = again
-            .write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n")
-            .await;
-        let mut buf = vec![0u8; 1024];
-        let n = tokio::time::timeout(Duration::from_secs(1), again.read(&mut buf))
-            .await
-            .ok()
-            .and_then(Result::ok)
-            .unwrap_or(0);
-        if String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200") {
-            break;
-        }
-        assert!(Instant::now() < deadline, "no place was freed");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    served_again(addr).await;
 }
 
 #[tokio::test]
@@ -370,22 +376,5 @@ async fn one_address_cannot_open_every_connection() {
         "the address's fifth connection is closed"
     );
     drop(held.remove(0));
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let mut again = TcpStream::connect(addr).await.unwrap();
-        let _ = again
-            .write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n")
-            .await;
-        let mut buf = vec![0u8; 1024];
-        let n = tokio::time::timeout(Duration::from_secs(1), again.read(&mut buf))
-            .await
-            .ok()
-            .and_then(Result::ok)
-            .unwrap_or(0);
-        if String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200") {
-            break;
-        }
-        assert!(Instant::now() < deadline, "no place was freed");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    served_again(addr).await;
 }
