@@ -111,23 +111,7 @@ async fn a_page_of_sessions_stops_at_its_byte_budget_and_continues() {
         assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
         created.insert(r.body["session_id"].as_str().unwrap().to_owned());
     }
-    let (mut seen, mut pages) = (HashSet::new(), 0);
-    let mut path = "/v1/sessions?limit=500".to_owned();
-    loop {
-        let r = f.get(&path, TOKEN_A).await;
-        assert_eq!(r.status, StatusCode::OK);
-        pages += 1;
-        let bytes = r.body.to_string().len();
-        assert!(bytes <= (4 << 20) + 4096, "a page of {bytes} bytes");
-        for s in r.body["sessions"].as_array().unwrap() {
-            assert!(seen.insert(s["session_id"].as_str().unwrap().to_owned()));
-        }
-        match r.body["next_cursor"].as_str() {
-            Some(c) => path = format!("/v1/sessions?limit=500&cursor={c}"),
-            None => break,
-        }
-        assert!(pages < 10);
-    }
+    let (seen, pages) = page_through(&f, "sessions", "session_id").await;
     assert_eq!(pages, 2, "60 sessions of 72 KB take two pages");
     assert_eq!(seen, created);
 }
@@ -142,24 +126,7 @@ async fn a_page_of_runs_stops_at_its_byte_budget_and_continues() {
         assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
         started.insert(r.body["run_id"].as_str().unwrap().to_owned());
     }
-    let mut seen = HashSet::new();
-    let mut pages = 0;
-    let mut path = "/v1/runs?limit=500".to_owned();
-    loop {
-        let r = f.get(&path, TOKEN_A).await;
-        assert_eq!(r.status, StatusCode::OK);
-        pages += 1;
-        let bytes = r.body.to_string().len();
-        assert!(bytes <= (4 << 20) + 4096, "a page of {bytes} bytes");
-        for run in r.body["runs"].as_array().unwrap() {
-            assert!(seen.insert(run["run_id"].as_str().unwrap().to_owned()));
-        }
-        match r.body["next_cursor"].as_str() {
-            Some(c) => path = format!("/v1/runs?limit=500&cursor={c}"),
-            None => break,
-        }
-        assert!(pages < 10);
-    }
+    let (seen, pages) = page_through(&f, "runs", "run_id").await;
     assert_eq!(pages, 2, "60 runs of 72 KB take two pages");
     assert_eq!(seen, started);
 }
@@ -217,4 +184,27 @@ async fn an_error_repeats_at_most_a_short_prefix_of_an_unknown_field() {
         "{} bytes",
         r.body.to_string().len()
     );
+}
+
+/// Reads `GET /v1/{list}?limit=500` page by page, each page within the
+/// byte budget and no id twice; returns the ids seen and the page count.
+async fn page_through(f: &Fixture, list: &str, id: &str) -> (HashSet<String>, usize) {
+    let (mut seen, mut pages) = (HashSet::new(), 0);
+    let mut path = format!("/v1/{list}?limit=500");
+    loop {
+        let r = f.get(&path, TOKEN_A).await;
+        assert_eq!(r.status, StatusCode::OK);
+        pages += 1;
+        let bytes = r.body.to_string().len();
+        assert!(bytes <= (4 << 20) + 4096, "a page of {bytes} bytes");
+        for item in r.body[list].as_array().unwrap() {
+            assert!(seen.insert(item[id].as_str().unwrap().to_owned()));
+        }
+        match r.body["next_cursor"].as_str() {
+            Some(c) => path = format!("/v1/{list}?limit=500&cursor={c}"),
+            None => break,
+        }
+        assert!(pages < 10);
+    }
+    (seen, pages)
 }
