@@ -21,13 +21,19 @@ use crate::event::RunEvent;
 use crate::ids::{RunId, SessionId};
 use crate::message::Message;
 use crate::run::RunMachine;
-use crate::store::{RunRecord, RunStore, StoreError};
+use crate::store::{RunRecord, RunStore};
 use crate::time::Timestamp;
 use crate::tool::Labels;
 
 pub use crate::prompt::{
     PromptOverride, PromptScope, TENANT_LABEL, select_override, select_overrides,
 };
+
+mod error;
+mod listed;
+
+pub use error::SessionError;
+pub use listed::{ListedSession, SessionHead};
 
 /// A session's index entry.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -168,64 +174,6 @@ pub const MAX_MEMORY_KEYS: usize = 1_000;
 /// Largest memory value kept, in bytes of JSON.
 pub const MAX_MEMORY_VALUE: usize = 64 * 1024;
 
-/// Why a session operation failed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SessionError {
-    /// The session does not exist.
-    #[error("session `{session_id}` not found")]
-    NotFound {
-        /// The session.
-        session_id: SessionId,
-    },
-    /// The session already exists.
-    #[error("session `{session_id}` already exists")]
-    Exists {
-        /// The session.
-        session_id: SessionId,
-    },
-    /// The session has ended and accepts no new runs.
-    #[error("session `{session_id}` has ended and accepts no new runs")]
-    Ended {
-        /// The session.
-        session_id: SessionId,
-    },
-    /// The session's memory holds [`MAX_MEMORY_KEYS`] keys: a new one is refused.
-    #[error("the memory of session `{session_id}` holds its maximum of {limit} keys")]
-    MemoryFull {
-        /// The session.
-        session_id: SessionId,
-        /// The maximum.
-        limit: usize,
-    },
-    /// A memory value is larger than [`MAX_MEMORY_VALUE`] bytes as JSON.
-    #[error(
-        "memory value `{key}` of session `{session_id}` is {bytes} bytes as JSON; at most {limit} are kept"
-    )]
-    MemoryValueTooLarge {
-        /// The session.
-        session_id: SessionId,
-        /// The key.
-        key: String,
-        /// Its size.
-        bytes: usize,
-        /// The maximum.
-        limit: usize,
-    },
-    /// A transcript entry's sequence number leaves a gap.
-    #[error("transcript entry {seq} of session `{session_id}` would leave a gap after {last}")]
-    TranscriptGap {
-        /// The session.
-        session_id: SessionId,
-        /// The last stored sequence number.
-        last: u64,
-        /// The sequence number given.
-        seq: u64,
-    },
-    /// The underlying store failed (including run errors from `start_run`).
-    #[error(transparent)]
-    Store(#[from] StoreError),
-}
-
 /// Stores sessions and starts runs on them.
 #[async_trait]
 pub trait SessionStore: Send + Sync {
@@ -233,7 +181,8 @@ pub trait SessionStore: Send + Sync {
     /// `transcript_seq` is ignored: a new session's transcript is empty.
     async fn create_session(&self, session: &SessionRecord) -> Result<(), SessionError>;
 
-    /// A session by id.
+    /// A session by id; [`SessionError::Corrupt`] naming it when its
+    /// stored row does not decode.
     async fn get_session(
         &self,
         session_id: &SessionId,
@@ -244,6 +193,30 @@ pub trait SessionStore: Send + Sync {
         &self,
         filter: &SessionFilter,
     ) -> Result<Vec<SessionRecord>, SessionError>;
+
+    /// Like [`list_sessions`](Self::list_sessions), but a row that does not
+    /// decode is a [`ListedSession::Corrupt`] in its place, not the list's
+    /// failure.
+    async fn list_session_rows(
+        &self,
+        filter: &SessionFilter,
+    ) -> Result<Vec<ListedSession>, SessionError> {
+        let sessions = self.list_sessions(filter).await?;
+        Ok(sessions.into_iter().map(ListedSession::Session).collect())
+    }
+
+    /// Session `session_id`'s label `key`, read without decoding its row
+    /// (for a session that does not load); `None` when there is no such
+    /// session.
+    async fn session_head(
+        &self,
+        session_id: &SessionId,
+        key: &str,
+    ) -> Result<Option<SessionHead>, SessionError> {
+        Ok(self.get_session(session_id).await?.map(|s| SessionHead {
+            label: s.labels.get(key).cloned(),
+        }))
+    }
 
     /// Ends a session so it accepts no new runs, and returns it. Ending an
     /// ended session changes nothing (its first `ended_at` stays).

@@ -2,12 +2,18 @@
 //! toolset. When a call's result stream already exists the call was
 //! published before under the same `tool_use_id` and is not published
 //! again: the caller re-attaches to it. Otherwise the toolset must be
-//! registered and healthy and its queue below its bound; then the call's
+//! registered and healthy (no health ping unanswered past the staleness
+//! window) and its queue below its bound; then the call's
 //! result stream is created (with `init`, the `agent` group at `0` or just
 //! past `init`, see [`GroupStart`], and a TTL) and the call is published.
 //! Used by the gateway (one call per script) and by executors (their
 //! concurrent calls batched, or a lone call pipelined with its first read),
 //! so both honour the same health and queue bound.
+//!
+//! The queue's depth is the `provider` group's unread entries (its lag)
+//! plus its pending ones: the group every provider reads in, the only one
+//! weft makes on a request stream. Another group a deployment adds to read
+//! the same stream (an audit reader, say) is not counted.
 
 use crate::catalog::Namespace;
 use crate::conn::Redis;
@@ -49,15 +55,14 @@ pub enum Admission {
 const ADMIT_SCRIPT: &str = r"
 local refuse = nil
 local depth, max = 0, 0
-local s = redis.call('HMGET', KEYS[1], 'last_pong_ms', 'stale_ms', 'max_queue')
+local s = redis.call('HMGET', KEYS[1], 'last_pong_ms', 'stale_ms', 'max_queue', 'unanswered_since')
 if not s[1] then
   refuse = {'unknown'}
 else
   local t = redis.call('TIME')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  local age = now - tonumber(s[1])
-  if age > tonumber(s[2]) then
-    refuse = {'unhealthy', age}
+  if s[4] and now - tonumber(s[4]) > tonumber(s[2]) then
+    refuse = {'unhealthy', now - tonumber(s[1])}
   else
     depth = -1
     local ok, groups = pcall(redis.call, 'XINFO', 'GROUPS', KEYS[2])

@@ -127,10 +127,30 @@ impl GatewayClient {
     }
 }
 
-fn gateway(url: &str, e: impl std::fmt::Display) -> RegistryError {
+/// A failure the gateway's answer tells.
+fn refused(url: &str, message: String) -> RegistryError {
     RegistryError::Gateway {
         url: url.to_owned(),
-        message: e.to_string(),
+        message,
+    }
+}
+
+/// A transport failure, with its causes (`error sending request: ...:
+/// Connection refused`): reqwest's own message alone does not say why.
+fn gateway(url: &str, e: impl std::error::Error) -> RegistryError {
+    let mut message = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+        source = cause.source();
+    }
+    RegistryError::Gateway {
+        url: url.to_owned(),
+        message,
     }
 }
 
@@ -148,7 +168,7 @@ async fn check(url: &str, resp: reqwest::Response) -> Result<reqwest::Response, 
             text.chars().take(300).collect::<String>()
         ),
     };
-    Err(gateway(url, message))
+    Err(refused(url, message))
 }
 
 async fn decode<T: DeserializeOwned>(
@@ -156,5 +176,5 @@ async fn decode<T: DeserializeOwned>(
     resp: reqwest::Response,
 ) -> Result<T, RegistryError> {
     let bytes = resp.bytes().await.map_err(|e| gateway(url, e))?;
-    serde_json::from_slice(&bytes).map_err(|e| gateway(url, format!("unreadable answer: {e}")))
+    serde_json::from_slice(&bytes).map_err(|e| refused(url, format!("unreadable answer: {e}")))
 }

@@ -23,6 +23,18 @@ pub const GROUP_PROVIDER: &str = "provider";
 /// Consumer group of executors on a result stream.
 pub const GROUP_AGENT: &str = "agent";
 
+/// Now, in Unix milliseconds (the clock of [`ToolCallMessage::deadline_ms`]).
+pub fn unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// A deadline `after` from now, in Unix milliseconds.
+pub fn deadline_in(after: std::time::Duration) -> u64 {
+    unix_ms().saturating_add(u64::try_from(after.as_millis()).unwrap_or(u64::MAX))
+}
+
 /// The Pulse stream name of a toolset's request stream.
 pub fn toolset_stream(toolset: &str) -> String {
     format!("toolset:{toolset}:requests")
@@ -83,6 +95,11 @@ pub struct ToolCallMessage {
     /// W3C `baggage`.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub baggage: String,
+    /// weft's own field: when the caller stops waiting, in Unix
+    /// milliseconds. A provider does not start a call read past it (it
+    /// expired in the queue). Absent in loom-mcp's messages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_ms: Option<u64>,
 }
 
 impl PartialEq for ToolCallMessage {
@@ -96,6 +113,7 @@ impl PartialEq for ToolCallMessage {
             && self.traceparent == other.traceparent
             && self.tracestate == other.tracestate
             && self.baggage == other.baggage
+            && self.deadline_ms == other.deadline_ms
     }
 }
 

@@ -48,6 +48,7 @@ fn registration(name: &str, description: &str) -> RegisterRequest {
             payload_schema: json!({"type": "object"}),
             result_schema: None,
             sidecar_schema: None,
+            idempotent: false,
         }],
         max_queue: None,
     }

@@ -61,7 +61,7 @@ async fn parallel_calls_to_healthy_unknown_and_unhealthy_toolsets_each_get_their
     let (good_ex, provider) = toolset_with_executor(&redis, &gw, &good, true, runs.clone()).await;
     let (bad_ex, _) = toolset_with_executor(&redis, &gw, &bad, false, Arc::default()).await;
     let (sick_ex, _) = toolset_with_executor(&redis, &gw, &sick, false, Arc::default()).await;
-    // `gone` loses its state (unknown); `sick` last answered long ago.
+    // `gone` loses its state (unknown); `sick` left a ping unanswered long ago.
     let _: i64 = redis::cmd("DEL")
         .arg(gw.ns.state(&bad))
         .query_async(&mut redis.mux())
@@ -69,7 +69,7 @@ async fn parallel_calls_to_healthy_unknown_and_unhealthy_toolsets_each_get_their
         .unwrap();
     let _: i64 = redis::cmd("HSET")
         .arg(gw.ns.state(&sick))
-        .arg("last_pong_ms")
+        .arg("unanswered_since")
         .arg(0)
         .query_async(&mut redis.mux())
         .await

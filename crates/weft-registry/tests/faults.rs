@@ -1,5 +1,6 @@
-//! Faults against real Redis: a provider killed mid-call (another finishes
-//! it after the claim grace; the caller sees one result), a call delivered
+//! Faults against real Redis: a provider killed mid-call of an idempotent
+//! tool (another finishes it after the claim grace; the caller sees one
+//! result), a call delivered
 //! too often (dead-lettered with an error result), and a Redis server
 //! restarted with its data gone (groups and registration come back, later
 //! calls succeed).
@@ -58,13 +59,32 @@ impl Crashable {
 /// A toolset whose `slow` never finishes in time (the doomed provider).
 fn hanging(name: &str, started: Arc<AtomicUsize>) -> Arc<dyn ToolSet> {
     Arc::new(
-        FnToolSet::new(name).tool("slow", "Sleeps", move |_a: SlowArgs| {
-            started.fetch_add(1, Ordering::SeqCst);
-            async move {
-                tokio::time::sleep(Duration::from_secs(3600)).await;
-                Ok::<_, ToolError>("never")
-            }
-        }),
+        FnToolSet::new(name)
+            .tool("slow", "Sleeps", move |_a: SlowArgs| {
+                started.fetch_add(1, Ordering::SeqCst);
+                async move {
+                    tokio::time::sleep(Duration::from_secs(3600)).await;
+                    Ok::<_, ToolError>("never")
+                }
+            })
+            // Safe to run again: another provider may finish it (a tool that is
+            // not idempotent is answered `outcome_unknown`: tests/at_most_once.rs).
+            .idempotent(),
+    )
+}
+
+/// The survivor's `slow`: idempotent too, and it finishes.
+fn finishing(name: &str, runs: Arc<AtomicUsize>) -> Arc<dyn ToolSet> {
+    Arc::new(
+        FnToolSet::new(name)
+            .tool("slow", "Sleeps", move |a: SlowArgs| {
+                runs.fetch_add(1, Ordering::SeqCst);
+                async move {
+                    tokio::time::sleep(Duration::from_millis(a.ms)).await;
+                    Ok::<_, ToolError>("slept")
+                }
+            })
+            .idempotent(),
     )
 }
 
@@ -114,7 +134,7 @@ async fn claim_scenario(
     let survivor = Provider::new(
         redis.clone(),
         &name,
-        toolset(&name, survivor_runs.clone()),
+        finishing(&name, survivor_runs.clone()),
         Some(GatewayClient::new(&gw.url).unwrap()),
         config,
     )

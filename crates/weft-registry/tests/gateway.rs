@@ -31,6 +31,7 @@ fn registration(name: &str, max_queue: Option<u64>) -> RegisterRequest {
             }),
             result_schema: Some(json!({"type": "integer"})),
             sidecar_schema: None,
+            idempotent: false,
         }],
         max_queue,
     }

@@ -1,6 +1,8 @@
 //! A run that crashes while its registry call is in flight and is resumed
-//! from its store re-attaches to the call's result stream: the tool runs
-//! once and the resumed run gets its result.
+//! from its store: a call to a tool whose spec says it is idempotent
+//! re-attaches to the call's result stream (the tool runs once and the
+//! resumed run gets its result); a call to any other tool is reported
+//! interrupted, not run again, as for any tool that is not idempotent.
 
 mod common;
 
@@ -14,11 +16,12 @@ use weft_core::event::EventKind;
 use weft_core::planner::{PlanResult, ToolCallRequest};
 use weft_core::run::RunOutcome;
 use weft_core::store::RunStore;
-use weft_core::tool::ToolResultBody;
+use weft_core::tool::{ToolError, ToolResultBody};
 use weft_registry::{
     ExecutorConfig, GatewayClient, Provider, ProviderConfig, Redis, RegistryToolSet,
 };
 use weft_runtime::{Agent, MemoryStore, Runtime, ScriptedPlanner, StartRequest};
+use weft_tools::{FnToolSet, ToolSet};
 
 async fn agent(redis: &Redis, gw: &TestGateway, toolset: &str) -> Agent {
     let mut ec = ExecutorConfig::new(&gw.url, toolset);
@@ -37,8 +40,31 @@ async fn agent(redis: &Redis, gw: &TestGateway, toolset: &str) -> Agent {
         .build()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_run_resumed_mid_call_reattaches_and_the_tool_runs_once() {
+/// `slow`, idempotent or not, counting its runs.
+fn slow(name: &str, idempotent: bool, runs: Arc<AtomicUsize>) -> Arc<dyn ToolSet> {
+    let tools = FnToolSet::new(name).tool("slow", "Sleeps", move |a: SlowArgs| {
+        runs.fetch_add(1, Ordering::SeqCst);
+        async move {
+            tokio::time::sleep(Duration::from_millis(a.ms)).await;
+            Ok::<_, ToolError>("slept")
+        }
+    });
+    Arc::new(if idempotent {
+        tools.idempotent()
+    } else {
+        tools
+    })
+}
+
+/// Starts a run whose process dies mid-call, resumes it in another: the
+/// run's outcome, its calls' outputs and how often the tool ran.
+async fn crash_and_resume(
+    idempotent: bool,
+) -> (
+    Option<RunOutcome>,
+    Vec<Arc<weft_core::tool::ToolOutput>>,
+    usize,
+) {
     let redis = Redis::connect(&redis_url()).await.unwrap();
     let gw = gateway(&redis, |_| {}).await;
     let toolset = unique("resume");
@@ -46,7 +72,7 @@ async fn a_run_resumed_mid_call_reattaches_and_the_tool_runs_once() {
     let provider = Provider::new(
         redis.clone(),
         &toolset,
-        common::toolset(&toolset, runs.clone()),
+        slow(&toolset, idempotent, runs.clone()),
         Some(GatewayClient::new(&gw.url).unwrap()),
         ProviderConfig::default(),
     )
@@ -126,6 +152,13 @@ async fn a_run_resumed_mid_call_reattaches_and_the_tool_runs_once() {
             _ => {}
         }
     }
+    provider.abort();
+    (outcome, finished, runs.load(Ordering::SeqCst))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumed_idempotent_call_reattaches_and_the_tool_runs_once() {
+    let (outcome, finished, runs) = crash_and_resume(true).await;
     assert!(
         matches!(outcome, Some(RunOutcome::Response { .. })),
         "{outcome:?}"
@@ -136,10 +169,20 @@ async fn a_run_resumed_mid_call_reattaches_and_the_tool_runs_once() {
         ToolResultBody::Json(json!("slept")),
         "{last:?}"
     );
-    assert_eq!(
-        runs.load(Ordering::SeqCst),
-        1,
-        "the tool ran once: the resumed call re-attached"
+    assert_eq!(runs, 1, "the tool ran once: the resumed call re-attached");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumed_call_to_a_tool_that_is_not_idempotent_is_not_run_again() {
+    let (outcome, finished, runs) = crash_and_resume(false).await;
+    assert!(
+        matches!(outcome, Some(RunOutcome::Response { .. })),
+        "{outcome:?}"
     );
-    provider.abort();
+    let last = finished.last().unwrap();
+    let ToolResultBody::Error(error) = &last.result else {
+        panic!("{last:?}");
+    };
+    assert!(error.message.contains("not idempotent"), "{error:?}");
+    assert_eq!(runs, 1, "the tool ran once");
 }

@@ -55,4 +55,4 @@ pub use runtime::{
 };
 pub use scripted::ScriptedPlanner;
 pub use tools::CatalogError;
-pub use toolsets::RETRY_UNAVAILABLE;
+pub use toolsets::{RETRY_UNAVAILABLE, ToolsetFailure};

@@ -44,6 +44,9 @@ pub(crate) fn session_error(e: SessionError) -> RuntimeError {
     match e {
         SessionError::Ended { session_id } => RuntimeError::SessionEnded(session_id),
         SessionError::Store(e) => RuntimeError::Store(e),
+        SessionError::Corrupt { .. } => RuntimeError::Store(StoreError::Corrupt {
+            message: e.to_string(),
+        }),
         other => RuntimeError::Store(StoreError::Backend {
             message: other.to_string(),
         }),

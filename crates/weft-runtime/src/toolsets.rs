@@ -7,16 +7,23 @@
 //!
 //! A run's model learns about an unavailable toolset through a reminder
 //! (`toolset:<name>`), set once when the run first sees it unavailable and
-//! replaced by a recovery note when it comes back.
+//! replaced by a recovery note when it comes back. The process log gets one
+//! warning per failure streak (whether the toolset's start or its listing
+//! failed), and a note when it is back. A caller that wants no run without
+//! every toolset asks first: [`crate::Runtime::toolset_failures`].
 
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
+use weft_core::AgentId;
 use weft_core::planner::Reminder;
 use weft_core::run::RunMachine;
+use weft_core::tool::ToolError;
 use weft_tools::{StartableToolSet, ToolSet, find_tool_list_changes};
 
+use crate::RuntimeError;
 use crate::tools::{AgentTools, CatalogError};
 
 /// How often a running run retries toolsets that could not start.
@@ -30,11 +37,12 @@ const RECOVERED: &str = "The toolset";
 /// An agent's toolsets, their start state and the tools listed from them.
 pub(crate) struct AgentToolsets {
     sets: Vec<Arc<dyn ToolSet>>,
-    startable: Vec<Arc<StartableToolSet<Arc<dyn ToolSet>>>>,
     changes: Mutex<Vec<watch::Receiver<u64>>>,
     /// Whether any toolset can announce tool-list changes.
     watching: bool,
     cache: tokio::sync::Mutex<Option<Cached>>,
+    /// The toolsets whose current failure streak the log was told about.
+    reported: Mutex<HashSet<String>>,
 }
 
 struct Cached {
@@ -58,10 +66,10 @@ impl AgentToolsets {
                 .iter()
                 .map(|t| Arc::clone(t) as Arc<dyn ToolSet>)
                 .collect(),
-            startable,
             watching: !changes.is_empty(),
             changes: Mutex::new(changes),
             cache: tokio::sync::Mutex::new(None),
+            reported: Mutex::new(HashSet::new()),
         }
     }
 
@@ -78,16 +86,7 @@ impl AgentToolsets {
             }
         }
         let tools = Arc::new(AgentTools::load(&self.sets).await?);
-        for set in &self.startable {
-            if set.should_report_failure()
-                && let Some(e) = set.last_error()
-            {
-                tracing::warn!(toolset = set.name(), error = %e, "toolset unavailable");
-            }
-            if set.consume_recovery() {
-                tracing::info!(toolset = set.name(), "toolset available again");
-            }
-        }
+        self.report(&tools.unavailable);
         // Listing may itself have moved the counters (a reconnect); that listing is current.
         self.take_changes();
         *cache = Some(Cached {
@@ -95,6 +94,28 @@ impl AgentToolsets {
             loaded_at: Instant::now(),
         });
         Ok(tools)
+    }
+
+    /// Logs a warning for each toolset that could not start, once per
+    /// failure streak, and a note for each that is back.
+    fn report(&self, unavailable: &[(String, ToolError)]) {
+        let mut reported = self.reported.lock().unwrap_or_else(PoisonError::into_inner);
+        for (name, error) in unavailable {
+            if reported.insert(name.clone()) {
+                tracing::warn!(
+                    toolset = %name,
+                    error = %error.message,
+                    "toolset could not start; runs go on without its tools"
+                );
+            }
+        }
+        reported.retain(|name| {
+            let down = unavailable.iter().any(|(n, _)| n == name);
+            if !down {
+                tracing::info!(toolset = %name, "toolset available again");
+            }
+            down
+        });
     }
 
     /// Whether a listing that found every toolset available can go stale:
@@ -150,4 +171,38 @@ pub(crate) fn remind_availability(machine: &mut RunMachine, tools: &AgentTools) 
         changed = true;
     }
     changed
+}
+
+/// A toolset of an agent that could not start: its tools could not be
+/// listed. Runs of the agent go on without them (see the module's docs).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolsetFailure {
+    /// The agent.
+    pub agent: AgentId,
+    /// The toolset's name.
+    pub toolset: String,
+    /// Why: the error of its start or of its listing.
+    pub error: ToolError,
+}
+
+impl crate::Runtime {
+    /// Starts the toolsets of `agent` now, as a run's start would (the
+    /// listing is the one the agent's next run starts from), and returns
+    /// those that could not start, in the agent's order. A caller that wants
+    /// no run without every toolset (`weft run`) asks this before starting.
+    pub async fn toolset_failures(&self, agent: &str) -> Result<Vec<ToolsetFailure>, RuntimeError> {
+        let agent = self
+            .agent(agent)
+            .ok_or_else(|| RuntimeError::UnknownAgent(AgentId::new(agent)))?;
+        let tools = agent.current_tools(true).await?;
+        Ok(tools
+            .unavailable
+            .iter()
+            .map(|(toolset, error)| ToolsetFailure {
+                agent: agent.id().clone(),
+                toolset: toolset.clone(),
+                error: error.clone(),
+            })
+            .collect())
+    }
 }

@@ -2,9 +2,10 @@
 //! the path is the caller's (another tenant's is a 404, like a missing one,
 //! and as quick: its state is never read), and that ids and labels chosen by a client are acceptable.
 //!
-//! A run whose stored row does not decode is a typed [`ApiError::CorruptRun`]
-//! for its own tenant only: its tenant is read from the raw row, so for
-//! every other tenant it is a 404 like any run that is not theirs.
+//! A run or session whose stored row does not decode is a typed
+//! [`ApiError::CorruptRun`] or [`ApiError::CorruptSession`] for its own
+//! tenant only: its tenant is read from the raw row, so for every other
+//! tenant it is a 404 like any run or session that is not theirs.
 
 use weft_core::prompt::TENANT_LABEL;
 use weft_core::session::{SessionError, SessionRecord};
@@ -68,15 +69,49 @@ async fn corrupt_run(state: &AppState, tenant: &Tenant, id: RunId, message: &str
 }
 
 /// The caller's session `session_id`; 404 when absent or another tenant's.
+/// A session whose stored row does not decode is a typed
+/// [`ApiError::CorruptSession`] for its own tenant only (its tenant read
+/// from the raw row), a 404 for anyone else.
 pub(crate) async fn owned_session(
     state: &AppState,
     tenant: &Tenant,
     session_id: &str,
 ) -> Result<SessionRecord, ApiError> {
     let id = SessionId::new(session_id);
-    match state.sessions.get_session(&id).await? {
-        Some(s) if tenant.owns(&s.labels) => Ok(s),
-        _ => Err(SessionError::NotFound { session_id: id }.into()),
+    match state.sessions.get_session(&id).await {
+        Ok(Some(s)) if tenant.owns(&s.labels) => Ok(s),
+        Ok(_) => Err(SessionError::NotFound { session_id: id }.into()),
+        Err(SessionError::Corrupt { message, .. }) => {
+            Err(corrupt_session(state, tenant, id, &message).await)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The error for session `id`, which does not decode (`message`): typed
+/// for its tenant, a 404 for anyone else.
+async fn corrupt_session(
+    state: &AppState,
+    tenant: &Tenant,
+    id: SessionId,
+    message: &str,
+) -> ApiError {
+    let head = match state.sessions.session_head(&id, TENANT_LABEL).await {
+        Ok(Some(head)) => head,
+        Ok(None) => return SessionError::NotFound { session_id: id }.into(),
+        Err(e) => return e.into(),
+    };
+    let owner: Labels = head
+        .label
+        .into_iter()
+        .map(|t| (TENANT_LABEL.to_owned(), t))
+        .collect();
+    if !tenant.owns(&owner) {
+        return SessionError::NotFound { session_id: id }.into();
+    }
+    tracing::warn!(session_id = %id, error = message, "a stored session cannot be read");
+    ApiError::CorruptSession {
+        session_id: id.to_string(),
     }
 }
 

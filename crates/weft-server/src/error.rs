@@ -70,6 +70,13 @@ pub enum ApiError {
         /// Whether it was quarantined: failed with reason `corrupt_state`.
         quarantined: bool,
     },
+    /// The session's stored row does not decode (500, `corrupt-session`);
+    /// only its own tenant is told (another gets a 404).
+    #[error("session `{session_id}` cannot be read: its stored data is corrupt")]
+    CorruptSession {
+        /// The session.
+        session_id: String,
+    },
     /// The server could not serve the request (500); the error is logged, not sent.
     #[error("internal error: {0}")]
     Internal(#[source] BoxError),
@@ -143,9 +150,9 @@ impl ApiError {
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            ApiError::Internal(_) | ApiError::CorruptRun { .. } => {
-                StatusCode::INTERNAL_SERVER_ERROR
-            }
+            ApiError::Internal(_)
+            | ApiError::CorruptRun { .. }
+            | ApiError::CorruptSession { .. } => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
@@ -180,6 +187,7 @@ impl ApiError {
                 };
                 ("corrupt-run", format!("{self}{end}"), Vec::new())
             }
+            ApiError::CorruptSession { .. } => ("corrupt-session", self.to_string(), Vec::new()),
             ApiError::Internal(_) => (
                 "internal",
                 "the server failed to handle the request".to_owned(),
@@ -314,7 +322,11 @@ impl From<SessionError> for ApiError {
             SessionError::MemoryFull { .. } | SessionError::MemoryValueTooLarge { .. } => {
                 ApiError::Conflict(e.to_string())
             }
-            SessionError::TranscriptGap { .. } => ApiError::Internal(Box::new(e)),
+            // Typed only where the caller's tenant is known to own it
+            // (`access::owned_session`); anywhere else a plain 500.
+            SessionError::TranscriptGap { .. } | SessionError::Corrupt { .. } => {
+                ApiError::Internal(Box::new(e))
+            }
             SessionError::Store(s) => s.into(),
         }
     }

@@ -15,7 +15,7 @@ use serde::de::DeserializeOwned;
 
 use crate::clip::{MESSAGE_CHARS, clip, clip_quoted};
 use crate::error::{ApiError, FieldError};
-use crate::listen::BodyDeadline;
+use crate::listen::{BodyDeadline, BodyRead};
 
 /// A JSON request body deserialized into `T`; a malformed body is a 400 whose
 /// detail and `errors` name the field.
@@ -64,13 +64,18 @@ where
 
 /// The whole body, read until the request's deadline when it has one.
 async fn read_body<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, ApiError> {
-    match req.extensions().get::<BodyDeadline>().copied() {
+    let read = req.extensions().get::<BodyRead>().cloned();
+    let bytes = match req.extensions().get::<BodyDeadline>().copied() {
         Some(BodyDeadline(at)) => tokio::time::timeout_at(at, Bytes::from_request(req, state))
             .await
             .map_err(|_| ApiError::RequestTimeout)?
-            .map_err(ApiError::from),
-        None => Ok(Bytes::from_request(req, state).await?),
+            .map_err(ApiError::from)?,
+        None => Bytes::from_request(req, state).await?,
+    };
+    if let Some(read) = read {
+        read.done();
     }
+    Ok(bytes)
 }
 
 /// Deserializes `bytes` as one JSON value of type `T`, naming the field at fault.

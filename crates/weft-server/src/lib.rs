@@ -19,7 +19,8 @@
 //! - [`error`]: [`ApiError`], the single error type, as `application/problem+json`.
 //! - [`json`]: [`JsonBody`], body extraction that names the faulty field;
 //!   `clip`: how much of a client's input an error may repeat.
-//! - [`dto`]: request and response bodies.
+//! - [`dto`]: request and response bodies (the sessions' in
+//!   `session_bodies`, re-exported there).
 //! - `agents` (the served agents), `sessions`, `runs`, `events` (SSE),
 //!   `control` (answers, pause, continue, cancel): the handlers; `access`:
 //!   the tenant and input checks they share;
@@ -103,6 +104,7 @@ mod prompts;
 mod quota;
 mod requests;
 mod runs;
+mod session_bodies;
 mod sessions;
 mod share;
 mod ui;

@@ -12,6 +12,7 @@
 //! whose header-read timer also runs while a connection is idle.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
@@ -80,6 +81,35 @@ impl Default for ConnLimits {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct BodyDeadline(pub(crate) tokio::time::Instant);
 
+/// Set once a request's body has been read to its end, as an extension
+/// of each request. A response sent before then (a refusal: 401, 408, 413,
+/// 429) closes the connection, since the rest of the body is still on it;
+/// the response says so (`Connection: close`) so a keep-alive client does
+/// not send its next request on a connection about to close.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct BodyRead(Arc<std::sync::atomic::AtomicBool>);
+
+impl BodyRead {
+    /// Marks the body read.
+    pub(crate) fn done(&self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn is_done(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// Whether a request carries a body (a non-zero length, or chunks).
+fn has_body<B>(request: &Request<B>) -> bool {
+    let headers = request.headers();
+    headers.contains_key(hyper::header::TRANSFER_ENCODING)
+        || headers
+            .get(hyper::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.trim() != "0")
+}
+
 /// Serves `router` on `listener` under `limits` until `signal` completes;
 /// `on_shutdown` runs once accepting has stopped.
 pub(crate) async fn accept_loop(
@@ -145,16 +175,25 @@ pub(crate) async fn accept_loop(
                 .extensions_mut()
                 .insert(BodyDeadline(tokio::time::Instant::now() + body_read));
             request.extensions_mut().insert(share.clone());
+            let body_read = BodyRead::default();
+            let unread = has_body(&request).then(|| body_read.clone());
+            request.extensions_mut().insert(body_read);
             let refused = probes_only && !PROBES.contains(&request.uri().path());
             let response = (!refused).then(|| inner.call(request));
             async move {
-                let response = match response {
+                let mut response = match response {
                     Some(response) => response.await?,
                     None => crate::error::ApiError::Unavailable(
                         "the server is serving as many requests as it can; try again".into(),
                     )
                     .into_response(),
                 };
+                if unread.is_some_and(|r| !r.is_done()) {
+                    response.headers_mut().insert(
+                        hyper::header::CONNECTION,
+                        hyper::header::HeaderValue::from_static("close"),
+                    );
+                }
                 // The tenant's share is held until the body ends.
                 Ok::<_, std::convert::Infallible>(
                     response.map(|body: Body| Tracked::wrap(body, guard, share)),

@@ -8,9 +8,11 @@
 //!
 //! A run whose stored row does not decode spoils only itself: a page lists
 //! it as a [`SkippedRun`] and goes on, and the cursor continues after the
-//! last row read, decoded or not; counts (quotas, children) count it.
+//! last row read, decoded or not; counts (quotas, children) count it. A
+//! session row that does not decode is marked the same way
+//! ([`SkippedSession`]).
 
-use weft_core::session::{SessionFilter, SessionRecord};
+use weft_core::session::{ListedSession, SessionFilter};
 use weft_core::store::{ListCursor, ListedRun, RunFilter, RunStatus};
 use weft_core::tool::Labels;
 use weft_core::{RunId, Timestamp};
@@ -241,13 +243,44 @@ pub(crate) async fn child_count(
     Ok(u64::try_from(children).unwrap_or(u64::MAX))
 }
 
-/// How many of the caller's runs are unfinished.
-pub(crate) async fn unfinished_runs(state: &AppState, tenant: &Tenant) -> Result<usize, ApiError> {
+/// How many of the caller's runs are unfinished. When they fill the cap
+/// (`cap`), those no sweep claims (awaiting, paused, and rows that do not
+/// decode) are checked first, at most once per [`UNREADABLE_CHECK`](crate::quota::UNREADABLE_CHECK) per
+/// tenant: one whose state cannot be read is quarantined (failed with
+/// reason `corrupt_state`) and leaves the count, so a corrupt run nobody
+/// controls does not hold its place for good.
+pub(crate) async fn unfinished_runs(
+    state: &AppState,
+    tenant: &Tenant,
+    cap: Option<usize>,
+) -> Result<usize, ApiError> {
     let filter = RunFilter {
         statuses: UNFINISHED.to_vec(),
         ..RunFilter::default()
     };
-    Ok(runs(state, tenant, filter).await?.len())
+    let rows = runs(state, tenant, filter).await?;
+    let full = cap.is_some_and(|cap| rows.len() >= cap);
+    if !full || !state.quotas.may_check_unreadable(tenant) {
+        return Ok(rows.len());
+    }
+    let mut quarantined = 0;
+    for row in &rows {
+        let unclaimed = match row {
+            ListedRun::Run(r) => r.status != RunStatus::Running,
+            ListedRun::Corrupt { .. } => true,
+        };
+        if !unclaimed {
+            continue;
+        }
+        match state.runtime.quarantine_if_unreadable(row.run_id()).await {
+            Ok(true) => quarantined += 1,
+            Ok(false) => {}
+            Err(e) => {
+                tracing::warn!(run_id = %row.run_id(), error = %e, "checking an unfinished run failed")
+            }
+        }
+    }
+    Ok(rows.len() - quarantined)
 }
 
 /// What the store holds of the caller for the start quotas: its
@@ -260,7 +293,7 @@ pub(crate) async fn quota_usage(
     limits: TenantQuotas,
 ) -> Result<Stored, ApiError> {
     let unfinished = match limits.max_unfinished_runs {
-        Some(_) => unfinished_runs(state, tenant).await?,
+        Some(cap) => unfinished_runs(state, tenant, usize::try_from(cap.get()).ok()).await?,
         None => 0,
     };
     let now = crate::now();
@@ -289,17 +322,17 @@ pub(crate) async fn quota_usage(
     })
 }
 
-/// The caller's sessions matching `filter`, newest first.
+/// The caller's sessions matching `filter`, newest first, as listed rows.
 pub(crate) async fn sessions(
     state: &AppState,
     tenant: &Tenant,
     filter: SessionFilter,
-) -> Result<Vec<SessionRecord>, ApiError> {
+) -> Result<Vec<ListedSession>, ApiError> {
     let filter = SessionFilter {
         labels: tenant.label(filter.labels),
         ..filter
     };
-    Ok(state.sessions.list_sessions(&filter).await?)
+    Ok(state.sessions.list_session_rows(&filter).await?)
 }
 
 #[cfg(test)]

@@ -6,12 +6,15 @@
 //! `application/problem+json` [`Problem`]: 400, 401 and 500 on every `/v1`
 //! route, 404 where the path names a resource, 408, 413 and 415 where a
 //! body is read (every POST), and 503 where the runtime is asked to act on a run
-//! (every POST under `/v1/runs`).
+//! (every POST under `/v1/runs`). [`RequestIdHeaders`] documents the
+//! request id on every operation: the optional `x-request-id` request
+//! header and the `x-request-id` header of every response.
 
 use axum::Json;
-use utoipa::openapi::path::Operation;
+use utoipa::openapi::header::HeaderBuilder;
+use utoipa::openapi::path::{Operation, ParameterBuilder, ParameterIn};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
-use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
+use utoipa::openapi::{ContentBuilder, Object, Ref, RefOr, Required, ResponseBuilder, Type};
 use utoipa::{Modify, OpenApi};
 
 use crate::agents::{AgentList, AgentView};
@@ -22,7 +25,7 @@ use crate::await_schema::{
 use crate::dto::{
     AnswerAccepted, AwaitView, CancelRun, CreateSession, EndedSession, Health, NoOptions,
     PhaseSchema, ProvideAnswer, RunList, RunStatusSchema, RunView, SessionList, SessionView,
-    SkippedRun, StartRun,
+    SkippedRun, SkippedSession, StartRun,
 };
 use crate::elicit_schema::{
     ElicitationActionSchema, ElicitationAnswerSchema, ElicitationItemSchema, ElicitationModeSchema,
@@ -66,7 +69,7 @@ use crate::{agents, control, events, metrics, prompts, runs, sessions};
     components(schemas(
         AgentList, AgentView, AnswerAccepted, AwaitView, CancelRun, CreateSession, EndedSession, FieldError, Health,
         NoOptions, PhaseSchema, Problem, ProvideAnswer, RunList, RunStatusSchema, RunView,
-        SessionList, SessionView, SkippedRun, StartRun, ElicitationItemSchema, ElicitationModeSchema,
+        SessionList, SessionView, SkippedRun, SkippedSession, StartRun, ElicitationItemSchema, ElicitationModeSchema,
         ElicitationAnswerSchema, ElicitationActionSchema, RunInputSchema, MessageSchema,
         RoleSchema, PartSchema, MediaSourceSchema, MediaKindSchema, AwaitItemSchema,
         QuestionSchema, QuestionOptionSchema, ExternalToolCallSchema, AwaitAnswerSchema,
@@ -75,7 +78,7 @@ use crate::{agents, control, events, metrics, prompts, runs, sessions};
         UsageSchema, SetPrompt, ClearPrompt, PromptCleared, PromptView, PromptList,
         PromptScopeSchema,
     )),
-    modifiers(&BearerAuth, &ProblemResponses),
+    modifiers(&BearerAuth, &ProblemResponses, &RequestIdHeaders),
     tags(
         (name = "agents", description = "The agents this server runs"),
         (name = "sessions", description = "Conversations holding runs"),
@@ -140,6 +143,79 @@ impl Modify for ProblemResponses {
                     add(op, "503", "A toolset or the runtime is unavailable");
                 }
             }
+        }
+    }
+}
+
+/// Documents the request id on every operation (see `requests`): the
+/// optional `x-request-id` request header, and the `x-request-id` header
+/// of each of its responses. Runs after [`ProblemResponses`], so the
+/// problem responses it adds carry the header too.
+struct RequestIdHeaders;
+
+impl Modify for RequestIdHeaders {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        for item in openapi.paths.paths.values_mut() {
+            for op in [
+                &mut item.get,
+                &mut item.put,
+                &mut item.post,
+                &mut item.delete,
+                &mut item.options,
+                &mut item.head,
+                &mut item.patch,
+                &mut item.trace,
+            ]
+            .into_iter()
+            .flatten()
+            {
+                add_request_id(op);
+            }
+        }
+    }
+}
+
+/// The request id's header name, as the server reads and writes it.
+const REQUEST_ID_HEADER: &str = "x-request-id";
+
+fn add_request_id(op: &mut Operation) {
+    let params = op.parameters.get_or_insert_with(Vec::new);
+    if !params
+        .iter()
+        .any(|p| p.name == REQUEST_ID_HEADER && p.parameter_in == ParameterIn::Header)
+    {
+        params.push(
+            ParameterBuilder::new()
+                .name(REQUEST_ID_HEADER)
+                .parameter_in(ParameterIn::Header)
+                .required(Required::False)
+                .description(Some(
+                    "An id for this request, 1 to 64 visible ASCII characters; used as the \
+                     request's id when well-formed, else a fresh one is made",
+                ))
+                .schema(Some(
+                    utoipa::openapi::ObjectBuilder::new()
+                        .schema_type(Type::String)
+                        .min_length(Some(1))
+                        .max_length(Some(64)),
+                ))
+                .build(),
+        );
+    }
+    for response in op.responses.responses.values_mut() {
+        if let RefOr::T(response) = response {
+            response
+                .headers
+                .entry(REQUEST_ID_HEADER.to_owned())
+                .or_insert_with(|| {
+                    HeaderBuilder::new()
+                        .schema(Object::with_type(Type::String))
+                        .description(Some(
+                            "The request's id: the client's well-formed `x-request-id`, else a \
+                         fresh one; problem bodies name it as `request_id`",
+                        ))
+                        .build()
+                });
         }
     }
 }

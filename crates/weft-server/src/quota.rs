@@ -67,6 +67,10 @@ impl Default for TenantQuotas {
 /// How long a client over the unfinished-runs or streams cap is told to wait.
 const RETRY_CAPPED: Duration = Duration::from_secs(5);
 
+/// How often at most a tenant's unfinished runs that no sweep claims are
+/// checked for a state that cannot be read, when they fill its cap.
+pub(crate) const UNREADABLE_CHECK: Duration = RETRY_CAPPED;
+
 /// The window the start rate counts in.
 pub(crate) const RATE_WINDOW: Duration = Duration::from_secs(60);
 
@@ -87,6 +91,9 @@ struct Usage {
     rate_full_until: Option<Instant>,
     /// Open event streams.
     streams: u32,
+    /// When its unfinished runs were last checked for a state that cannot
+    /// be read (see `listing::unfinished_runs`).
+    unreadable_checked: Option<Instant>,
 }
 
 impl Quotas {
@@ -138,6 +145,23 @@ impl Quotas {
             quotas: self.clone(),
             tenant: tenant.0.clone(),
         })
+    }
+
+    /// Whether `tenant`'s unfinished runs may be checked for a state that
+    /// cannot be read now: not within [`UNREADABLE_CHECK`] of the last
+    /// check, so a client retrying at its cap costs one check per period.
+    pub(crate) fn may_check_unreadable(&self, tenant: &Tenant) -> bool {
+        let mut tenants = self.lock();
+        let usage = tenants.entry(tenant.0.clone()).or_default();
+        let now = Instant::now();
+        if usage
+            .unreadable_checked
+            .is_some_and(|at| now.saturating_duration_since(at) < UNREADABLE_CHECK)
+        {
+            return false;
+        }
+        usage.unreadable_checked = Some(now);
+        true
     }
 
     /// The quotas applied.

@@ -17,7 +17,7 @@ use weft_core::store::{RunFilter, RunStatus};
 use weft_core::{AgentId, RunId, SessionId};
 use weft_runtime::{RuntimeError, StartRequest};
 
-use crate::access::{check_id, check_labels, owned_run};
+use crate::access::{check_id, check_labels, owned_run, owned_session};
 use crate::auth::Tenant;
 use crate::dto::{Health, RunList, RunQuery, RunView, StartRun};
 use crate::error::{ApiError, Problem};
@@ -187,14 +187,7 @@ async fn session_for_run(
         return Ok(record);
     };
     let id = SessionId::new(check_id("session_id", session_id)?);
-    let session = state
-        .sessions
-        .get_session(&id)
-        .await?
-        .filter(|s| tenant.owns(&s.labels))
-        .ok_or_else(|| SessionError::NotFound {
-            session_id: id.clone(),
-        })?;
+    let session = owned_session(state, tenant, id.as_str()).await?;
     if session.is_ended() {
         return Err(ended(&id));
     }

@@ -11,12 +11,14 @@ use axum::extract::{Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use weft_core::SessionId;
-use weft_core::session::{SessionFilter, SessionRecord};
-use weft_core::store::RunFilter;
+use weft_core::session::{ListedSession, SessionFilter, SessionRecord};
+use weft_core::store::{ListCursor, RunFilter};
 
 use crate::access::{check_labels, owned_session};
 use crate::auth::Tenant;
-use crate::dto::{CreateSession, EndedSession, NoOptions, SessionList, SessionQuery, SessionView};
+use crate::dto::{
+    CreateSession, EndedSession, NoOptions, SessionList, SessionQuery, SessionView, SkippedSession,
+};
 use crate::error::{ApiError, Problem};
 use crate::json::OptionalJsonBody;
 use crate::{AppState, control, listing, now};
@@ -55,7 +57,8 @@ pub(crate) async fn create_session(
 
 /// Lists the caller's sessions, newest first: at most `limit` of them and
 /// at most 4 MiB of JSON (a page that reaches it ends early, with a
-/// `next_cursor`).
+/// `next_cursor`). A session whose stored row cannot be read is left out
+/// and marked in `skipped`; the list goes on past it.
 #[utoipa::path(
     get, path = "/v1/sessions", tag = "sessions", params(SessionQuery),
     responses(
@@ -77,21 +80,63 @@ pub(crate) async fn list_sessions(
         before: listing::cursor(query.cursor.as_deref())?,
         ..SessionFilter::default()
     };
-    let mut page = listing::sessions(&state, &tenant, filter).await?;
+    let mut page: Vec<Entry> = listing::sessions(&state, &tenant, filter)
+        .await?
+        .into_iter()
+        .map(Entry::of)
+        .collect();
     // A page cut at its byte budget continues after its last entry.
     let size = match listing::keep_within_budget(&mut page) {
         true => 0,
         false => size,
     };
-    let next_cursor = listing::next_cursor(&page, size, |s| weft_core::store::ListCursor {
-        created_at: s.created_at,
-        id: s.session_id.to_string(),
-    });
-    let sessions = page.into_iter().map(SessionView::from).collect();
+    let next_cursor = listing::next_cursor(&page, size, |e| e.cursor.clone());
+    let (mut sessions, mut skipped) = (Vec::new(), Vec::new());
+    for entry in page {
+        match entry.view {
+            Ok(view) => sessions.push(view),
+            Err(skip) => skipped.push(skip),
+        }
+    }
     Ok(Json(SessionList {
         sessions,
+        skipped,
         next_cursor,
     }))
+}
+
+/// One entry of a page of sessions: a session's view, or the mark of a row
+/// that did not decode, with the cursor after it. It serializes as the
+/// view or the mark, for the page's byte budget.
+struct Entry {
+    cursor: ListCursor,
+    view: Result<SessionView, SkippedSession>,
+}
+
+impl Entry {
+    fn of(row: ListedSession) -> Self {
+        let cursor = row.cursor();
+        let view = match row {
+            ListedSession::Session(record) => Ok(SessionView::from(record)),
+            ListedSession::Corrupt {
+                session_id, error, ..
+            } => Err(SkippedSession {
+                session_id: session_id.to_string(),
+                corrupt: true,
+                error: crate::clip::clip(&error, 2 * crate::clip::QUOTE_CHARS),
+            }),
+        };
+        Self { cursor, view }
+    }
+}
+
+impl serde::Serialize for Entry {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match &self.view {
+            Ok(view) => view.serialize(serializer),
+            Err(skip) => skip.serialize(serializer),
+        }
+    }
 }
 
 /// One of the caller's sessions.
@@ -174,10 +219,12 @@ async fn close(
             .end_session(&session.session_id, now())
             .await?
     };
+    // Rows that do not decode are cancelled too (a cancel quarantines a
+    // run whose state cannot be read), rather than failing the end.
     let unfinished = state
         .runtime
         .store()
-        .list_runs(&RunFilter {
+        .list_run_rows(&RunFilter {
             session_id: Some(session.session_id.clone()),
             statuses: listing::UNFINISHED.to_vec(),
             ..RunFilter::default()
@@ -185,14 +232,15 @@ async fn close(
         .await?;
     let mut cancelled_runs = Vec::new();
     let mut uncancelled_runs = Vec::new();
-    for run in unfinished {
-        match control::cancel(state, &run.run_id, "the session was ended").await {
-            Ok(_) => cancelled_runs.push(run.run_id.to_string()),
+    for row in unfinished {
+        let run_id = row.run_id();
+        match control::cancel(state, run_id, "the session was ended").await {
+            Ok(_) => cancelled_runs.push(run_id.to_string()),
             // It finished on its own between the listing and the cancel.
-            Err(ApiError::Conflict(_)) if finished(state, &run.run_id).await => {}
+            Err(ApiError::Conflict(_)) if finished(state, run_id).await => {}
             Err(e) => {
-                tracing::warn!(run_id = %run.run_id, error = %e, "cannot cancel a run of an ended session");
-                uncancelled_runs.push(run.run_id.to_string());
+                tracing::warn!(%run_id, error = %e, "cannot cancel a run of an ended session");
+                uncancelled_runs.push(run_id.to_string());
             }
         }
     }
@@ -203,9 +251,11 @@ async fn close(
     }))
 }
 
+/// Whether the run has ended, read from its head (so a run whose state
+/// cannot be read, quarantined by the cancel, counts as ended).
 async fn finished(state: &AppState, run_id: &weft_core::RunId) -> bool {
     matches!(
-        state.runtime.store().load_run(run_id).await,
-        Ok(Some(r)) if r.record.status.is_finished()
+        state.runtime.store().run_head(run_id, weft_core::prompt::TENANT_LABEL).await,
+        Ok(Some(h)) if h.status.is_some_and(weft_core::store::RunStatus::is_finished)
     )
 }

@@ -115,6 +115,62 @@ async fn every_route_documents_every_error_as_a_problem() {
     }
 }
 
+/// Every operation takes the optional `x-request-id` request header, and
+/// every response of it (successes and problems alike) declares the
+/// `x-request-id` header the server sets on it; and the server does set it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_operation_documents_the_request_id_header() {
+    let doc = document().await;
+    let paths = doc["paths"].as_object().unwrap();
+    for (method, path) in ROUTES {
+        let op = &paths[path][method];
+        let params = op["parameters"].as_array().cloned().unwrap_or_default();
+        let ids: Vec<&Value> = params
+            .iter()
+            .filter(|p| p["name"] == "x-request-id" && p["in"] == "header")
+            .collect();
+        assert_eq!(ids.len(), 1, "{method} {path}: {params:?}");
+        assert_ne!(ids[0]["required"], json!(true), "{method} {path}");
+        assert_eq!(ids[0]["schema"]["type"], "string", "{method} {path}");
+        assert_eq!(ids[0]["schema"]["maxLength"], 64, "{method} {path}");
+        let responses = op["responses"].as_object().unwrap();
+        assert!(!responses.is_empty(), "{method} {path}");
+        for (status, response) in responses {
+            let header = &response["headers"]["x-request-id"];
+            assert_eq!(
+                header["schema"]["type"], "string",
+                "{method} {path} {status}: {response}"
+            );
+            assert!(
+                header["description"]
+                    .as_str()
+                    .is_some_and(|d| !d.is_empty()),
+                "{method} {path} {status}"
+            );
+        }
+    }
+    // What the document says is what the server does, for a success and
+    // for a problem, with and without a client's id.
+    let f = Fixture::new().await;
+    let server = Served::start(f.state.clone()).await;
+    let r = server
+        .client
+        .get(server.url("/healthz"))
+        .send()
+        .await
+        .unwrap();
+    assert!(r.headers().contains_key("x-request-id"));
+    let r = server
+        .client
+        .get(server.url("/v1/runs"))
+        .header("x-request-id", "mine-1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    assert_eq!(r.headers()["x-request-id"], "mine-1");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_referenced_schema_exists() {
     let doc = document().await;

@@ -11,8 +11,9 @@
 //! - [`postgres`]: [`PostgresStore`], for many processes on many hosts.
 //! - [`bench`]: [`bench_commit`] and [`bench_commit_concurrent`], the cost of a durable step.
 //! - `sql_runs`, `sql_sessions`, `sql_leases`: the SQL both backends share, as macros.
-//! - `sql_list`: listing runs row by row (a corrupt row spoils only itself),
-//!   and quarantining a run whose state cannot be read.
+//! - `sql_list`, `sql_session_rows`: listing runs and sessions row by row
+//!   (a corrupt row spoils only itself), and quarantining a run whose state
+//!   cannot be read.
 //! - `paging`: the paged reads (log pages, newest-first lists) written once.
 //! - `schema`: the embedded migrations and the "newer schema" check.
 //! - `codec`, `rows`: how values map to columns; the log's no-gap rule.
@@ -62,6 +63,7 @@ mod sql_pages;
 mod sql_prompts;
 mod sql_runs;
 mod sql_session_log;
+mod sql_session_rows;
 mod sql_sessions;
 mod sql_snapshots;
 pub mod sqlite;

@@ -285,12 +285,17 @@ async fn migrate(pool: &PgPool) -> Result<(), OpenError> {
     schema::run(&schema::POSTGRES, pool).await
 }
 
+/// The value of the label whose key is `{key}` (the tenant index is built
+/// on it with the tenant's key written in). `weft_labels` reads labels that
+/// are not JSON as NULL, so such a row matches no label and fails no list.
+const LABEL: &str = "(weft_labels(labels) ->> {key})";
+
 impl_run_store!(
     PostgresStore,
     sqlx::Postgres,
     lock = " FOR UPDATE",
     share = " FOR SHARE",
-    label = "(labels::jsonb ->> {key})"
+    label = LABEL
 );
 impl_leases!(
     PostgresStore,
@@ -299,11 +304,7 @@ impl_leases!(
     skip = " FOR UPDATE SKIP LOCKED",
     held = "SELECT e ->> 0 AS run_id, (e ->> 1)::bigint AS epoch FROM jsonb_array_elements($2::jsonb) AS e"
 );
-impl_session_store!(
-    PostgresStore,
-    lock = " FOR UPDATE",
-    label = "(labels::jsonb ->> {key})"
-);
+impl_session_store!(PostgresStore, lock = " FOR UPDATE", label = LABEL);
 impl_prompt_store!(PostgresStore);
 
 #[cfg(test)]

@@ -2,7 +2,10 @@
 //! and the session transcript. Nothing here depends on the backend.
 
 use weft_core::SessionId;
-use weft_core::session::{PromptOverride, PromptScope, SessionRecord, TranscriptEntry};
+use weft_core::session::{
+    ListedSession, PromptOverride, PromptScope, SessionError, SessionHead, SessionRecord,
+    TranscriptEntry,
+};
 use weft_core::store::{ListedRun, RunHead, RunRecord, StoreError};
 
 use crate::codec;
@@ -68,20 +71,24 @@ pub(crate) fn run_head(
     key: &str,
     quarantined: Option<String>,
 ) -> RunHead {
-    let labels = serde_json::from_str::<serde_json::Value>(labels).ok();
     RunHead {
-        label: labels
-            .as_ref()
-            .and_then(|l| l.get(key))
-            .and_then(serde_json::Value::as_str)
-            .map(str::to_owned),
+        label: label_of(labels, key),
         status: codec::status(status).ok(),
         quarantined,
     }
 }
 
-/// A `sessions` row as a record.
-pub(crate) fn session_record(row: SessionRow) -> Result<SessionRecord, StoreError> {
+/// A `sessions` row as a record; a row that does not decode is a
+/// [`SessionError::Corrupt`] naming its session.
+pub(crate) fn session_record(row: SessionRow) -> Result<SessionRecord, SessionError> {
+    let session_id = SessionId::from(row.0.clone());
+    decode_session(row).map_err(|e| SessionError::Corrupt {
+        session_id,
+        message: corrupt_message(e),
+    })
+}
+
+fn decode_session(row: SessionRow) -> Result<SessionRecord, StoreError> {
     let (session_id, labels, created_at, ended_at, transcript_seq) = row;
     Ok(SessionRecord {
         session_id: session_id.into(),
@@ -90,6 +97,46 @@ pub(crate) fn session_record(row: SessionRow) -> Result<SessionRecord, StoreErro
         ended_at: ended_at.map(|t| codec::ts(t, "ended_at")).transpose()?,
         transcript_seq: codec::uint(transcript_seq, "transcript_seq")?,
     })
+}
+
+/// What a decoding error says, without the "corrupt" preamble.
+fn corrupt_message(e: StoreError) -> String {
+    match e {
+        StoreError::Corrupt { message } => message,
+        other => other.to_string(),
+    }
+}
+
+/// A `sessions` row as a listed session: its record, or what is known of
+/// it when it does not decode.
+pub(crate) fn listed_session(row: SessionRow) -> ListedSession {
+    let session_id = SessionId::from(row.0.clone());
+    let created_at = row.2;
+    match decode_session(row) {
+        Ok(record) => ListedSession::Session(record),
+        Err(e) => ListedSession::Corrupt {
+            session_id,
+            created_at: weft_core::Timestamp::from_millis(u64::try_from(created_at).unwrap_or(0)),
+            error: corrupt_message(e),
+        },
+    }
+}
+
+/// A session's head from its raw `labels` column, read as loose JSON.
+pub(crate) fn session_head(labels: &str, key: &str) -> SessionHead {
+    SessionHead {
+        label: label_of(labels, key),
+    }
+}
+
+/// The string value of label `key` in `labels`, read as loose JSON.
+fn label_of(labels: &str, key: &str) -> Option<String> {
+    serde_json::from_str::<serde_json::Value>(labels)
+        .ok()
+        .as_ref()
+        .and_then(|l| l.get(key))
+        .and_then(serde_json::Value::as_str)
+        .map(str::to_owned)
 }
 
 /// A `transcript` row as an entry.

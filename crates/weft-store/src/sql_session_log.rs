@@ -95,7 +95,7 @@ macro_rules! impl_session_log {
                     .await
                     .map_err($crate::error::Failure::into_session)?;
                 match row {
-                    Some(row) => Ok($crate::rows::session_record(row)?),
+                    Some(row) => $crate::rows::session_record(row),
                     None => Err(weft_core::session::SessionError::NotFound {
                         session_id: session_id.clone(),
                     }),

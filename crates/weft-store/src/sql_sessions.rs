@@ -12,6 +12,7 @@
 macro_rules! impl_session_store {
     ($store:ty, lock = $lock:literal, label = $label:expr) => {
         $crate::sql_session_log::impl_session_log!($store, lock = $lock);
+        $crate::sql_session_rows::impl_session_rows!($store, label = $label);
 
         #[async_trait::async_trait]
         impl weft_core::session::SessionStore for $store {
@@ -55,51 +56,31 @@ macro_rules! impl_session_store {
                 })
                 .await
                 .map_err($crate::error::Failure::into_session)?;
-                Ok(row.map($crate::rows::session_record).transpose()?)
+                row.map($crate::rows::session_record).transpose()
             }
 
             async fn list_sessions(
                 &self,
                 filter: &weft_core::session::SessionFilter,
             ) -> Result<Vec<weft_core::session::SessionRecord>, weft_core::session::SessionError> {
-                let mut query = $crate::paging::ListQuery::new($crate::rows::SESSION_COLUMNS, "sessions");
-                if !filter.include_ended {
-                    query = query.and("ended_at IS NULL");
-                }
-                // The tenant's key is written into the SQL, so the query
-                // uses the tenant index; other keys are parameters.
-                for key in filter.labels.keys() {
-                    query = if key == weft_core::prompt::TENANT_LABEL {
-                        query.and_label_key($label, weft_core::prompt::TENANT_LABEL)
-                    } else {
-                        query.and_label($label)
-                    };
-                }
-                if filter.before.is_some() {
-                    query = query.and_before("session_id");
-                }
-                let sql = query.newest_first("session_id");
-                let limit = $crate::paging::limit(filter.limit);
-                let before = match &filter.before {
-                    Some(c) => Some(($crate::codec::int(c.created_at.as_millis(), "cursor")?, c.id.as_str())),
-                    None => None,
-                };
-                let rows: Vec<$crate::rows::SessionRow> = $crate::retry::retrying(self.retry_label(), || async {
-                    let mut q = sqlx::query_as(&sql);
-                    for (key, value) in &filter.labels {
-                        if key != weft_core::prompt::TENANT_LABEL {
-                            q = q.bind(key.as_str());
-                        }
-                        q = q.bind(value.as_str());
-                    }
-                    if let Some((at, id)) = before {
-                        q = q.bind(at).bind(id);
-                    }
-                    Ok(q.bind(limit).fetch_all(self.read_pool()).await?)
-                })
-                .await
-                .map_err($crate::error::Failure::into_session)?;
-                Ok(rows.into_iter().map($crate::rows::session_record).collect::<Result<_, _>>()?)
+                let rows = self.session_rows(filter).await?;
+                rows.into_iter().map($crate::rows::session_record).collect()
+            }
+
+            async fn list_session_rows(
+                &self,
+                filter: &weft_core::session::SessionFilter,
+            ) -> Result<Vec<weft_core::session::ListedSession>, weft_core::session::SessionError> {
+                let rows = self.session_rows(filter).await?;
+                Ok(rows.into_iter().map($crate::rows::listed_session).collect())
+            }
+
+            async fn session_head(
+                &self,
+                session_id: &weft_core::SessionId,
+                key: &str,
+            ) -> Result<Option<weft_core::session::SessionHead>, weft_core::session::SessionError> {
+                self.session_head_inner(session_id, key).await
             }
 
             async fn end_session(
@@ -123,7 +104,7 @@ macro_rules! impl_session_store {
                 .await
                 .map_err($crate::error::Failure::into_session)?;
                 match row {
-                    Some(row) => Ok($crate::rows::session_record(row)?),
+                    Some(row) => $crate::rows::session_record(row),
                     None => Err(weft_core::session::SessionError::NotFound {
                         session_id: session_id.clone(),
                     }),

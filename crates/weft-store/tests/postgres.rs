@@ -442,3 +442,25 @@ async fn a_run_whose_state_cannot_be_read_is_quarantined() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_corrupt_session_spoils_only_itself() {
+    with_db(|db| async move {
+        let store = db.open().await;
+        let raw = Raw(tokio::sync::Mutex::new(db.raw().await));
+        suite::corrupt_sessions::a_corrupt_session_spoils_only_itself(&store, &raw).await;
+        store.close().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn labels_that_are_not_json_fail_no_list() {
+    with_db(|db| async move {
+        let store = db.open().await;
+        let raw = Raw(tokio::sync::Mutex::new(db.raw().await));
+        suite::corrupt_sessions::labels_that_are_not_json_fail_no_list(&store, &raw).await;
+        store.close().await;
+    })
+    .await;
+}

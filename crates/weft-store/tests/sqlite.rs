@@ -431,3 +431,10 @@ async fn a_run_whose_state_cannot_be_read_is_quarantined() {
     let store = db.open().await;
     suite::corrupt::a_run_whose_state_cannot_be_read_is_quarantined(&store, &db.raw().await).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_corrupt_session_spoils_only_itself() {
+    let db = TestDb::new();
+    let store = db.open().await;
+    suite::corrupt_sessions::a_corrupt_session_spoils_only_itself(&store, &db.raw().await).await;
+}

@@ -154,7 +154,8 @@ enum McpCmd {
 
 #[derive(Subcommand)]
 enum RunsCmd {
-    /// Lists runs, newest first, one JSON line each.
+    /// Lists runs, newest first, one JSON line each; runs whose stored data
+    /// cannot be read are skipped and named on stderr.
     List {
         /// Only this session's runs.
         #[arg(long)]
@@ -162,6 +163,10 @@ enum RunsCmd {
         /// Only runs with this status (repeatable).
         #[arg(long)]
         status: Vec<RunStatus>,
+        /// One JSON object instead: `runs`, and `skipped` for the runs
+        /// whose stored data cannot be read.
+        #[arg(long)]
+        json: bool,
     },
     /// Shows one run's transcript: messages, tool calls, awaits, outcome, usage.
     Show {
@@ -209,7 +214,8 @@ enum RunsCmd {
 
 #[derive(Subcommand)]
 enum SessionsCmd {
-    /// Lists sessions, one JSON line each.
+    /// Lists sessions, one JSON line each; sessions whose stored data cannot
+    /// be read are skipped and named on stderr.
     List {
         /// Include ended sessions.
         #[arg(long)]
@@ -245,7 +251,15 @@ enum ModelsCmd {
 /// The store command a `weft runs` subcommand is, or `weft runs answer`.
 fn runs_command(cmd: RunsCmd) -> Result<RunsCommand, Box<AnswerCommand>> {
     Ok(match cmd {
-        RunsCmd::List { session, status } => RunsCommand::List { session, status },
+        RunsCmd::List {
+            session,
+            status,
+            json,
+        } => RunsCommand::List {
+            session,
+            status,
+            json,
+        },
         RunsCmd::Show { run, json } => RunsCommand::Show { run, json },
         RunsCmd::Events { run, after } => RunsCommand::Events { run, after },
         RunsCmd::Continue { run, agents } => RunsCommand::Continue { run, agents },

@@ -92,6 +92,10 @@ pub struct RegistrySpec {
     /// PEM file of the CA a `rediss://` Redis's certificate must chain to.
     #[serde(default)]
     pub redis_ca_file: Option<PathBuf>,
+    /// Whether `weft run` may go on without the toolset when it cannot
+    /// start (with a warning); by default it stops before the first turn.
+    #[serde(default)]
+    pub optional: bool,
 }
 
 fn default_redis() -> String {
@@ -159,6 +163,10 @@ pub struct McpSpec {
     /// OAuth 2.1 for a streamable HTTP server that asks for it (`[toolsets.oauth]`).
     #[serde(default)]
     pub oauth: Option<McpOAuthSpec>,
+    /// Whether `weft run` may go on without the server when it cannot
+    /// start (with a warning); by default it stops before the first turn.
+    #[serde(default)]
+    pub optional: bool,
 }
 
 /// The `oauth` table of an HTTP MCP toolset; every key is optional.
@@ -218,6 +226,27 @@ impl ToolsetSpec {
                 format!("registry toolset `{}` at {}", r.name, r.gateway)
             }
             ToolsetSpec::Table(ToolsetTable::Agent(a)) => format!("agent toolset `{}`", a.name),
+        }
+    }
+
+    /// What kind of toolset it is, for messages: `builtin`, `mcp`,
+    /// `registry` or `agent`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ToolsetSpec::Builtin(_) | ToolsetSpec::Table(ToolsetTable::Builtin { .. }) => "builtin",
+            ToolsetSpec::Table(ToolsetTable::Mcp(_)) => "mcp",
+            ToolsetSpec::Table(ToolsetTable::Registry(_)) => "registry",
+            ToolsetSpec::Table(ToolsetTable::Agent(_)) => "agent",
+        }
+    }
+
+    /// Whether the file lets `weft run` go on without the toolset when it
+    /// cannot start (`optional = true`).
+    pub fn optional(&self) -> bool {
+        match self {
+            ToolsetSpec::Table(ToolsetTable::Mcp(m)) => m.optional,
+            ToolsetSpec::Table(ToolsetTable::Registry(r)) => r.optional,
+            _ => false,
         }
     }
 
@@ -320,73 +349,4 @@ impl McpSpec {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[derive(Deserialize)]
-    struct File {
-        toolsets: Vec<ToolsetSpec>,
-    }
-
-    fn parse(text: &str) -> ToolsetSpec {
-        let mut file: File = toml::from_str(text).unwrap();
-        file.toolsets.remove(0)
-    }
-
-    #[test]
-    fn an_http_toolset_takes_an_oauth_table() {
-        let spec = parse(
-            r#"
-            [[toolsets]]
-            type = "mcp"
-            name = "remote"
-            url = "https://mcp.example.com/mcp"
-            [toolsets.oauth]
-            token_dir = "/tmp/tokens"
-            redirect_port = 8765
-            client_name = "my agent"
-            scopes = ["read", "write"]
-            "#,
-        );
-        spec.check().unwrap();
-        let ToolsetSpec::Table(ToolsetTable::Mcp(m)) = &spec else {
-            panic!("an MCP table: {spec:?}");
-        };
-        let oauth = m.config().unwrap().oauth.unwrap();
-        assert_eq!(oauth.token_dir, Some(PathBuf::from("/tmp/tokens")));
-        assert_eq!(oauth.redirect_port, 8765);
-        assert_eq!(oauth.client_name, "my agent");
-        assert_eq!(oauth.scopes, ["read", "write"]);
-    }
-
-    #[test]
-    fn an_empty_oauth_table_takes_the_defaults_and_none_means_no_oauth() {
-        let with = parse(
-            "[[toolsets]]\ntype = \"mcp\"\nname = \"r\"\nurl = \"http://127.0.0.1:9/mcp\"\noauth = {}\n",
-        );
-        let ToolsetSpec::Table(ToolsetTable::Mcp(m)) = &with else {
-            panic!("an MCP table: {with:?}");
-        };
-        let oauth = m.config().unwrap().oauth.unwrap();
-        assert_eq!(oauth.redirect_port, 0);
-        assert_eq!(oauth.client_name, "weft");
-        let without =
-            parse("[[toolsets]]\ntype = \"mcp\"\nname = \"r\"\nurl = \"http://127.0.0.1:9/mcp\"\n");
-        let ToolsetSpec::Table(ToolsetTable::Mcp(m)) = &without else {
-            panic!("an MCP table: {without:?}");
-        };
-        assert!(m.config().unwrap().oauth.is_none());
-    }
-
-    #[test]
-    fn oauth_needs_an_http_server_and_known_keys() {
-        let stdio =
-            parse("[[toolsets]]\ntype = \"mcp\"\nname = \"s\"\ncommand = \"srv\"\noauth = {}\n");
-        let err = stdio.check().unwrap_err();
-        assert!(err.contains("`oauth` needs"), "{err}");
-        let unknown: Result<File, _> = toml::from_str(
-            "[[toolsets]]\ntype = \"mcp\"\nname = \"r\"\nurl = \"http://h/mcp\"\noauth = { port = 1 }\n",
-        );
-        assert!(unknown.is_err());
-    }
-}
+mod tests;

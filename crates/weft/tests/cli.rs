@@ -328,3 +328,105 @@ fn ending_a_session_cancels_its_running_runs_and_refuses_new_ones() {
         String::from_utf8_lossy(&refused.stderr)
     );
 }
+
+/// Runs `sql` with `id` bound as `$1` on the SQLite file `db`; the rows changed.
+fn raw_sql(db: &str, sql: &str, id: &str) -> u64 {
+    use sqlx::Connection;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite:{db}"))
+            .await
+            .unwrap();
+        let changed = sqlx::query(sql)
+            .bind(id)
+            .execute(&mut conn)
+            .await
+            .unwrap()
+            .rows_affected();
+        conn.close().await.unwrap();
+        changed
+    })
+}
+
+/// The JSON lines of a successful command's stdout, and its stderr.
+fn listed(args: &[&str]) -> (Vec<Value>, String) {
+    let out = weft().args(args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{args:?}: {stderr}");
+    let lines = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    (lines, stderr)
+}
+
+#[test]
+fn runs_and_sessions_lists_skip_rows_that_cannot_be_read_and_name_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("weft.db").display().to_string();
+    for _ in 0..2 {
+        let out = weft()
+            .args(["run", "--db", &db])
+            .arg(example("calculator.toml"))
+            .arg("What is (2 + 3) * 7?")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let (runs, _) = listed(&["runs", "list", "--db", &db]);
+    assert_eq!(runs.len(), 2);
+    let bad = runs[1]["run_id"].as_str().unwrap().to_owned();
+    let good = runs[0]["run_id"].as_str().unwrap().to_owned();
+    let changed = raw_sql(
+        &db,
+        r#"UPDATE runs SET labels = '{"n":5}' WHERE run_id = $1"#,
+        &bad,
+    );
+    assert_eq!(changed, 1);
+
+    // JSON lines of the runs that read; the skipped one named on stderr.
+    let (runs, stderr) = listed(&["runs", "list", "--db", &db]);
+    let ids: Vec<&str> = runs.iter().filter_map(|r| r["run_id"].as_str()).collect();
+    assert_eq!(ids, [good.as_str()]);
+    assert!(stderr.contains("skipped 1 run "), "{stderr}");
+    assert!(stderr.contains(&bad), "{stderr}");
+
+    // `--json`: one object, with the skipped run marked as the HTTP API does.
+    let (body, _) = listed(&["runs", "list", "--json", "--db", &db]);
+    assert_eq!(body.len(), 1, "{body:?}");
+    let body = &body[0];
+    assert_eq!(body["runs"].as_array().unwrap().len(), 1, "{body}");
+    assert_eq!(body["runs"][0]["run_id"], good.as_str());
+    assert_eq!(body["skipped"][0]["run_id"], bad.as_str(), "{body}");
+    assert_eq!(body["skipped"][0]["corrupt"], true);
+    assert!(
+        body["skipped"][0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("labels"),
+        "{body}"
+    );
+
+    // Sessions the same way.
+    let (sessions, _) = listed(&["sessions", "list", "--all", "--db", &db]);
+    assert!(!sessions.is_empty());
+    let session = sessions[0]["session_id"].as_str().unwrap().to_owned();
+    let changed = raw_sql(
+        &db,
+        r#"UPDATE sessions SET labels = '{"n":5}' WHERE session_id = $1"#,
+        &session,
+    );
+    assert_eq!(changed, 1);
+    let (after, stderr) = listed(&["sessions", "list", "--all", "--db", &db]);
+    assert_eq!(after.len(), sessions.len() - 1);
+    assert!(stderr.contains("skipped 1 session "), "{stderr}");
+    assert!(stderr.contains(&session), "{stderr}");
+}

@@ -1,5 +1,6 @@
-//! MCP toolsets through the real `weft` binary: a server that cannot start
-//! leaves the agent working with its other tools, and the reference
+//! MCP toolsets through the real `weft` binary: a server marked `optional`
+//! that cannot start leaves the agent working with its other tools (one
+//! not marked so stops `weft run`: `toolset_start.rs`), and the reference
 //! filesystem server from npm (installed by `scripts/mcp-servers.sh`)
 //! serves a call.
 
@@ -41,6 +42,7 @@ name = "calc"
 type = "mcp"
 name = "gone"
 command = "/nonexistent/weft-test/mcp-server"
+optional = true
 [planner]
 kind = "scripted"
 [[planner.turns]]

@@ -14,11 +14,20 @@
 //! The `tool_use_id` is `<run id>/<tool call id>`: the runtime's call id,
 //! qualified by its run so two runs' `call_1` never meet. A retried or
 //! recovered call has the same id, finds its result stream and re-attaches to
-//! it instead of publishing again; that is why every registry tool is
-//! marked idempotent for the runtime's crash recovery.
+//! it instead of publishing again, and a provider answers a repeat of a call
+//! to a tool that is not idempotent from its memory instead of running it
+//! again. A registry tool is idempotent for the runtime's crash recovery
+//! only when its registration says so.
+//!
+//! When Redis fails around a call, the executor tells the two cases apart:
+//! a call that was never published fails `tool_unavailable` (calling again
+//! is safe), one that was published and whose result was then lost fails
+//! `outcome_unknown` (it may have taken effect). After a failed admission it
+//! asks Redis whether the call's result stream exists ([`outcome`]).
 
 mod lazy;
 mod lone;
+mod outcome;
 mod reader;
 mod reap;
 mod source;
@@ -151,7 +160,7 @@ impl RegistryToolSet {
                     .result_schema
                     .filter(|s| s != &Value::Object(Default::default())),
                 annotations: ToolAnnotations {
-                    idempotent: true,
+                    idempotent: t.idempotent,
                     ..ToolAnnotations::default()
                 },
                 tags: t.tags,
@@ -221,6 +230,9 @@ impl RegistryToolSet {
             }),
             traceparent,
             tracestate,
+            deadline_ms: Some(wire::deadline_in(
+                self.config.call_timeout.saturating_sub(started.elapsed()),
+            )),
             ..Default::default()
         };
         let bytes = wire::encode(&msg);
@@ -248,16 +260,14 @@ impl RegistryToolSet {
         };
         let (admitted, source) = match lone {
             Some(lone) => lone,
-            None => {
-                let admitted = self.admitter.submit(call).await.map_err(|e| {
-                    failure(
-                        &request.name,
-                        ToolError::UNAVAILABLE,
-                        format!("admission failed: {e}"),
-                    )
-                })?;
-                (admitted, None)
-            }
+            None => match self.admitter.submit(call).await {
+                Ok(admitted) => (admitted, None),
+                // The script may have run before its reply was lost.
+                Err(e) => (
+                    outcome::after_failed_admission(self, &request.name, &tool_use_id, &e).await?,
+                    None,
+                ),
+            },
         };
         match admitted {
             Admission::Published(_) | Admission::Reattach => {}

@@ -2,13 +2,14 @@
 //! group from a [`Source`] (the executor's shared reader or a dedicated
 //! connection), until an absolute deadline. Output deltas go to the call's output sink as they
 //! arrive; the result ends the wait and the stream is deleted. A vanished
-//! stream or group is a typed failure.
+//! stream or group is an `outcome_unknown` failure: the call was out.
 
 use std::time::Instant;
 
 use weft_core::tool::{ToolError, ToolRequest};
 use weft_tools::{ToolFailure, ToolReply};
 
+use super::outcome::unknown;
 use super::reader::Item;
 use super::source::{Next, Source};
 use super::{RegistryToolSet, failure};
@@ -38,20 +39,19 @@ pub(super) async fn wait(
                     ),
                 ));
             }
+            // Published, and then the result was lost: it may have run.
             Next::Stopped => {
-                return Err(failure(
+                return Err(unknown(
                     name,
-                    ToolError::UNAVAILABLE,
-                    format!("waiting for `{tool_use_id}`: the result reader stopped"),
+                    tool_use_id,
+                    "the result reader stopped while the call was out",
                 ));
             }
             Next::Item(Item::Gone) => {
-                return Err(failure(
+                return Err(unknown(
                     name,
-                    ToolError::UNAVAILABLE,
-                    format!(
-                        "the result stream of `{tool_use_id}` is gone (expired, deleted, or Redis lost its data)"
-                    ),
+                    tool_use_id,
+                    "its result stream is gone (expired, deleted, or Redis lost its data)",
                 ));
             }
             Next::Item(Item::Entry(entry)) => entry,

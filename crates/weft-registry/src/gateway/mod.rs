@@ -43,6 +43,9 @@ pub struct GatewayConfig {
     pub node_id: String,
     /// Who may use it; by default no token, which [`Gateway::new`] refuses.
     pub auth: GatewayAuth,
+    /// How long a registration lives without a pong: a provider that went
+    /// away without unregistering leaves no toolset behind for longer.
+    pub registration_ttl: Duration,
 }
 
 impl Default for GatewayConfig {
@@ -56,14 +59,23 @@ impl Default for GatewayConfig {
             max_payload_bytes: 1 << 20,
             node_id: format!("gw-{}", uuid::Uuid::new_v4().simple()),
             auth: GatewayAuth::default(),
+            registration_ttl: Duration::from_secs(60 * 60),
         }
     }
 }
 
 impl GatewayConfig {
-    /// Pong age past which a toolset is unhealthy: `(missed + 1) × interval`.
+    /// Age of an unanswered ping past which a toolset is unhealthy:
+    /// `(missed + 1) × interval`.
     pub fn stale_after(&self) -> Duration {
         self.ping_interval * (self.missed_pongs + 1)
+    }
+
+    /// [`GatewayConfig::registration_ttl`] in milliseconds, at least the
+    /// staleness window (a live provider renews it before it runs out).
+    pub fn registration_ttl_ms(&self) -> u64 {
+        let ttl = self.registration_ttl.max(self.stale_after() * 2);
+        u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX)
     }
 }
 
@@ -119,16 +131,24 @@ impl Gateway {
             .with_state(self.clone())
     }
 
-    /// Serves on `listener` and runs the pinger until the listener fails.
+    /// Serves on `listener` and runs the pinger until the listener fails
+    /// or the future is dropped (the pinger stops with it).
     pub async fn serve(self, listener: tokio::net::TcpListener) -> std::io::Result<()> {
-        let pinger = tokio::spawn(health::run(self.clone()));
-        let res = axum::serve(listener, self.router()).await;
-        pinger.abort();
-        res
+        let _pinger = AbortOnDrop(tokio::spawn(health::run(self.clone())));
+        axum::serve(listener, self.router()).await
     }
 
     /// Runs only the pinger (for embedding the gateway in another server).
     pub fn spawn_pinger(&self) -> tokio::task::JoinHandle<()> {
         tokio::spawn(health::run(self.clone()))
+    }
+}
+
+/// A task aborted when its handle is dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }

@@ -84,6 +84,7 @@ pub(crate) async fn register(
         stale_ms,
         max_queue,
         owner: who.owner(),
+        ttl_ms: gw.config.registration_ttl_ms(),
     };
     if gw.catalog.save(&record, reg).await? == Ownership::NotOwner {
         return Err(taken(&record.name));
@@ -130,7 +131,12 @@ pub(crate) async fn pong(
     let Json(req) = body?;
     match gw
         .catalog
-        .record_pong(&name, &req.ping_id, who.owner())
+        .record_pong(
+            &name,
+            &req.ping_id,
+            who.owner(),
+            gw.config.registration_ttl_ms(),
+        )
         .await?
     {
         PongOutcome::NotOwner => Err(taken(&name)),
@@ -291,6 +297,8 @@ pub(crate) async fn call(
             tool_call_id: req.meta.tool_call_id.unwrap_or_default(),
             parent_tool_call_id: req.meta.parent_tool_call_id.unwrap_or_default(),
         }),
+        // Nobody reads the result once its stream expired.
+        deadline_ms: Some(wire::deadline_in(gw.config.result_ttl)),
         ..Default::default()
     };
     let bytes = wire::encode(&msg);

@@ -1,7 +1,9 @@
 //! The claimer: every claim interval it dead-letters calls delivered too
 //! often, takes over calls left idle past the grace period (a crashed
 //! provider's) with `XAUTOCLAIM`, and trims request entries every consumer
-//! has acknowledged, never an unread or pending one.
+//! has acknowledged, never an unread or pending one; now and then it tidies
+//! dead consumers and old dead letters ([`super::tidy`]). A pass that fails
+//! (Redis lost) is logged once, and so is the first pass that works again.
 
 use std::sync::Arc;
 
@@ -15,13 +17,32 @@ use crate::wire::{self, ToolCallMessage};
 /// Most entries looked at per pass.
 const BATCH: usize = 64;
 
+/// Claim passes between two tidying passes ([`super::tidy`]).
+const TIDY_EVERY: u32 = 12;
+
 pub(crate) async fn run(shared: Arc<Shared>) {
     let mut tick = tokio::time::interval(shared.config.claim_interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut failing = false;
+    let mut passes = 0u32;
     loop {
         tick.tick().await;
-        if let Err(e) = pass(&shared).await {
-            tracing::debug!(error = %e, "claim pass failed");
+        passes = passes.wrapping_add(1);
+        let mut res = pass(&shared).await;
+        if res.is_ok() && passes % TIDY_EVERY == 1 {
+            res = super::tidy::pass(&shared).await;
+        }
+        match res {
+            Ok(()) if failing => {
+                failing = false;
+                tracing::info!(toolset = %shared.registry_toolset, "claiming idle calls works again");
+            }
+            Ok(()) => {}
+            Err(e) if !failing => {
+                failing = true;
+                tracing::warn!(toolset = %shared.registry_toolset, error = %e, "claiming idle calls failed (Redis unreachable?)");
+            }
+            Err(e) => tracing::debug!(error = %e, "claim pass failed again"),
         }
     }
 }
@@ -44,6 +65,18 @@ async fn pass(shared: &Arc<Shared>) -> Result<(), crate::RegistryError> {
         if let Value::Array(mut parts) = reply
             && parts.len() >= 2
         {
+            // Redis 7: the third part lists pending ids no longer in the
+            // stream (deleted by hand, or the stream was cut), dropped
+            // from the group: calls nobody will answer.
+            if let Some(Value::Array(gone)) = parts.get(2)
+                && !gone.is_empty()
+            {
+                tracing::warn!(
+                    toolset = %shared.registry_toolset,
+                    calls = gone.len(),
+                    "pending calls vanished from the request stream (deleted or trimmed by someone else); their callers get no result"
+                );
+            }
             let entries = pulse::parse_entries(parts.swap_remove(1))?;
             for entry in entries {
                 tracing::info!(id = %entry.id, "claimed an idle call");
@@ -88,9 +121,13 @@ async fn dead_letter(shared: &Arc<Shared>, grace: u64) -> Result<(), crate::Regi
             .arg(&id)
             .query_async(&mut shared.redis.mux())
             .await?;
-        let dead_key = pulse::key(&format!("toolset:{}:dead", shared.registry_toolset));
+        let dead_key = super::tidy::dead_letter_key(&shared.registry_toolset);
         let mut add = redis::cmd("XADD");
-        add.arg(&dead_key).arg("*");
+        add.arg(&dead_key)
+            .arg("MAXLEN")
+            .arg("~")
+            .arg(shared.config.dead_letter_max)
+            .arg("*");
         let mut answer = None;
         match pulse::parse_entries(range)?
             .into_iter()
@@ -129,13 +166,25 @@ async fn dead_letter(shared: &Arc<Shared>, grace: u64) -> Result<(), crate::Regi
             let _: Value = res.query_async(&mut shared.redis.mux()).await?;
         }
         shared.ack(&id).await;
-        tracing::warn!(%id, deliveries, "dead-lettered a call");
+        tracing::warn!(toolset = %shared.registry_toolset, %id, deliveries, "dead-lettered a call delivered too often without a result");
     }
     Ok(())
 }
 
 /// Trims entries before the oldest one still unread or unacknowledged.
+/// The groups' last-delivered ids are read before the pending entries: a
+/// call delivered in between is then either past a last-delivered id read
+/// (kept) or pending when the pending entries are read (kept), never
+/// trimmed while a provider still works on it.
 async fn trim(shared: &Shared) -> Result<(), crate::RegistryError> {
+    let groups: Value = redis::cmd("XINFO")
+        .arg("GROUPS")
+        .arg(&shared.stream_key)
+        .query_async(&mut shared.redis.mux())
+        .await?;
+    let Value::Array(groups) = groups else {
+        return Ok(());
+    };
     let summary: Value = redis::cmd("XPENDING")
         .arg(&shared.stream_key)
         .arg(wire::GROUP_PROVIDER)
@@ -147,14 +196,6 @@ async fn trim(shared: &Shared) -> Result<(), crate::RegistryError> {
             _ => None,
         },
         _ => None,
-    };
-    let groups: Value = redis::cmd("XINFO")
-        .arg("GROUPS")
-        .arg(&shared.stream_key)
-        .query_async(&mut shared.redis.mux())
-        .await?;
-    let Value::Array(groups) = groups else {
-        return Ok(());
     };
     let mut min: Option<(u64, u64)> = oldest_pending.as_deref().and_then(parse_id);
     for g in groups {

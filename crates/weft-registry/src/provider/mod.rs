@@ -8,12 +8,18 @@
 //! without its result. Pings are answered with a pong to the gateway. A
 //! claimer ([`claim`]) takes over calls a crashed provider left idle,
 //! dead-letters calls delivered too often and trims acknowledged entries.
+//! A call to a tool that is not idempotent runs at most once: the provider
+//! remembers it in Redis ([`memory`]) and answers a repeat from there.
 //! Garbage entries are acknowledged and logged; nothing in a message can
 //! stop the loop.
 
 mod claim;
+mod deltas;
+mod memory;
 mod publish;
+mod read;
 pub mod reply;
+mod tidy;
 mod worker;
 
 use std::collections::HashMap;
@@ -28,7 +34,7 @@ use crate::batch::Batcher;
 use crate::client::{GatewayClient, PongReply};
 use crate::conn::Redis;
 use crate::dto::RegisterRequest;
-use crate::error::{RegistryError, is_nogroup};
+use crate::error::RegistryError;
 use crate::pulse::{self, Body, Entry};
 use crate::wire::{self, ToolCallMessage};
 
@@ -51,6 +57,19 @@ pub struct ProviderConfig {
     pub max_payload_bytes: usize,
     /// How long one blocking read waits.
     pub block: Duration,
+    /// How long the provider remembers a call to a tool that is not
+    /// idempotent, and its result, so that call runs at most once
+    /// ([`memory`]).
+    pub remember_for: Duration,
+    /// A consumer of the `provider` group idle this long with nothing
+    /// pending is a provider that stopped; it is deleted.
+    pub dead_consumer_after: Duration,
+    /// Most entries kept in the toolset's dead-letter stream.
+    pub dead_letter_max: usize,
+    /// How long a dead letter is kept.
+    pub dead_letter_ttl: Duration,
+    /// Unregister the toolset at the gateway when serving stops.
+    pub unregister_on_stop: bool,
 }
 
 impl Default for ProviderConfig {
@@ -64,9 +83,26 @@ impl Default for ProviderConfig {
             call_timeout: Duration::from_secs(600),
             max_payload_bytes: 1 << 20,
             block: Duration::from_secs(2),
+            remember_for: Duration::from_secs(60 * 60),
+            dead_consumer_after: Duration::from_secs(60 * 60),
+            dead_letter_max: 10_000,
+            dead_letter_ttl: Duration::from_secs(7 * 24 * 60 * 60),
+            unregister_on_stop: true,
         }
     }
 }
+
+/// One tool this provider serves.
+pub(crate) struct Served {
+    pub(crate) ident: ToolIdent,
+    pub(crate) validator: ArgsValidator,
+    /// Its spec says running it twice is safe; otherwise its calls go
+    /// through the provider's [`memory`].
+    pub(crate) idempotent: bool,
+}
+
+/// How long a pong is retried before its ping is given up.
+const PONG_PATIENCE: Duration = Duration::from_secs(30);
 
 /// A running provider's shared state.
 pub(crate) struct Shared {
@@ -74,7 +110,7 @@ pub(crate) struct Shared {
     pub(crate) registry_toolset: String,
     pub(crate) stream_key: String,
     pub(crate) toolset: Arc<dyn ToolSet>,
-    pub(crate) tools: HashMap<String, (ToolIdent, ArgsValidator)>,
+    pub(crate) tools: HashMap<String, Served>,
     pub(crate) config: ProviderConfig,
     pub(crate) permits: Arc<Semaphore>,
     /// Publishes results and acknowledges their calls, batched.
@@ -128,8 +164,16 @@ impl Provider {
                         .unwrap_or_else(|| serde_json::json!({})),
                 ),
                 sidecar_schema: None,
+                idempotent: spec.annotations.idempotent,
             });
-            tools.insert(remote, (spec.name.clone(), validator));
+            tools.insert(
+                remote,
+                Served {
+                    ident: spec.name.clone(),
+                    validator,
+                    idempotent: spec.annotations.idempotent,
+                },
+            );
         }
         let registration = RegisterRequest {
             name: registry_toolset.to_owned(),
@@ -178,7 +222,7 @@ impl Provider {
     ) -> Result<(), RegistryError> {
         self.shared.register().await?;
         let claimer = tokio::spawn(claim::run(self.shared.clone()));
-        let reader = read_loop(self.shared.clone());
+        let reader = read::read_loop(self.shared.clone());
         tokio::select! {
             () = shutdown => {}
             res = reader => {
@@ -190,11 +234,50 @@ impl Provider {
         // Wait for in-flight calls: every permit back.
         let all = u32::try_from(self.shared.config.max_concurrent).unwrap_or(u32::MAX);
         let _ = self.shared.permits.acquire_many(all).await;
+        self.shared.unregister().await;
         Ok(())
     }
 }
 
 impl Shared {
+    /// Whether calls of the full tool name `tool` go through the memory.
+    pub(crate) fn remembers(&self, tool: &str) -> bool {
+        self.tools.get(tool).is_some_and(|t| !t.idempotent)
+    }
+
+    /// [`ProviderConfig::remember_for`] in milliseconds.
+    pub(crate) fn remember_ms(&self) -> u64 {
+        u64::try_from(self.config.remember_for.as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// Takes the toolset off the gateway when serving stops (unless
+    /// [`ProviderConfig::unregister_on_stop`] is off): callers get
+    /// `unknown_toolset` at once instead of calls queued for nobody. Other
+    /// providers of the toolset register it again at their next pong.
+    async fn unregister(&self) {
+        let Some(gw) = self
+            .gateway
+            .as_ref()
+            .filter(|_| self.config.unregister_on_stop)
+        else {
+            return;
+        };
+        match tokio::time::timeout(
+            Duration::from_secs(5),
+            gw.unregister(&self.registry_toolset),
+        )
+        .await
+        {
+            Ok(Ok(())) => {
+                tracing::info!(toolset = %self.registry_toolset, "unregistered the toolset")
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(toolset = %self.registry_toolset, error = %e, "unregistering failed")
+            }
+            Err(_) => tracing::warn!(toolset = %self.registry_toolset, "unregistering timed out"),
+        }
+    }
+
     async fn register(&self) -> Result<(), RegistryError> {
         crate::catalog::ensure_provider_group(&self.redis, &self.registry_toolset).await?;
         if let Some(gw) = &self.gateway {
@@ -227,6 +310,18 @@ impl Shared {
                 let this = self.clone();
                 tokio::spawn(async move { this.pong(&msg.ping_id).await });
             }
+            wire::TYPE_CALL
+                if !msg.tool_use_id.is_empty()
+                    && msg.deadline_ms.is_some_and(|d| d <= wire::unix_ms()) =>
+            {
+                tracing::info!(
+                    tool_use_id = %msg.tool_use_id,
+                    tool = %msg.tool,
+                    "a call expired in the queue (its caller's deadline passed); not running it"
+                );
+                let this = self.clone();
+                tokio::spawn(async move { worker::expire(&this, entry.id, msg).await });
+            }
             wire::TYPE_CALL if !msg.tool_use_id.is_empty() => {
                 let Ok(permit) = self.permits.clone().acquire_owned().await else {
                     return;
@@ -244,23 +339,38 @@ impl Shared {
         }
     }
 
+    /// Answers a ping. A pong the gateway did not take (it is restarting,
+    /// say) is sent again with backoff for up to [`PONG_PATIENCE`]: a
+    /// ping left unanswered makes the toolset unhealthy.
     async fn pong(&self, ping_id: &str) {
         let Some(gw) = &self.gateway else { return };
-        let reply = tokio::time::timeout(
-            Duration::from_secs(5),
-            gw.pong(&self.registry_toolset, ping_id),
-        )
-        .await;
-        match reply {
-            Ok(Ok(PongReply::Done)) => {}
-            Ok(Ok(PongReply::Unregistered)) => {
-                tracing::warn!(toolset = %self.registry_toolset, "the gateway forgot the toolset; registering again");
-                if let Err(e) = self.register().await {
-                    tracing::warn!(error = %e, "registering again failed");
+        let give_up = tokio::time::Instant::now() + PONG_PATIENCE;
+        let mut backoff = Duration::from_millis(100);
+        loop {
+            let reply = tokio::time::timeout(
+                Duration::from_secs(5),
+                gw.pong(&self.registry_toolset, ping_id),
+            )
+            .await;
+            let failed = match reply {
+                Ok(Ok(PongReply::Done)) => return,
+                Ok(Ok(PongReply::Unregistered)) => {
+                    tracing::warn!(toolset = %self.registry_toolset, "the gateway forgot the toolset; registering again");
+                    if let Err(e) = self.register().await {
+                        tracing::warn!(error = %e, "registering again failed");
+                    }
+                    return;
                 }
+                Ok(Err(e)) => e.to_string(),
+                Err(_) => "timed out".to_owned(),
+            };
+            if tokio::time::Instant::now() + backoff > give_up {
+                tracing::warn!(toolset = %self.registry_toolset, error = %failed, "pong failed; giving up on this ping");
+                return;
             }
-            Ok(Err(e)) => tracing::warn!(error = %e, "pong failed"),
-            Err(_) => tracing::warn!("pong timed out"),
+            tracing::debug!(toolset = %self.registry_toolset, error = %failed, "pong failed; sending it again");
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(Duration::from_secs(5));
         }
     }
 
@@ -273,75 +383,6 @@ impl Shared {
             .await;
         if let Err(e) = res {
             tracing::warn!(id, error = %e, "acknowledging failed");
-        }
-    }
-}
-
-/// Reads new calls while there are free workers; recreates the group when
-/// Redis lost it and reconnects with backoff when Redis is down.
-async fn read_loop(shared: Arc<Shared>) -> Result<(), RegistryError> {
-    let mut backoff = Duration::from_millis(20);
-    let mut conn = None;
-    loop {
-        // Wait for a free worker before reading, so unread calls stay in Redis.
-        let free = match shared.permits.available_permits() {
-            0 => {
-                let _ = shared.permits.acquire().await;
-                1
-            }
-            n => n,
-        };
-        if conn.is_none() {
-            match shared.redis.blocking().await {
-                Ok(c) => conn = Some(c),
-                Err(e) => {
-                    tracing::warn!(error = %e, "connecting to Redis failed; retrying");
-                    tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 2).min(Duration::from_secs(2));
-                    continue;
-                }
-            }
-        }
-        let Some(c) = conn.as_mut() else { continue };
-        let mut cmd = redis::cmd("XREADGROUP");
-        cmd.arg("GROUP")
-            .arg(wire::GROUP_PROVIDER)
-            .arg(&shared.config.consumer)
-            .arg("COUNT")
-            .arg(free)
-            .arg("BLOCK")
-            .arg(u64::try_from(shared.config.block.as_millis()).unwrap_or(u64::MAX))
-            .arg("STREAMS")
-            .arg(&shared.stream_key)
-            .arg(">");
-        match c.query(&cmd).await {
-            Ok(reply) => {
-                backoff = Duration::from_millis(20);
-                match pulse::parse_read(reply) {
-                    Ok(streams) => {
-                        for (_, entries) in streams {
-                            for entry in entries {
-                                shared.handle(entry).await;
-                            }
-                        }
-                    }
-                    Err(e) => tracing::warn!(error = %e, "unreadable reply"),
-                }
-            }
-            Err(RegistryError::Redis(e)) if is_nogroup(&e) => {
-                tracing::warn!(toolset = %shared.registry_toolset, "the request group is gone (Redis lost its state); recreating it");
-                if let Err(e) = shared.register().await {
-                    tracing::warn!(error = %e, "recreating the group failed");
-                    tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 2).min(Duration::from_secs(2));
-                }
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "reading calls failed; reconnecting");
-                conn = None;
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(Duration::from_secs(2));
-            }
         }
     }
 }

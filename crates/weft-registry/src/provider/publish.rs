@@ -19,6 +19,9 @@ pub(crate) struct Publish {
     pub(crate) key: String,
     pub(crate) payload: Vec<u8>,
     pub(crate) entry_id: String,
+    /// The provider's memory entry to record the result in, and its TTL in
+    /// milliseconds (calls to tools that are not idempotent).
+    pub(crate) memory: Option<(String, u64)>,
 }
 
 /// What publishing one result yielded.
@@ -51,6 +54,10 @@ pub(crate) fn publisher(redis: Redis, stream_key: String) -> Batcher<Publish, Pu
             let mut pipe = redis::pipe();
             pipe.ignore_errors();
             for p in &batch {
+                // Recorded before it is published: a repeat finds it.
+                if let Some((key, ttl)) = &p.memory {
+                    super::memory::record(&mut pipe, key, &p.payload, *ttl);
+                }
                 pipe.cmd("XADD")
                     .arg(&p.key)
                     .arg("NOMKSTREAM")

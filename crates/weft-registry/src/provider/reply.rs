@@ -8,6 +8,11 @@ use weft_tools::{ToolFailure, ToolReply};
 use crate::schema;
 use crate::wire::{self, ServerDataItem, ToolResultMessage, WireBounds, WireToolError};
 
+/// The error code of a call that may or may not have taken effect: it was
+/// published (or started) and then its result was lost, and its tool is not
+/// idempotent, so it is not run again.
+pub const OUTCOME_UNKNOWN: &str = "outcome_unknown";
+
 /// The result message for a successful call.
 pub fn encode_reply(tool_use_id: &str, reply: &ToolReply) -> ToolResultMessage {
     let result = match &reply.body {
@@ -177,6 +182,13 @@ pub fn retry_hint(tool: &ToolIdent, code: &str, error: &ToolError) -> Option<Ret
         "rate_limited" => RetryReason::RateLimited,
         "service_unavailable" | "queue_full" | "unknown_toolset" | "tool_unavailable" => {
             RetryReason::ToolUnavailable
+        }
+        OUTCOME_UNKNOWN => {
+            return Some(
+                RetryHint::new(RetryReason::ToolUnavailable)
+                    .for_tool(tool.clone())
+                    .with_message("the call may have taken effect: check before calling it again"),
+            );
         }
         _ => return None,
     };

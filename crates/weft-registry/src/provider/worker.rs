@@ -5,42 +5,28 @@
 //! reset, so a slow call is not claimed by another provider.
 
 use std::panic::AssertUnwindSafe;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::FutureExt;
 use serde_json::Value;
-use tokio::sync::{mpsc, oneshot};
 use tracing::Instrument;
 use weft_core::tool::{OutputSink, ToolError, ToolRequest};
 use weft_core::{RunId, SessionId, ToolCallId, TurnId};
 use weft_tools::ToolFailure;
 
 use super::Shared;
+use super::deltas::Deltas;
+use super::memory::{self, Seen};
 use super::publish::Publish;
-use super::reply::{encode_failure, encode_reply, error_result};
+use super::reply::{OUTCOME_UNKNOWN, encode_failure, encode_reply, error_result};
 use crate::pulse;
-use crate::wire::{self, ToolCallMessage, ToolOutputDeltaMessage, ToolResultMessage};
-
-/// Deltas buffered per call before new ones are dropped (deltas are best effort).
-const DELTA_BUFFER: usize = 256;
-
-enum DeltaMsg {
-    Delta(Vec<u8>),
-    Flush(oneshot::Sender<()>),
-}
+use crate::wire::{self, ToolCallMessage, ToolResultMessage};
 
 /// Runs one call and publishes its result.
 pub(crate) async fn execute(shared: &Arc<Shared>, entry_id: String, msg: ToolCallMessage) {
     let result_key = pulse::key(&wire::result_stream(&msg.tool_use_id));
-    let (tx, rx) = mpsc::channel(DELTA_BUFFER);
-    let publisher = Arc::new(Publisher {
-        shared: shared.clone(),
-        key: result_key.clone(),
-        rx: Mutex::new(Some(rx)),
-        task: Mutex::new(None),
-        runtime: tokio::runtime::Handle::current(),
-    });
+    let deltas = Deltas::new(shared, result_key.clone());
     let span = tracing::info_span!(
         "registry.provider.call",
         tool = %msg.tool,
@@ -59,34 +45,92 @@ pub(crate) async fn execute(shared: &Arc<Shared>, entry_id: String, msg: ToolCal
         &msg.traceparent,
         &msg.tracestate,
     );
+    let memory = shared
+        .remembers(&msg.tool)
+        .then(|| memory::key(&shared.registry_toolset, &msg.tool_use_id));
+    if let Some(key) = &memory {
+        match memory::begin(&shared.redis, key, shared.remember_ms()).await {
+            Ok(Seen::New) => {}
+            Ok(Seen::Recorded(payload)) => {
+                tracing::info!(
+                    tool_use_id = %msg.tool_use_id,
+                    "a call that already ran was delivered again; publishing its recorded result"
+                );
+                finish(
+                    shared,
+                    result_key,
+                    payload,
+                    entry_id,
+                    None,
+                    &msg.tool_use_id,
+                )
+                .await;
+                return;
+            }
+            Ok(Seen::Unfinished) => {
+                tracing::warn!(
+                    tool_use_id = %msg.tool_use_id,
+                    tool = %msg.tool,
+                    "a call started by a provider that stopped before its result was delivered again; not running it twice (outcome unknown)"
+                );
+                let payload = wire::encode(&outcome_unknown_result(&msg.tool_use_id, &msg.tool));
+                finish(
+                    shared,
+                    result_key,
+                    payload,
+                    entry_id,
+                    memory,
+                    &msg.tool_use_id,
+                )
+                .await;
+                return;
+            }
+            // Not marked, so not run: a later delivery tries again.
+            Err(e) => {
+                tracing::warn!(error = %e, tool_use_id = %msg.tool_use_id, "marking a call as started failed; leaving it to a later delivery");
+                return;
+            }
+        }
+    }
     let heartbeat = heartbeat(shared, &entry_id);
-    let run = run_tool(
-        shared,
-        &msg,
-        sink(&msg.tool_use_id, tx.clone(), publisher.clone()),
-    )
-    .instrument(genai)
-    .instrument(span);
+    let run = run_tool(shared, &msg, deltas.sink(&msg.tool_use_id))
+        .instrument(genai)
+        .instrument(span);
     let result = tokio::select! {
         r = run => r,
         () = heartbeat => unreachable_result(&msg.tool_use_id),
     };
     // Every delta the tool published goes out before the result.
-    if let Some(task) = publisher.started() {
-        let (done, flushed) = oneshot::channel();
-        if tx.send(DeltaMsg::Flush(done)).await.is_ok() {
-            let _ = flushed.await;
-        }
-        task.abort();
-    }
-    drop(tx);
+    deltas.flush().await;
     let payload = wire::encode(&result);
+    finish(
+        shared,
+        result_key,
+        payload,
+        entry_id,
+        memory,
+        &msg.tool_use_id,
+    )
+    .await;
+}
+
+/// Publishes a call's result (recording it in the provider's memory when
+/// `memory` names its entry) and waits for the call's acknowledgement.
+async fn finish(
+    shared: &Shared,
+    result_key: String,
+    payload: Vec<u8>,
+    entry_id: String,
+    memory: Option<String>,
+    tool_use_id: &str,
+) {
     let res = shared
         .publisher
         .submit(Publish {
             key: result_key,
             payload,
             entry_id,
+            memory: memory.map(|key| (key, shared.remember_ms())),
         })
         .await;
     if let Ok(p) = &res {
@@ -94,15 +138,51 @@ pub(crate) async fn execute(shared: &Arc<Shared>, entry_id: String, msg: ToolCal
     }
     match res.map(|p| p.delivered) {
         Ok(false) => tracing::info!(
-            tool_use_id = %msg.tool_use_id,
+            tool_use_id,
             "nobody waits for this result (its stream is gone); acknowledged"
         ),
         Ok(true) => {}
-        // Not acknowledged: after the claim grace another delivery publishes it.
+        // Not acknowledged: after the claim grace another delivery publishes
+        // it (from the memory, for a tool that is not idempotent).
         Err(e) => {
-            tracing::warn!(error = %e, tool_use_id = %msg.tool_use_id, "publishing the result failed")
+            tracing::warn!(error = %e, tool_use_id, "publishing the result failed")
         }
     }
+}
+
+/// The answer to a call whose earlier delivery started and never finished.
+fn outcome_unknown_result(tool_use_id: &str, tool: &str) -> ToolResultMessage {
+    error_result(
+        tool_use_id,
+        OUTCOME_UNKNOWN,
+        format!(
+            "`{tool}` was started by a provider that stopped before it reported a result; it is not idempotent, so it was not run again, and whether it took effect is unknown"
+        ),
+    )
+}
+
+/// Answers a call that expired in the queue (its caller's deadline passed
+/// before it was read) without running it.
+pub(crate) async fn expire(shared: &Arc<Shared>, entry_id: String, msg: ToolCallMessage) {
+    let result_key = pulse::key(&wire::result_stream(&msg.tool_use_id));
+    let result = error_result(
+        &msg.tool_use_id,
+        ToolError::TIMEOUT,
+        format!(
+            "`{}` expired in the queue: its caller's deadline passed before a provider read it; it did not run",
+            msg.tool
+        ),
+    );
+    let payload = wire::encode(&result);
+    finish(
+        shared,
+        result_key,
+        payload,
+        entry_id,
+        None,
+        &msg.tool_use_id,
+    )
+    .await;
 }
 
 fn unreachable_result(tool_use_id: &str) -> ToolResultMessage {
@@ -115,7 +195,7 @@ fn unreachable_result(tool_use_id: &str) -> ToolResultMessage {
 
 async fn run_tool(shared: &Shared, msg: &ToolCallMessage, output: OutputSink) -> ToolResultMessage {
     let id = &msg.tool_use_id;
-    let Some((ident, validator)) = shared.tools.get(&msg.tool) else {
+    let Some(served) = shared.tools.get(&msg.tool) else {
         return error_result(
             id,
             "unknown_tool",
@@ -144,6 +224,7 @@ async fn run_tool(shared: &Shared, msg: &ToolCallMessage, output: OutputSink) ->
             );
         }
     };
+    let (ident, validator) = (&served.ident, &served.validator);
     if let Err(issues) = validator.validate(&payload) {
         return encode_failure(id, &validator.failure(ident, &payload, issues));
     }
@@ -181,78 +262,6 @@ async fn run_tool(shared: &Shared, msg: &ToolCallMessage, output: OutputSink) ->
         Ok(Err(_)) => error_result(id, ToolError::PANICKED, format!("`{}` panicked", msg.tool)),
         Ok(Ok(Ok(reply))) => encode_reply(id, &reply),
         Ok(Ok(Err(failure))) => encode_failure(id, &failure),
-    }
-}
-
-/// The task that publishes one call's deltas, started by the first delta:
-/// most calls publish none, and pay for no task.
-struct Publisher {
-    shared: Arc<Shared>,
-    key: String,
-    rx: Mutex<Option<mpsc::Receiver<DeltaMsg>>>,
-    task: Mutex<Option<tokio::task::AbortHandle>>,
-    /// The runtime to start it on, whatever thread the tool publishes from.
-    runtime: tokio::runtime::Handle,
-}
-
-impl Publisher {
-    /// Starts the task unless it runs already.
-    fn start(&self) {
-        let rx = self.rx.lock().ok().and_then(|mut rx| rx.take());
-        if let Some(rx) = rx {
-            let task =
-                self.runtime
-                    .spawn(publish_deltas(self.shared.clone(), self.key.clone(), rx));
-            if let Ok(mut slot) = self.task.lock() {
-                *slot = Some(task.abort_handle());
-            }
-        }
-    }
-
-    /// The task, if a delta started it.
-    fn started(&self) -> Option<tokio::task::AbortHandle> {
-        self.task.lock().ok().and_then(|mut t| t.take())
-    }
-}
-
-/// The output sink of one call: deltas go, in order, to the publisher task.
-fn sink(tool_use_id: &str, tx: mpsc::Sender<DeltaMsg>, publisher: Arc<Publisher>) -> OutputSink {
-    let id = tool_use_id.to_owned();
-    OutputSink::new(move |stream, delta| {
-        let msg = ToolOutputDeltaMessage {
-            tool_use_id: id.clone(),
-            stream: stream.to_owned(),
-            delta: delta.to_owned(),
-        };
-        if tx.try_send(DeltaMsg::Delta(wire::encode(&msg))).is_err() {
-            tracing::debug!(tool_use_id = %id, "output delta dropped (buffer full or call over)");
-            return;
-        }
-        publisher.start();
-    })
-}
-
-async fn publish_deltas(shared: Arc<Shared>, key: String, mut rx: mpsc::Receiver<DeltaMsg>) {
-    while let Some(msg) = rx.recv().await {
-        match msg {
-            DeltaMsg::Delta(payload) => {
-                let mut cmd = redis::cmd("XADD");
-                cmd.arg(&key)
-                    .arg("NOMKSTREAM")
-                    .arg("*")
-                    .arg("n")
-                    .arg(wire::EVENT_OUTPUT_DELTA)
-                    .arg("p")
-                    .arg(payload);
-                let res: Result<redis::Value, _> = cmd.query_async(&mut shared.redis.mux()).await;
-                if let Err(e) = res {
-                    tracing::debug!(error = %e, "publishing an output delta failed");
-                }
-            }
-            DeltaMsg::Flush(done) => {
-                let _ = done.send(());
-            }
-        }
     }
 }
 

@@ -10,7 +10,8 @@
 //! Streamed assistant text is merged while it waits, one event per commit.
 //!
 //! A run driven by another process (or by none yet) has no local driver to
-//! broadcast: its subscribers read the store every [`EVENT_POLL`].
+//! broadcast: its subscribers read the store every [`EVENT_POLL`], backing
+//! off while nothing happens.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};

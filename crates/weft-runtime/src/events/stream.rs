@@ -1,6 +1,7 @@
 //! [`EventStream`]: one subscriber's view of a run's log, replayed from the
 //! store page by page, then live from the run's broadcast while a task here
-//! drives the run, or from the store every [`EVENT_POLL`] otherwise.
+//! drives the run, or from the store otherwise, every [`EVENT_POLL`] backing
+//! off to [`EVENT_POLL_MAX`] while nothing happens.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -13,8 +14,15 @@ use weft_core::store::RunStore;
 use super::RunShared;
 use crate::error::RuntimeError;
 
-/// How often a subscriber of a run not driven here reads the store.
+/// How often a subscriber of a run not driven here reads the store at
+/// first; each read that finds nothing doubles the wait, up to
+/// [`EVENT_POLL_MAX`], and an event sets it back. A thousand streams over
+/// runs nobody drives (awaiting an answer, say) then cost the store a
+/// thousand reads a second, not four thousand.
 pub const EVENT_POLL: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// The longest wait between two reads of the store by a subscriber.
+pub const EVENT_POLL_MAX: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Most events one read of the stored log returns: replays go in pages.
 const PAGE: u32 = 512;
@@ -35,6 +43,8 @@ pub struct EventStream {
     finished: bool,
     /// Whether the store may hold events not yet delivered or queued.
     stale: bool,
+    /// The wait before the next read of the store, when polling.
+    poll: std::time::Duration,
     done: bool,
 }
 
@@ -55,6 +65,7 @@ impl EventStream {
             shared: shared.map(Arc::downgrade),
             finished: shared.is_none(),
             stale: true,
+            poll: EVENT_POLL,
             done: false,
         };
         stream.refill().await?;
@@ -104,8 +115,11 @@ impl EventStream {
             // A long replay is read page by page.
             if self.stale {
                 match self.refill().await {
-                    Ok(0) => {}
-                    Ok(_) => continue,
+                    Ok(0) => self.poll = (self.poll * 2).min(EVENT_POLL_MAX),
+                    Ok(_) => {
+                        self.poll = EVENT_POLL;
+                        continue;
+                    }
                     Err(e) => return Some(Err(e)),
                 }
             }
@@ -121,7 +135,7 @@ impl EventStream {
                     tokio::time::timeout(EVENT_POLL * 4, rx.recv()).await.ok()
                 }
                 _ => {
-                    tokio::time::sleep(EVENT_POLL).await;
+                    tokio::time::sleep(self.poll).await;
                     None
                 }
             };

@@ -4,7 +4,9 @@
 //! (running, with a lease that is free or lapsed) every half lease TTL and
 //! when a driver here ends, never more than the process has room for
 //! (`RuntimeBuilder::max_driven_runs`).
-//! A run whose stored state cannot be read is quarantined, not retried.
+//! A run whose stored state cannot be read is quarantined, not retried;
+//! one that no sweep claims (awaiting, paused) is quarantined when someone
+//! asks ([`Runtime::quarantine_if_unreadable`]).
 //! Also the end of a driver task, and shutting down.
 
 use super::*;
@@ -73,6 +75,31 @@ impl Runtime {
         let driven = self.inner.drive_claimed(&shared, epoch).await;
         drop(guard);
         driven
+    }
+
+    /// Quarantines run `run_id` when its stored state cannot be read and
+    /// no process drives it (an awaiting or paused run, which no sweep
+    /// claims): it is failed with reason [`CORRUPT_STATE`] under its lease,
+    /// so it leaves its tenant's unfinished runs. True when it was; false
+    /// when its state reads, it has ended, or another process holds it.
+    pub async fn quarantine_if_unreadable(&self, run_id: &RunId) -> Result<bool, RuntimeError> {
+        let (guard, shared) = self.inner.lock_run(run_id).await;
+        if shared.is_driven() {
+            return Ok(false);
+        }
+        let error = match self.inner.store.load_run(run_id).await {
+            Err(e @ StoreError::Corrupt { .. }) => e,
+            Ok(_) => return Ok(false),
+            Err(e) => return Err(e.into()),
+        };
+        let epoch = match self.inner.acquire(run_id).await {
+            Ok(epoch) => epoch,
+            Err(RuntimeError::DrivenElsewhere(_)) => return Ok(false),
+            Err(e) => return Err(e),
+        };
+        let quarantined = self.inner.quarantine(run_id, epoch, &error).await;
+        drop(guard);
+        Ok(quarantined)
     }
 
     /// Starts a task that takes over orphaned and queued runs now, every

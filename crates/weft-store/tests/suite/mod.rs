@@ -5,6 +5,7 @@
 
 pub mod controls;
 pub mod corrupt;
+pub mod corrupt_sessions;
 pub mod history;
 pub mod leases;
 pub mod prompts;

@@ -1,5 +1,8 @@
 //! `weft runs ...` and `weft sessions ...`: inspect and steer stored runs and
-//! sessions directly in a store.
+//! sessions directly in a store. How a listing prints rows that cannot be
+//! read is in `listed`.
+
+mod listed;
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -22,6 +25,9 @@ pub enum RunsCommand {
         session: Option<String>,
         /// Only these statuses.
         status: Vec<RunStatus>,
+        /// Print one JSON object (`runs`, and `skipped` as the HTTP API
+        /// marks rows that cannot be read) instead of JSON lines.
+        json: bool,
     },
     /// Show one run's transcript (`json`: its record, phase and outcome).
     Show {
@@ -92,15 +98,18 @@ pub fn runs(db: &str, cmd: RunsCommand) -> anyhow::Result<ExitCode> {
         let store = open(db).await?;
         let recovering = matches!(cmd, RunsCommand::Recover { .. });
         match cmd {
-            RunsCommand::List { session, status } => {
+            RunsCommand::List {
+                session,
+                status,
+                json,
+            } => {
                 let filter = RunFilter {
                     session_id: session.map(SessionId::from),
                     statuses: status,
                     ..RunFilter::default()
                 };
-                for r in store.list_runs(&filter).await? {
-                    println!("{}", serde_json::to_string(&r)?);
-                }
+                let rows = store.list_run_rows(&filter).await?;
+                listed::print_runs(rows, json)?;
             }
             RunsCommand::Show { run, json } => {
                 let id = RunId::from(run.as_str());
@@ -209,9 +218,8 @@ pub fn sessions(db: &str, cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
                     include_ended: all,
                     ..SessionFilter::default()
                 };
-                for s in store.list_sessions(&filter).await? {
-                    println!("{}", serde_json::to_string(&s)?);
-                }
+                let rows = store.list_session_rows(&filter).await?;
+                listed::print_sessions(rows)?;
             }
             SessionsCommand::End { session } => {
                 let id = SessionId::from(session.as_str());
@@ -230,8 +238,10 @@ pub fn sessions(db: &str, cmd: SessionsCommand) -> anyhow::Result<ExitCode> {
                     ..RunFilter::default()
                 };
                 let mut cancelled = 0;
-                for r in rs.list_runs(&filter).await? {
-                    if runtime.cancel(&r.run_id, "session ended").await.is_ok() {
+                // A run whose row cannot be read is cancelled too: the
+                // cancel quarantines it.
+                for r in rs.list_run_rows(&filter).await? {
+                    if runtime.cancel(r.run_id(), "session ended").await.is_ok() {
                         cancelled += 1;
                     }
                 }

@@ -23,6 +23,23 @@ pub(crate) fn async_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .context("starting the async runtime")
 }
 
+/// Resolves when the process is asked to stop: ctrl-c (SIGINT) or, on
+/// Unix, SIGTERM (what a service manager or a container runtime sends).
+pub(crate) async fn stop_requested() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}
+
 /// Opens the store at `db` for a command that reads it: a SQLite file that
 /// does not exist is an error, not a new empty store (a mistyped `--db`
 /// would otherwise list nothing and exit 0).

@@ -42,11 +42,19 @@ pub struct ProviderArgs {
     /// The registry name to serve a single toolset under (default: its own name).
     #[arg(long)]
     pub name: Option<String>,
+    /// Keep the registration when stopping (by default the toolset is
+    /// unregistered at the gateway on ctrl-c or SIGTERM).
+    #[arg(long)]
+    pub keep_registration: bool,
+    /// How log lines are written on stderr.
+    #[arg(long, value_enum, default_value_t = super::logs::LogFormat::Text)]
+    pub log_format: super::logs::LogFormat,
 }
 
-/// Serves until ctrl-c; in-flight calls finish first.
+/// Serves until ctrl-c or SIGTERM; in-flight calls finish first, then the
+/// toolsets are unregistered.
 pub fn serve(args: ProviderArgs) -> anyhow::Result<ExitCode> {
-    let _telemetry = super::telemetry::install_traces_only()?;
+    let _telemetry = super::logs::install(args.log_format)?;
     let toolsets = toolsets(&args.source)?;
     if args.name.is_some() && toolsets.len() > 1 {
         anyhow::bail!(
@@ -66,6 +74,7 @@ pub fn serve(args: ProviderArgs) -> anyhow::Result<ExitCode> {
             let config = ProviderConfig {
                 max_concurrent: args.max_concurrent.max(1),
                 claim_grace: Duration::from_millis(args.claim_grace_ms.max(1)),
+                unregister_on_stop: !args.keep_registration,
                 ..ProviderConfig::default()
             };
             let name = args.name.clone().unwrap_or_else(|| ts.name().to_owned());
@@ -86,7 +95,7 @@ pub fn serve(args: ProviderArgs) -> anyhow::Result<ExitCode> {
                     .await
             }));
         }
-        let _ = tokio::signal::ctrl_c().await;
+        super::stop_requested().await;
         let _ = stop_tx.send(());
         for t in tasks {
             t.await??;

@@ -58,6 +58,13 @@ pub struct RegistryArgs {
     /// call tools, register toolsets and delete them.
     #[arg(long)]
     pub insecure_no_auth: bool,
+    /// Seconds a registration lives without a pong (a provider that went
+    /// away without unregistering leaves no toolset behind for longer).
+    #[arg(long, default_value_t = 3600)]
+    pub registration_ttl_secs: u64,
+    /// How log lines are written on stderr.
+    #[arg(long, value_enum, default_value_t = super::logs::LogFormat::Text)]
+    pub log_format: super::logs::LogFormat,
 }
 
 /// Who may use the gateway: the tokens of `--tokens-file` or
@@ -88,9 +95,10 @@ fn auth(args: &RegistryArgs) -> anyhow::Result<GatewayAuth> {
     }
 }
 
-/// Serves the gateway until ctrl-c.
+/// Serves the gateway until ctrl-c or SIGTERM.
 pub fn serve(args: RegistryArgs) -> anyhow::Result<ExitCode> {
     let auth = auth(&args)?;
+    let _telemetry = super::logs::install(args.log_format)?;
     let tokio = super::async_runtime()?;
     tokio.block_on(async move {
         let redis = super::connect_redis(&args.redis, args.redis_ca_file.as_deref()).await?;
@@ -100,6 +108,7 @@ pub fn serve(args: RegistryArgs) -> anyhow::Result<ExitCode> {
             missed_pongs: args.missed_pongs,
             max_queue: args.max_queue,
             auth,
+            registration_ttl: Duration::from_secs(args.registration_ttl_secs.max(1)),
             ..GatewayConfig::default()
         };
         if let Some(ns) = args.namespace {
@@ -120,7 +129,7 @@ pub fn serve(args: RegistryArgs) -> anyhow::Result<ExitCode> {
         );
         tokio::select! {
             res = gateway.serve(listener) => res?,
-            _ = tokio::signal::ctrl_c() => {}
+            () = super::stop_requested() => {}
         }
         Ok(ExitCode::SUCCESS)
     })

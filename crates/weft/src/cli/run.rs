@@ -1,9 +1,11 @@
 //! `weft run`: run an agent on a prompt and show the run as it happens,
 //! asking its questions at the terminal, or else on standard error with the
 //! answers read from standard input ([`ask::piped`]); `weft runs answer`
-//! ([`answer`]) answers a run left awaiting in a store.
+//! ([`answer`]) answers a run left awaiting in a store. A toolset that
+//! cannot start stops it before the first turn ([`toolsets`]).
 
 pub mod answer;
+mod toolsets;
 
 use std::io::{BufRead, IsTerminal, Write as _};
 use std::path::{Path, PathBuf};
@@ -243,7 +245,8 @@ async fn stored_awaiting(runtime: &Runtime, run_id: &RunId) -> anyhow::Result<()
 }
 
 /// Runs the command; the exit code is 0 for an answer, 1 for a failed or
-/// cancelled run, 3 for a question left unanswered.
+/// cancelled run, 3 for a question left unanswered; an error (such as a
+/// toolset that could not start) is returned, and exits 2.
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let _telemetry = super::telemetry::install_traces_only()?;
     let mut agents = agents(&args)?.into_iter();
@@ -256,6 +259,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             |b, a| b.agent(a),
         );
         let runtime = builder.build();
+        toolsets::check(&runtime, &agent_id, args.agent.as_deref(), args.output).await?;
         let mut request = StartRequest::user(args.prompt.clone());
         // The file's own planner drives the run: name the file, so `weft
         // replay` finds it without `--agent`.

@@ -9,6 +9,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
+mod scripts;
+use scripts::{DELETE_SCRIPT, PONG_SCRIPT, PRUNE_SCRIPT, SAVE_SCRIPT, STATE_SCRIPT};
+
 use crate::conn::Redis;
 use crate::error::{RegistryError, is_busygroup};
 use crate::{pulse, wire};
@@ -70,6 +73,12 @@ pub struct ToolSchema {
     /// JSON Schema of the UI-only sidecar.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sidecar_schema: Option<Value>,
+    /// Calling it twice has the effect of calling it once (the tool's spec
+    /// says so). Callers may run such a call again after a crash; calls to
+    /// other tools run at most once. weft's own field: absent (`false`) in
+    /// loom-mcp's registrations.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub idempotent: bool,
 }
 
 /// A registered toolset.
@@ -99,16 +108,22 @@ pub struct ToolsetState {
     pub token: String,
     /// Milliseconds since the last pong (or registration), by Redis's clock.
     pub pong_age_ms: i64,
-    /// Pong age past which the toolset is unhealthy.
+    /// Milliseconds since the oldest ping no pong has answered yet; `0`
+    /// when every ping sent was answered.
+    pub unanswered_ms: i64,
+    /// Age of an unanswered ping past which the toolset is unhealthy.
     pub stale_ms: i64,
     /// Most calls queued (unread plus in progress) before `queue_full`.
     pub max_queue: i64,
 }
 
 impl ToolsetState {
-    /// Whether a provider answered recently enough.
+    /// Whether its providers answer: no ping has waited for a pong longer
+    /// than the staleness window. A toolset nobody pinged (no gateway ran
+    /// its pinger for a while) stays healthy: a pong the gateway never
+    /// asked for is not missing.
     pub fn healthy(&self) -> bool {
-        self.pong_age_ms <= self.stale_ms
+        self.unanswered_ms <= self.stale_ms
     }
 }
 
@@ -125,53 +140,6 @@ pub enum PongOutcome {
     NotOwner,
 }
 
-/// Reads the state hash and Redis's clock in one step.
-const STATE_SCRIPT: &str = r"
-local s = redis.call('HMGET', KEYS[1], 'token', 'last_pong_ms', 'stale_ms', 'max_queue')
-if not s[1] then return false end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-return {s[1], now - tonumber(s[2]), tonumber(s[3]), tonumber(s[4])}
-";
-
-/// Records a pong when its ping id starts with the current token and the
-/// pong comes from the registration's owner (ARGV[2]; empty: anyone).
-const PONG_SCRIPT: &str = r"
-local s = redis.call('HMGET', KEYS[1], 'token', 'owner')
-local token = s[1]
-if not token then return 'unknown' end
-if ARGV[2] ~= '' and s[2] and s[2] ~= '' and s[2] ~= ARGV[2] then return 'not_owner' end
-if string.sub(ARGV[1], 1, string.len(token) + 1) ~= token .. '/' then return 'stale' end
-local t = redis.call('TIME')
-redis.call('HSET', KEYS[1], 'last_pong_ms', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
-return 'recorded'
-";
-
-/// Saves a registration: record, membership, and a fresh hot-path state
-/// (registration counts as a pong) with its owner, unless another owner
-/// (ARGV[6]; empty: no check) registered the toolset.
-const SAVE_SCRIPT: &str = r"
-local owner = redis.call('HGET', KEYS[3], 'owner')
-if ARGV[6] ~= '' and owner and owner ~= '' and owner ~= ARGV[6] then return 0 end
-redis.call('SET', KEYS[1], ARGV[1])
-redis.call('SADD', KEYS[2], ARGV[5])
-local t = redis.call('TIME')
-redis.call('HSET', KEYS[3], 'token', ARGV[2], 'stale_ms', ARGV[3], 'max_queue', ARGV[4],
-  'last_pong_ms', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), 'owner', ARGV[6])
-return 1
-";
-
-/// Removes a registration unless another owner (ARGV[2]; empty: no check)
-/// made it: -1 refused, else how many records were removed.
-const DELETE_SCRIPT: &str = r"
-local owner = redis.call('HGET', KEYS[3], 'owner')
-if ARGV[2] ~= '' and owner and owner ~= '' and owner ~= ARGV[2] then return -1 end
-local removed = redis.call('DEL', KEYS[1])
-redis.call('SREM', KEYS[2], ARGV[1])
-redis.call('DEL', KEYS[3])
-return removed
-";
-
 /// A registration's hot-path settings and who makes it.
 #[derive(Debug, Clone, Copy)]
 pub struct Registration<'a> {
@@ -183,6 +151,8 @@ pub struct Registration<'a> {
     pub max_queue: u64,
     /// The registering provider's identity; empty: none (an open gateway).
     pub owner: &'a str,
+    /// How long the registration lives without a pong, in milliseconds.
+    pub ttl_ms: u64,
 }
 
 /// What became of a registration, a pong or an unregistration.
@@ -235,6 +205,7 @@ impl Catalog {
             .arg(reg.max_queue)
             .arg(&record.name)
             .arg(reg.owner)
+            .arg(reg.ttl_ms.max(1))
             .invoke_async::<i64>(&mut self.redis.mux())
             .await?;
         Ok(if saved == 1 {
@@ -288,31 +259,49 @@ impl Catalog {
 
     /// A toolset's hot-path state, if registered.
     pub async fn state(&self, name: &str) -> Result<Option<ToolsetState>, RegistryError> {
-        let reply: Option<(String, i64, i64, i64)> = redis::Script::new(STATE_SCRIPT)
+        let reply: Option<(String, i64, i64, i64, i64)> = redis::Script::new(STATE_SCRIPT)
             .key(self.ns.state(name))
             .invoke_async(&mut self.redis.mux())
             .await?;
-        Ok(
-            reply.map(|(token, pong_age_ms, stale_ms, max_queue)| ToolsetState {
+        Ok(reply.map(
+            |(token, pong_age_ms, stale_ms, max_queue, unanswered_ms)| ToolsetState {
                 token,
                 pong_age_ms,
+                unanswered_ms,
                 stale_ms,
                 max_queue,
-            }),
-        )
+            },
+        ))
     }
 
-    /// Records a pong for `ping_id` from `owner` (empty: no check).
+    /// Drops `name` from the set of toolsets if its registration expired;
+    /// true when it did.
+    pub async fn prune(&self, name: &str) -> Result<bool, RegistryError> {
+        let removed: i64 = redis::Script::new(PRUNE_SCRIPT)
+            .key(self.ns.toolset(name))
+            .key(self.ns.toolsets())
+            .key(self.ns.state(name))
+            .arg(name)
+            .invoke_async(&mut self.redis.mux())
+            .await?;
+        Ok(removed == 1)
+    }
+
+    /// Records a pong for `ping_id` from `owner` (empty: no check); the
+    /// registration then lives another `ttl_ms`.
     pub async fn record_pong(
         &self,
         name: &str,
         ping_id: &str,
         owner: &str,
+        ttl_ms: u64,
     ) -> Result<PongOutcome, RegistryError> {
         let outcome: String = redis::Script::new(PONG_SCRIPT)
             .key(self.ns.state(name))
+            .key(self.ns.toolset(name))
             .arg(ping_id)
             .arg(owner)
+            .arg(ttl_ms.max(1))
             .invoke_async(&mut self.redis.mux())
             .await?;
         Ok(match outcome.as_str() {
