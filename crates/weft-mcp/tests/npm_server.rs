@@ -1,20 +1,27 @@
-//! The MCP client toolset against a widely used third-party server, the
-//! reference filesystem server from npm (installed by
-//! `scripts/mcp-servers.sh`), run with Node.js as a child process.
+//! The MCP client toolset against widely used third-party servers, the
+//! reference filesystem and "everything" servers from npm (installed by
+//! `scripts/mcp-servers.sh`), run with Node.js as child processes.
 
 mod common;
 
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
 use common::{request, text};
 use serde_json::json;
+use weft_core::tool::OutputSink;
 use weft_mcp::{McpConfig, McpToolSet, Transport};
 use weft_tools::ToolSet;
 
-/// The installed server's entry point, when the install script ran.
+/// The installed filesystem server's entry point, when the install script ran.
 fn filesystem_server() -> Option<PathBuf> {
+    npm_server("mcp-server-filesystem")
+}
+
+/// An installed server's entry point, when the install script ran.
+fn npm_server(name: &str) -> Option<PathBuf> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/mcp-servers");
-    let bin = root.join("node_modules/.bin/mcp-server-filesystem");
+    let bin = root.join("node_modules/.bin").join(name);
     if bin.exists() {
         return Some(bin);
     }
@@ -70,4 +77,33 @@ async fn the_reference_filesystem_server_lists_reads_and_refuses() {
             .contains("toolset `fs`, tool `read_text_file`"),
         "{outside:?}"
     );
+}
+
+#[tokio::test]
+async fn the_reference_servers_progress_reaches_the_calls_output() {
+    let Some(bin) = npm_server("mcp-server-everything") else {
+        return;
+    };
+    let config = McpConfig::new("every", Transport::stdio(bin.to_string_lossy(), ["stdio"]));
+    let set = McpToolSet::new(config);
+    let seen: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
+    let sink = seen.clone();
+    let mut req = request(
+        "every.trigger-long-running-operation",
+        json!({"duration": 0.4, "steps": 4}),
+    );
+    req.output = OutputSink::new(move |stream, delta| {
+        sink.lock()
+            .unwrap()
+            .push((stream.to_owned(), delta.to_owned()));
+    });
+    let reply = set.call_tool(req).await.unwrap();
+    assert!(text(&reply).contains("Steps: 4"), "{reply:?}");
+    let seen = seen.lock().unwrap();
+    let lines: Vec<&str> = seen
+        .iter()
+        .filter(|(stream, _)| stream == "progress")
+        .map(|(_, line)| line.as_str())
+        .collect();
+    assert_eq!(lines, ["1/4\n", "2/4\n", "3/4\n", "4/4\n"], "{seen:?}");
 }

@@ -1,20 +1,27 @@
 //! The client side of one MCP connection: what weft tells a server about
 //! itself, and what it does with the server's notifications and requests
 //! (tool-list changes mark the cached list stale; elicitations go to a call
-//! in flight, see [`super::elicit`]).
+//! in flight, see [`super::elicit`]; progress and log notifications to the
+//! output of the call they belong to, see [`super::progress`]).
 
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+// Logging is deprecated by a draft of the spec (SEP-2577); released
+// versions' servers still send it.
+#[allow(deprecated)]
+use rmcp::model::LoggingMessageNotificationParam;
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, Implementation,
+    ProgressNotificationParam,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use rmcp::{ClientHandler, ErrorData};
 use weft_tools::ToolListNotifier;
 
 use super::elicit::{self, Fallback, InFlight};
+use super::progress::Listeners;
 
 /// Handles one connection's server-to-client traffic.
 #[derive(Clone)]
@@ -25,6 +32,8 @@ pub(crate) struct Handler {
     pub(crate) notifier: Arc<ToolListNotifier>,
     /// The calls in flight on this connection, for elicitations.
     pub(crate) calls: Arc<InFlight>,
+    /// The calls in flight, for progress and log notifications.
+    pub(crate) listeners: Arc<Listeners>,
     /// The toolset's handler for elicitations no call can take.
     fallback: Fallback,
 }
@@ -35,6 +44,7 @@ impl Handler {
             stale: Arc::new(AtomicBool::new(false)),
             notifier,
             calls: Arc::default(),
+            listeners: Arc::default(),
             fallback,
         }
     }
@@ -47,6 +57,25 @@ impl ClientHandler for Handler {
     ) -> impl Future<Output = ()> + Send + '_ {
         self.stale.store(true, Ordering::Release);
         self.notifier.notify();
+        std::future::ready(())
+    }
+
+    fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        self.listeners.progress(&params);
+        std::future::ready(())
+    }
+
+    #[allow(deprecated)]
+    fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        self.listeners.log(&params);
         std::future::ready(())
     }
 

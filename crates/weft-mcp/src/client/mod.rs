@@ -12,12 +12,14 @@
 //! A server's elicitation during a call goes to the call's elicitor
 //! ([`elicit`]).
 
+mod call;
 mod capabilities;
 pub mod child_env;
 mod connect;
 mod elicit;
 mod handler;
 mod oauth;
+mod progress;
 
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
@@ -332,7 +334,15 @@ impl ToolSet for McpToolSet {
         // The server may elicit while the call runs; a question waits at
         // most as long as the call may take.
         let _in_flight = live.handler.calls.enter(request.elicit.clone());
-        let result = match tokio::time::timeout(timeout, live.session.call_tool(params)).await {
+        // The server's progress for this call, and its log lines while it
+        // runs alone, go to the call's output.
+        let sent = call::call(
+            live.session.peer(),
+            &live.handler.listeners,
+            params,
+            &request.output,
+        );
+        let result = match tokio::time::timeout(timeout, sent).await {
             Err(_) => Err(McpError::CallTimeout {
                 toolset: self.config.name.clone(),
                 tool: tool.to_owned(),
