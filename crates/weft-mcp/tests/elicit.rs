@@ -1,6 +1,7 @@
 //! MCP elicitation through the client toolset: the test server's eliciting
 //! tools, called with an elicitor that accepts, declines, cancels, refuses,
-//! or is detached; and the toolset's fallback handler.
+//! or is detached; the toolset's fallback handler; and a form whose
+//! answer leaves with its defaults, and only if it fits the schema.
 
 mod common;
 
@@ -105,4 +106,48 @@ async fn the_toolset_handler_answers_calls_without_an_elicitor() {
         .set_elicitation_handler(Some(Arc::new(Fixed(json!({"name": "Bo"})))));
     let reply = call(&set, "t.ask_name", Elicitor::detached()).await;
     assert_eq!(text(&reply), "hello Bo");
+}
+
+#[tokio::test]
+async fn a_form_answer_leaves_with_its_defaults_and_only_if_it_fits() {
+    let set = McpToolSet::new(stdio_config("t", &[]));
+    // The question carries the form's constraints and defaults as sent.
+    let (seven, asked) = answering(Ok(ElicitationResponse::accept(Some(
+        json!({"quantity": 7}),
+    ))));
+    let got: Value = serde_json::from_str(&text(&call(&set, "t.order", seven).await)).unwrap();
+    assert_eq!(got, json!({"quantity": 7, "size": "m", "gift": false}));
+    let first = asked.lock().unwrap()[0].clone();
+    let ElicitationMode::Form { requested_schema } = &first.mode else {
+        panic!("expected a form");
+    };
+    assert_eq!(requested_schema["properties"]["quantity"]["maximum"], 100);
+    assert_eq!(requested_schema["properties"]["size"]["default"], "m");
+
+    // An answer out of range (here from an elicitor that skips the run's
+    // check) never reaches the server: the call fails instead.
+    let (over, _) = answering(Ok(ElicitationResponse::accept(Some(
+        json!({"quantity": 500}),
+    ))));
+    let mut req = request("t.order", json!({}));
+    req.elicit = over;
+    let failure = set.call_tool(req).await.unwrap_err();
+    assert!(
+        failure.error.message.contains("quantity") && failure.error.message.contains("100"),
+        "{}",
+        failure.error.message
+    );
+
+    // So does a toolset handler's.
+    find_elicitation(&set)
+        .unwrap()
+        .set_elicitation_handler(Some(Arc::new(Fixed(json!({"quantity": 0})))));
+    let mut req = request("t.order", json!({}));
+    req.elicit = Elicitor::detached();
+    let failure = set.call_tool(req).await.unwrap_err();
+    assert!(
+        failure.error.message.contains("quantity"),
+        "{}",
+        failure.error.message
+    );
 }

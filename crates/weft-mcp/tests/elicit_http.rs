@@ -2,6 +2,9 @@
 //! `ask_name` over stdio is served over real HTTP; the server's elicitation
 //! shows as the run's await, a malformed answer is a problem naming the
 //! field and changes nothing, and the accepted answer reaches the tool.
+//! With `order`, whose form carries constraints and defaults: the defaults
+//! show in the question, an answer out of range is refused and never
+//! reaches the server, and the fields left out arrive with their defaults.
 //!
 //! It lives here, not in weft-server's tests, because only this crate's
 //! tests know where cargo built the test server (`CARGO_BIN_EXE_…`).
@@ -20,11 +23,12 @@ use weft_server::{AppState, Tenants};
 
 const TOKEN: &str = "tok";
 
-/// A server on a local socket over the SQLite store at `url`; its base URL.
-async fn serve(url: &str) -> String {
+/// A server on a local socket over the SQLite store at `url`, whose agent
+/// calls `tool` of the test server once; its base URL.
+async fn serve_calling(url: &str, tool: &str) -> String {
     let store = weft_store::connect(url).await.unwrap();
     let planner = ScriptedPlanner::new(vec![
-        PlanResult::tool_calls(vec![ToolCallRequest::new("mcp.ask_name", json!({}))]),
+        PlanResult::tool_calls(vec![ToolCallRequest::new(tool, json!({}))]),
         PlanResult::final_text("greeted"),
     ]);
     let agent = Agent::builder("greeter", Arc::new(planner))
@@ -37,6 +41,10 @@ async fn serve(url: &str) -> String {
     let addr = listener.local_addr().unwrap();
     tokio::spawn(weft_server::serve(listener, state));
     format!("http://{addr}")
+}
+
+async fn serve(url: &str) -> String {
+    serve_calling(url, "mcp.ask_name").await
 }
 
 struct Api {
@@ -170,6 +178,124 @@ async fn an_elicitation_is_answered_over_http_and_reaches_the_tool() {
     let finished = events.lines().find(|l| l.contains("\"tool_finished\""));
     assert!(
         finished.is_some_and(|l| l.contains("hello Ada")),
+        "{events}"
+    );
+}
+
+/// Every string inside `v`, depth first.
+fn strings(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::String(s) => out.push(s.clone()),
+        Value::Array(items) => items.iter().for_each(|i| strings(i, out)),
+        Value::Object(fields) => fields.values().for_each(|f| strings(f, out)),
+        _ => {}
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_out_of_range_never_reaches_the_server_and_defaults_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite:{}", dir.path().join("weft.db").display());
+    let api = Api {
+        base: serve_calling(&url, "mcp.order").await,
+        http: reqwest::Client::new(),
+    };
+    let (status, _, started) = api
+        .post("/v1/runs", json!({"agent": "greeter", "input": "order"}))
+        .await;
+    assert_eq!(status, 201, "{started}");
+    let id = started["run_id"].as_str().unwrap().to_owned();
+
+    // The question shows the constraints and the defaults.
+    let run = api.wait(&id, |r| r["await"]["items"][0].is_object()).await;
+    let item = &run["await"]["items"][0];
+    assert_eq!(item["tool"], "mcp.order");
+    let properties = &item["requested_schema"]["properties"];
+    assert_eq!(properties["quantity"]["maximum"], 100);
+    assert_eq!(properties["size"]["default"], "m");
+    assert_eq!(properties["gift"]["default"], false);
+    let item_id = item["id"].as_str().unwrap().to_owned();
+    let answers = format!("/v1/runs/{id}/answers");
+    let answer = |content: Value| {
+        json!({"item_id": item_id,
+            "answer": {"kind": "elicitation", "action": "accept", "content": content}})
+    };
+
+    // Out of range (every required field given), not an email, not
+    // offered: each a problem naming the field, and nothing changes.
+    for (content, field, code) in [
+        (
+            json!({"quantity": 500, "size": "s"}),
+            "quantity",
+            "elicitation_constraint",
+        ),
+        (
+            json!({"quantity": 0, "size": "s"}),
+            "quantity",
+            "elicitation_constraint",
+        ),
+        (
+            json!({"quantity": 5, "email": "nope"}),
+            "email",
+            "elicitation_constraint",
+        ),
+        (
+            json!({"quantity": 5, "size": "xl"}),
+            "size",
+            "elicitation_value_not_offered",
+        ),
+    ] {
+        let (status, kind, problem) = api.post(&answers, answer(content.clone())).await;
+        assert_eq!(status, 400, "{content}: {problem}");
+        assert_eq!(kind, "application/problem+json");
+        assert_eq!(
+            problem["errors"][0]["field"],
+            format!("answer.content.{field}")
+        );
+        assert_eq!(problem["errors"][0]["code"], code, "{problem}");
+    }
+    let (_, _, problem) = api
+        .post(&answers, answer(json!({"quantity": 500, "size": "s"})))
+        .await;
+    let message = problem["errors"][0]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("at most 100"), "{problem}");
+    let still = api.get(&format!("/v1/runs/{id}")).await;
+    assert_eq!(still["await"]["items"][0]["id"], item_id.as_str());
+    assert_eq!(still["event_seq"], run["event_seq"]);
+
+    // A valid answer that leaves out the defaulted fields.
+    let (status, _, accepted) = api.post(&answers, answer(json!({"quantity": 7}))).await;
+    assert_eq!(status, 200, "{accepted}");
+    api.wait(&id, |r| r["status"] == "completed").await;
+
+    // The server got exactly one answer, the valid one, with the defaults.
+    let (_, _, events) = api
+        .send(api.http.get(format!("{}/v1/runs/{id}/events", api.base)))
+        .await;
+    let events = events.as_str().unwrap_or_default().to_owned();
+    let finished = events
+        .lines()
+        .filter(|l| l.contains("\"tool_finished\""))
+        .map(|l| l.trim_start_matches("data:").trim())
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .collect::<Vec<_>>();
+    assert_eq!(finished.len(), 1, "{events}");
+    let mut texts = Vec::new();
+    strings(&finished[0], &mut texts);
+    let received: Vec<Value> = texts
+        .iter()
+        .filter_map(|t| serde_json::from_str::<Value>(t).ok())
+        .filter(Value::is_object)
+        .collect();
+    assert_eq!(
+        received,
+        vec![json!({"quantity": 7, "size": "m", "gift": false})],
+        "{events}"
+    );
+    // The log records the answer as the server got it.
+    let satisfied = events.lines().find(|l| l.contains("\"await_satisfied\""));
+    assert!(
+        satisfied.is_some_and(|l| l.contains("\"size\":\"m\"")),
         "{events}"
     );
 }

@@ -136,19 +136,23 @@ function elicitationFields(item, form, send) {
       const choices = prop.enum ?? prop.oneOf?.map((o) => o.const);
       if (Array.isArray(choices)) {
         input = h("select", { id }, h("option", { value: "" }, "—"),
-          choices.map((c, i) => h("option", { value: String(i) }, prop.enumNames?.[i] ?? prop.oneOf?.[i]?.title ?? String(c))));
+          choices.map((c, i) => h("option", { value: String(i), selected: c === prop.default }, prop.enumNames?.[i] ?? prop.oneOf?.[i]?.title ?? String(c))));
         read.push([name, () => (input.value === "" ? undefined : choices[Number(input.value)])]);
       } else if (prop.type === "boolean") {
         input = h("input", { id, type: "checkbox", checked: prop.default === true });
         read.push([name, () => input.checked]);
       } else if (prop.type === "number" || prop.type === "integer") {
-        input = h("input", { id, type: "number", step: prop.type === "integer" ? "1" : "any" });
+        input = h("input", { id, type: "number", step: prop.type === "integer" ? "1" : "any",
+          value: prop.default, min: prop.minimum, max: prop.maximum });
         read.push([name, () => (input.value === "" ? undefined : Number(input.value))]);
       } else {
-        input = h("input", { id, type: prop.format === "email" ? "email" : "text" });
+        const type = { email: "email", uri: "url", date: "date" }[prop.format] ?? "text";
+        input = h("input", { id, type, value: prop.default, minlength: prop.minLength, maxlength: prop.maxLength });
         read.push([name, () => (input.value === "" ? undefined : input.value)]);
       }
-      add(form, label, prop.description ? h("span", { class: "muted" }, prop.description) : null, input);
+      const hint = [prop.description, prop.default === undefined ? null : `default: ${JSON.stringify(prop.default)}`]
+        .filter(Boolean).join(" · ");
+      add(form, label, hint ? h("span", { class: "muted" }, hint) : null, input);
     }
   }
   const action = (a) => () => {

@@ -111,6 +111,18 @@ pub enum AnswerError {
         /// The value given.
         value: String,
     },
+    /// A field's value breaks a constraint of its property.
+    #[error("form field `{field}` {detail} (`{constraint}`)")]
+    ElicitationConstraint {
+        /// The field.
+        field: String,
+        /// The keyword broken: `minimum`, `maximum`, `exclusiveMinimum`,
+        /// `exclusiveMaximum`, `minLength`, `maxLength`, `format`,
+        /// `minItems` or `maxItems`.
+        constraint: String,
+        /// What the value must be, in words.
+        detail: String,
+    },
 }
 
 impl AnswerError {
@@ -120,7 +132,8 @@ impl AnswerError {
             AnswerError::MissingElicitationField { field }
             | AnswerError::UnknownElicitationField { field }
             | AnswerError::ElicitationFieldType { field, .. }
-            | AnswerError::ElicitationValueNotOffered { field, .. } => Some(field),
+            | AnswerError::ElicitationValueNotOffered { field, .. }
+            | AnswerError::ElicitationConstraint { field, .. } => Some(field),
             _ => None,
         }
     }

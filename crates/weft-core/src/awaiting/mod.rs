@@ -5,14 +5,20 @@
 //! every item has a valid [`AwaitAnswer`]. Validation is strict: an answer of
 //! the wrong kind, for an unknown question, naming an option that was not
 //! offered, or missing an external tool result is rejected and changes nothing.
-//! Elicitations (a running tool's questions) are in [`elicit`], the reasons
-//! an answer is rejected in [`error`].
+//! Elicitations (a running tool's questions) are in [`elicit`], their forms'
+//! checks in [`form`] and [`format`], the reasons an answer is rejected in
+//! [`error`].
 
 mod elicit;
 mod error;
+mod form;
+#[cfg(test)]
+mod form_tests;
+mod format;
 
 pub use elicit::Elicitation;
 pub use error::AnswerError;
+pub use form::complete_form;
 
 use std::collections::BTreeMap;
 

@@ -359,3 +359,33 @@ fn the_projection_shows_pending_questions_beside_a_human_pause() {
         Some(ToolResultBody::Json(_))
     ));
 }
+
+#[test]
+fn an_out_of_range_answer_changes_nothing_and_defaults_are_recorded() {
+    let mut m = executing();
+    let order = ElicitationRequest::form(
+        "how many?",
+        json!({"type": "object", "properties": {
+            "quantity": {"type": "integer", "maximum": 100},
+            "plan": {"type": "string", "enum": ["free", "pro"], "default": "free"}},
+            "required": ["quantity"]}),
+    );
+    let id = m.elicit(&"c1".into(), order, t(2)).unwrap();
+    m.drain_events().for_each(drop);
+    let before = m.clone();
+    let err = m
+        .answer(&id, accept(json!({"quantity": 500})), t(3))
+        .unwrap_err();
+    assert!(matches!(
+        err,
+        RunError::InvalidAnswer { error: AnswerError::ElicitationConstraint { ref field, ref constraint, .. }, .. }
+            if field == "quantity" && constraint == "maximum"
+    ));
+    assert_eq!(m, before);
+    m.answer(&id, accept(json!({"quantity": 7})), t(3)).unwrap();
+    let events: Vec<EventKind> = m.drain_events().collect();
+    let [EventKind::AwaitSatisfied { answer, .. }] = events.as_slice() else {
+        panic!("expected the answer recorded, got {events:?}");
+    };
+    assert_eq!(answer, &accept(json!({"quantity": 7, "plan": "free"})));
+}

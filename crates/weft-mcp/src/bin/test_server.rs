@@ -12,8 +12,9 @@
 //! `tools/list_changed`), `extra` (once added), `delete` (annotated
 //! destructive), `read` (annotated read-only, with a title), `ask_name`
 //! (elicits a form `{name: string}`; says "hello <name>", "declined" or
-//! "cancelled") and `open_url` (elicits a URL; says "accepted", "declined"
-//! or "cancelled").
+//! "cancelled"), `order` (elicits a form whose fields carry constraints
+//! and defaults; says the content it got back, as JSON) and `open_url`
+//! (elicits a URL; says "accepted", "declined" or "cancelled").
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -78,6 +79,7 @@ impl TestServer {
                 Some(false),
             )),
             Tool::new("ask_name", "Asks the user's name and greets them", none()),
+            Tool::new("order", "Asks for an order's details", none()),
             Tool::new("open_url", "Asks the user to visit a page", none()),
             Tool::new(
                 "traceparent",
@@ -171,6 +173,17 @@ impl TestServer {
                 })
                 .await
             }
+            "order" => {
+                let params = ElicitRequestParams::FormElicitationParams {
+                    meta: None,
+                    message: "How many, and where to?".into(),
+                    requested_schema: order_schema()?,
+                };
+                elicited(&context, params, |content| {
+                    content.map(Value::to_string).unwrap_or_default()
+                })
+                .await
+            }
             "open_url" => {
                 let params = ElicitRequestParams::UrlElicitationParams {
                     meta: None,
@@ -190,6 +203,24 @@ impl TestServer {
             }
         })
     }
+}
+
+/// The `order` form: a bounded integer, an email, a titled enum and a
+/// boolean, the last two with defaults.
+fn order_schema() -> Result<ElicitationSchema, ErrorData> {
+    serde_json::from_value(json!({
+        "type": "object",
+        "properties": {
+            "quantity": {"type": "integer", "minimum": 1, "maximum": 100},
+            "email": {"type": "string", "format": "email"},
+            "size": {"type": "string", "oneOf": [
+                {"const": "s", "title": "Small"}, {"const": "m", "title": "Medium"}],
+                "default": "m"},
+            "gift": {"type": "boolean", "default": false}
+        },
+        "required": ["quantity", "size"]
+    }))
+    .map_err(|e| ErrorData::internal_error(e.to_string(), None))
 }
 
 /// Elicits `params` and says what came back (`accepted` names the content).

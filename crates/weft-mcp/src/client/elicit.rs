@@ -7,7 +7,8 @@
 //! (`ElicitationSupport`) answers when one is set; otherwise, and for a
 //! request this client cannot present, the answer is `decline`. A request
 //! the run refuses (too many pending) or withdraws (the call ended) is a
-//! JSON-RPC error.
+//! JSON-RPC error. An accepted form's content leaves with the defaults of
+//! the fields it leaves out, and only if it fits the requested schema.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -17,8 +18,11 @@ use rmcp::model::{
     ElicitRequestParams, ElicitResult, ElicitationAction as McpAction, ElicitationCapability,
     FormElicitationCapability, UrlElicitationCapability,
 };
+use serde_json::Value;
+use weft_core::awaiting::complete_form;
 use weft_core::elicitation::{
-    ElicitationAction, ElicitationError, ElicitationRequest, ElicitationResponse, Elicitor,
+    ElicitationAction, ElicitationError, ElicitationMode, ElicitationRequest, ElicitationResponse,
+    Elicitor,
 };
 use weft_tools::ElicitationHandler;
 
@@ -86,6 +90,10 @@ pub(crate) async fn answer(
     let Some(request) = request_of(params) else {
         return Ok(ElicitResult::new(McpAction::Decline));
     };
+    let schema = match &request.mode {
+        ElicitationMode::Form { requested_schema } => Some(requested_schema.clone()),
+        ElicitationMode::Url { .. } => None,
+    };
     let response = match calls.latest() {
         Some(elicitor) => elicitor.elicit(request).await,
         None => {
@@ -103,7 +111,7 @@ pub(crate) async fn answer(
         }
     };
     match response {
-        Ok(r) => Ok(result_of(r)),
+        Ok(r) => checked(schema.as_ref(), r).map(result_of),
         Err(ElicitationError::Detached) => Ok(ElicitResult::new(McpAction::Decline)),
         Err(e) => Err(ErrorData::internal_error(e.to_string(), None)),
     }
@@ -126,6 +134,29 @@ fn request_of(params: ElicitRequestParams) -> Option<ElicitationRequest> {
             ..
         } => Some(ElicitationRequest::url(message, url, elicitation_id)),
         _ => None,
+    }
+}
+
+/// An accepted form's content with its defaults, checked against the
+/// schema once more (a toolset handler's answer is checked only here); a
+/// content that does not fit never reaches the server.
+fn checked(
+    schema: Option<&Value>,
+    mut response: ElicitationResponse,
+) -> Result<ElicitationResponse, ErrorData> {
+    let (Some(schema), ElicitationAction::Accept) = (schema, response.action) else {
+        return Ok(response);
+    };
+    let content = response.content.take().unwrap_or(Value::Null);
+    match complete_form(schema, &content) {
+        Ok(content) => {
+            response.content = Some(content);
+            Ok(response)
+        }
+        Err(e) => Err(ErrorData::internal_error(
+            format!("the elicitation's answer does not fit its form: {e}"),
+            None,
+        )),
     }
 }
 

@@ -1,17 +1,21 @@
 //! [`WeftServer`]: an MCP server handler exposing a weft agent as one tool
 //! (a prompt in, the final answer out, the run's events as progress
-//! notifications, the client's cancellation cancelling the run) and,
-//! optionally, weft toolsets' tools under their full `toolset.tool` names.
+//! notifications and log messages, the client's cancellation cancelling the
+//! run) and, optionally, weft toolsets' tools under their full
+//! `toolset.tool` names. It names itself `weft` (titled with the agent's
+//! name) at weft's version, accepts `logging/setLevel`, and answers a call
+//! of a tool it does not have, or a request whose params do not parse, with
+//! JSON-RPC's invalid params.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, JsonObject,
-    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
+    CustomResult, ErrorCode, Implementation, JsonObject, ListToolsResult, PaginatedRequestParams,
     ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
-use rmcp::service::{Peer, RequestContext, RoleServer};
+use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -19,6 +23,9 @@ use weft_core::ids::{RunId, SessionId, ToolCallId, TurnId};
 use weft_core::message::{MediaSource, Part};
 use weft_core::tool::{ToolIdent, ToolRequest, ToolResultBody, ToolSpec};
 use weft_tools::{ArgsValidator, ToolSet};
+
+use super::logging::LogLevel;
+use super::progress::Progress;
 
 /// Runs the agent behind the agent tool (implemented where the runtime is known).
 #[async_trait]
@@ -43,35 +50,32 @@ pub struct AgentTool {
     pub runner: Arc<dyn AgentRunner>,
 }
 
-/// Progress notifications for one call (nothing when the client asked for none).
-pub struct Progress {
-    target: Option<(Peer<RoleServer>, ProgressToken)>,
-    count: u64,
-}
-
-impl Progress {
-    /// Sends one progress notification carrying `message`.
-    pub async fn report(&mut self, message: String) {
-        self.count += 1;
-        if let Some((peer, token)) = &self.target {
-            let mut param = ProgressNotificationParam::new(token.clone(), self.count as f64);
-            param.message = Some(message);
-            let _ = peer.notify_progress(param).await;
-        }
-    }
-}
-
 /// The MCP server handler.
 #[derive(Clone)]
 pub struct WeftServer {
     agent: Option<AgentTool>,
     toolsets: Vec<Arc<dyn ToolSet>>,
+    /// The session's log level (clones share it; [`WeftServer::session`] does not).
+    log: LogLevel,
 }
 
 impl WeftServer {
     /// A server exposing `agent` (if any) and `toolsets`' tools.
     pub fn new(agent: Option<AgentTool>, toolsets: Vec<Arc<dyn ToolSet>>) -> Self {
-        Self { agent, toolsets }
+        Self {
+            agent,
+            toolsets,
+            log: LogLevel::default(),
+        }
+    }
+
+    /// The same server for a new MCP session: its own log level, unset.
+    pub fn session(&self) -> Self {
+        Self {
+            agent: self.agent.clone(),
+            toolsets: self.toolsets.clone(),
+            log: LogLevel::default(),
+        }
     }
 
     async fn specs(&self) -> Vec<ToolSpec> {
@@ -96,13 +100,11 @@ impl WeftServer {
                 "`prompt` (a string) is required",
             )]);
         };
-        let progress = Progress {
-            target: context
-                .meta
-                .get_progress_token()
-                .map(|t| (context.peer.clone(), t)),
-            count: 0,
-        };
+        let progress = Progress::new(
+            context.peer.clone(),
+            context.meta.get_progress_token(),
+            self.log.clone(),
+        );
         match agent
             .runner
             .run(prompt.to_owned(), progress, context.ct.clone())
@@ -113,15 +115,31 @@ impl WeftServer {
         }
     }
 
-    async fn call_toolset(&self, name: &str, args: JsonObject) -> CallToolResult {
+    async fn call_toolset(
+        &self,
+        name: &str,
+        args: JsonObject,
+    ) -> Result<CallToolResult, ErrorData> {
         let ident = ToolIdent::new(name);
-        let Some(set) = self.toolsets.iter().find(|s| s.name() == ident.toolset()) else {
-            return CallToolResult::error(vec![ContentBlock::text(format!("no tool `{name}`"))]);
-        };
+        let unknown = || ErrorData::invalid_params(format!("unknown tool: {name}"), None);
+        let set = self
+            .toolsets
+            .iter()
+            .find(|s| s.name() == ident.toolset())
+            .ok_or_else(unknown)?;
         let specs = set.list_tools().await.unwrap_or_default();
-        let Some(spec) = specs.iter().find(|s| s.name == ident) else {
-            return CallToolResult::error(vec![ContentBlock::text(format!("no tool `{name}`"))]);
-        };
+        let spec = specs.iter().find(|s| s.name == ident).ok_or_else(unknown)?;
+        Ok(self.call_spec(set, spec, ident, args).await)
+    }
+
+    async fn call_spec(
+        &self,
+        set: &Arc<dyn ToolSet>,
+        spec: &ToolSpec,
+        ident: ToolIdent,
+        args: JsonObject,
+    ) -> CallToolResult {
+        let name = ident.as_str();
         let payload = Value::Object(args);
         match ArgsValidator::compile(&spec.input_schema) {
             Ok(v) => {
@@ -244,12 +262,52 @@ impl ServerHandler for WeftServer {
             Some(agent) if agent.name == request.name => {
                 self.call_agent(agent, args, context).await
             }
-            _ => self.call_toolset(&request.name, args).await,
+            _ => self.call_toolset(&request.name, args).await?,
         };
         Ok(result.into())
     }
 
+    #[allow(deprecated)] // MCP logging: see the `logging` module.
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.log.set(request.level);
+        Ok(())
+    }
+
+    /// A request of a method this server has whose params did not parse
+    /// (rmcp hands those over as custom requests) is invalid params.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        const KNOWN: [&str; 4] = ["logging/setLevel", "tools/call", "tools/list", "ping"];
+        if KNOWN.contains(&request.method.as_str()) {
+            return Err(ErrorData::invalid_params(
+                format!("invalid params for {}", request.method),
+                None,
+            ));
+        }
+        Err(ErrorData::new(
+            ErrorCode::METHOD_NOT_FOUND,
+            request.method,
+            None,
+        ))
+    }
+
+    #[allow(deprecated)] // MCP logging: see the `logging` module.
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_logging()
+            .build();
+        let mut info = Implementation::new("weft", env!("CARGO_PKG_VERSION"));
+        if let Some(agent) = &self.agent {
+            info = info.with_title(agent.name.clone());
+        }
+        ServerConfig::new(capabilities).with_server_info(info)
     }
 }

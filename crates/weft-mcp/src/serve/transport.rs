@@ -1,4 +1,5 @@
-//! Serving an MCP server handler over stdio or streamable HTTP.
+//! Serving an MCP server handler over stdio or streamable HTTP (behind a
+//! guard answering unparsable JSON bodies with JSON-RPC errors).
 
 use std::net::SocketAddr;
 
@@ -66,7 +67,9 @@ impl HttpServer {
             LocalSessionManager::default().into(),
             StreamableHttpServerConfig::default().with_cancellation_token(stop.child_token()),
         );
-        let router = axum::Router::new().nest_service("/mcp", service);
+        let router = axum::Router::new()
+            .nest_service("/mcp", service)
+            .layer(axum::middleware::from_fn(super::http_guard::guard));
         axum::serve(self.listener, router)
             .with_graceful_shutdown(async move { stop.cancelled().await })
             .await?;

@@ -83,6 +83,11 @@ impl RunTask {
                 answer,
                 reply,
             } => {
+                // The tool gets the answer as recorded: defaults filled in.
+                let answer = match self.machine.elicitations().iter().find(|e| e.id == item) {
+                    Some(asked) => asked.with_defaults(answer),
+                    None => answer,
+                };
                 let response = answer.elicitation_response();
                 match self.machine.answer(&item, answer, now) {
                     Ok(progress) => {

@@ -1,8 +1,8 @@
 //! `weft mcp serve <agent-file>`: the agent as an MCP server over stdio or
 //! streamable HTTP. The agent is one tool (a prompt in, its final answer
-//! out, each run event sent as a progress notification; the client's
-//! cancellation cancels the run); `--expose-toolsets` adds the agent's own
-//! tools.
+//! out, each run event sent as a progress notification and, once the client
+//! sets a log level, as a log message; the client's cancellation cancels the
+//! run); `--expose-toolsets` adds the agent's own tools.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -61,9 +61,7 @@ impl AgentRunner for Runner {
                 }
             };
             let Some(Ok(event)) = event else { break };
-            if let Ok(line) = serde_json::to_string(&event) {
-                progress.report(line).await;
-            }
+            progress.event(&event).await;
             if matches!(event.kind, EventKind::AwaitRequested { .. }) {
                 let _ = self
                     .runtime
@@ -119,7 +117,7 @@ pub fn serve(args: McpServeArgs) -> anyhow::Result<ExitCode> {
                     let _ = tokio::signal::ctrl_c().await;
                     on_signal.cancel();
                 });
-                http.serve(move || server.clone(), stop).await?;
+                http.serve(move || server.session(), stop).await?;
             }
         }
         Ok(ExitCode::SUCCESS)

@@ -67,14 +67,17 @@ impl RunMachine {
         n
     }
 
-    /// Answers the pending elicitation at `i`, already checked to be `item`.
+    /// Answers the pending elicitation at `i`, already checked to be `item`;
+    /// an accepted form is recorded with its defaults filled in.
     pub(super) fn answer_elicitation(
         &mut self,
         i: usize,
         item: &AwaitItemId,
         answer: AwaitAnswer,
     ) -> Result<AwaitProgress, RunError> {
-        AwaitItem::Elicitation(self.elicitations[i].clone())
+        let asked = self.elicitations[i].clone();
+        let answer = asked.with_defaults(answer);
+        AwaitItem::Elicitation(asked)
             .validate(&answer)
             .map_err(|error| RunError::InvalidAnswer {
                 item: item.clone(),

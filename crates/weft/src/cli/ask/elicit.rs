@@ -1,6 +1,8 @@
 //! Answering a running tool's elicitation at the terminal: a form asks one
-//! line per field, parsed by the field's type (an empty line skips an
-//! optional field); a URL is printed, and the human accepts once done there.
+//! line per field, parsed by the field's type and shown with the values it
+//! offers, its constraints and its default (an empty line skips an optional
+//! field, or keeps the default); an answer that breaks the form's schema is
+//! asked again. A URL is printed, and the human accepts once done there.
 //! Either may be declined or cancelled first.
 
 use std::io::{BufRead, Write};
@@ -43,7 +45,7 @@ pub(super) fn ask_elicitation(
             content: Some(Value::Object(fill_in(schema, input, output)?)),
         };
         match item.validate(&answer) {
-            Ok(()) => return Ok(answer),
+            Ok(()) => return Ok(e.with_defaults(answer)),
             Err(err) => writeln!(output, "  {err}; again")?,
         }
     }
@@ -84,15 +86,10 @@ fn fill_in(
             .get("type")
             .and_then(Value::as_str)
             .unwrap_or("string");
-        let needed = required.contains(&name.as_str());
-        let mut label = format!("{name} ({kind}{})", if needed { ", required" } else { "" });
-        if let Some(d) = property.get("description").and_then(Value::as_str) {
-            label.push_str(&format!(" — {d}"));
-        }
-        if let Some(options) = property.get("enum").and_then(Value::as_array) {
-            let shown: Vec<String> = options.iter().map(ToString::to_string).collect();
-            label.push_str(&format!(" one of {}", shown.join(", ")));
-        }
+        let default = property.get("default").filter(|d| !d.is_null());
+        // A field with a default may be left empty: the default applies.
+        let needed = required.contains(&name.as_str()) && default.is_none();
+        let label = label(name, kind, needed, property);
         let value = loop {
             let line = prompt(input, output, &format!("  {label} > "))?;
             let line = line.trim();
@@ -109,6 +106,73 @@ fn fill_in(
         }
     }
     Ok(fields)
+}
+
+/// How a field is asked: its name and type, whether it is required, its
+/// description, the values it offers, its constraints and its default.
+fn label(name: &str, kind: &str, needed: bool, property: &Value) -> String {
+    let mut label = format!("{name} ({kind}{})", if needed { ", required" } else { "" });
+    if let Some(d) = property.get("description").and_then(Value::as_str) {
+        label.push_str(&format!(" — {d}"));
+    }
+    let offered = offered(property).or_else(|| property.get("items").and_then(offered));
+    if let Some(options) = offered {
+        label.push_str(&format!(" one of {}", options.join(", ")));
+    }
+    let limits: Vec<String> = [
+        ("minimum", "at least"),
+        ("maximum", "at most"),
+        ("exclusiveMinimum", "more than"),
+        ("exclusiveMaximum", "less than"),
+        ("minLength", "at least {} chars"),
+        ("maxLength", "at most {} chars"),
+        ("minItems", "at least {} items"),
+        ("maxItems", "at most {} items"),
+        ("format", "a valid"),
+    ]
+    .iter()
+    .filter_map(|(key, words)| {
+        let bound = property.get(*key)?;
+        let bound = bound
+            .as_str()
+            .map_or_else(|| bound.to_string(), str::to_owned);
+        Some(if words.contains("{}") {
+            words.replace("{}", &bound)
+        } else {
+            format!("{words} {bound}")
+        })
+    })
+    .collect();
+    if !limits.is_empty() {
+        label.push_str(&format!(" [{}]", limits.join(", ")));
+    }
+    if let Some(default) = property.get("default").filter(|d| !d.is_null()) {
+        label.push_str(&format!(" (default {default}; empty keeps it)"));
+    }
+    label
+}
+
+/// The values a property offers: its `enum`, or the `const`s (with their
+/// titles) of its `oneOf`/`anyOf`.
+fn offered(property: &Value) -> Option<Vec<String>> {
+    if let Some(values) = property.get("enum").and_then(Value::as_array) {
+        return Some(values.iter().map(ToString::to_string).collect());
+    }
+    let options = ["oneOf", "anyOf"]
+        .iter()
+        .find_map(|key| property.get(*key).and_then(Value::as_array))?;
+    Some(
+        options
+            .iter()
+            .filter_map(|o| {
+                let value = o.get("const")?;
+                Some(match o.get("title").and_then(Value::as_str) {
+                    Some(title) => format!("{value} ({title})"),
+                    None => value.to_string(),
+                })
+            })
+            .collect(),
+    )
 }
 
 /// A field's value from a line, by the field's JSON type.
@@ -169,6 +233,48 @@ mod tests {
         );
         let shown = String::from_utf8(out).unwrap();
         assert!(shown.contains("please give integer"), "{shown}");
+    }
+
+    #[test]
+    fn a_form_shows_constraints_and_defaults_reasks_out_of_range_and_keeps_defaults() {
+        let order = Elicitation {
+            mode: ElicitationMode::Form {
+                requested_schema: json!({"type": "object", "properties": {
+                    "quantity": {"type": "integer", "minimum": 1, "maximum": 100},
+                    "size": {"type": "string", "default": "m", "oneOf": [
+                        {"const": "s", "title": "Small"}, {"const": "m", "title": "Medium"}]}},
+                    "required": ["quantity", "size"]}),
+            },
+            ..form()
+        };
+        // 500 is over the maximum: the form is asked again; an empty line
+        // keeps the default of the required `size`.
+        let mut input = &b"y\n500\n\n7\n\n"[..];
+        let mut out = Vec::new();
+        let answer = ask_elicitation(&order, &mut input, &mut out).unwrap();
+        assert_eq!(
+            answer,
+            AwaitAnswer::Elicitation {
+                action: ElicitationAction::Accept,
+                content: Some(json!({"quantity": 7, "size": "m"}))
+            }
+        );
+        let shown = String::from_utf8(out).unwrap();
+        assert!(
+            shown.contains("quantity (integer, required) [at least 1, at most 100]"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("form field `quantity` must be at most 100"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains(
+                r#"size (string) one of "s" (Small), "m" (Medium) (default "m"; empty keeps it)"#
+            ),
+            "{shown}"
+        );
+        assert_eq!(shown.matches("  quantity (").count(), 2, "{shown}");
     }
 
     #[test]
