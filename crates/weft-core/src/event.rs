@@ -169,6 +169,21 @@ pub enum EventKind {
         /// The child's event.
         event: Box<EventKind>,
     },
+    /// A toolset of the run's agent could not start or stopped working:
+    /// its tools are not offered, and the model is told why, until it is
+    /// back. Emitted once per outage (and again if the cause changes).
+    ToolsetUnavailable {
+        /// The toolset.
+        toolset: String,
+        /// Why: the start's or the listing's error (for an MCP server, the
+        /// command and what it printed last, or the HTTP status).
+        cause: String,
+    },
+    /// A toolset that was unavailable works again.
+    ToolsetAvailable {
+        /// The toolset.
+        toolset: String,
+    },
     /// A planner rendered a prompt through the prompt registry.
     PromptRendered {
         /// The template's id (the prompt's name).

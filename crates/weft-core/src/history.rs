@@ -149,7 +149,10 @@ pub fn session_messages<'a>(run_messages: impl IntoIterator<Item = &'a Message>)
     let mut out: Vec<Message> = Vec::new();
     for m in run_messages {
         let keep = |p: &Part| match (m.role, p) {
-            (Role::User, Part::Text { .. } | Part::Image(_) | Part::Audio(_)) => true,
+            (
+                Role::User,
+                Part::Text { .. } | Part::Image(_) | Part::Audio(_) | Part::Resource(_),
+            ) => true,
             (Role::Assistant, Part::Text { text }) => !text.trim().is_empty(),
             _ => false,
         };

@@ -1,7 +1,14 @@
-//! Conversation messages: a role and an ordered list of typed parts.
+//! Conversation messages: a role and an ordered list of typed parts;
+//! resource parts are in [`resource`].
+
+mod resource;
+
+use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+pub use resource::{Resource, ResourceBody, base64_len};
 
 use crate::ids::ToolCallId;
 
@@ -97,6 +104,47 @@ pub enum Part {
     Image(Media),
     /// An audio clip.
     Audio(Media),
+    /// A resource: a link to one, or its contents (text or a blob).
+    Resource(Resource),
+}
+
+impl Part {
+    /// The part as text for a model: a text part's text, a resource's
+    /// rendering ([`Resource::model_text`]); `None` for the other kinds.
+    pub fn model_text(&self) -> Option<Cow<'_, str>> {
+        match self {
+            Part::Text { text } => Some(Cow::Borrowed(text)),
+            Part::Resource(r) => Some(Cow::Owned(r.model_text())),
+            _ => None,
+        }
+    }
+}
+
+/// The text a model reading only text sees for `parts`: text parts joined
+/// as they are, each resource's rendering on lines of its own.
+pub fn joined_model_text(parts: &[Part]) -> String {
+    let mut out = String::new();
+    let mut after_resource = false;
+    for part in parts {
+        match part {
+            Part::Text { text } => {
+                if after_resource && !text.is_empty() && !text.starts_with('\n') {
+                    out.push('\n');
+                }
+                out.push_str(text);
+                after_resource = false;
+            }
+            Part::Resource(r) => {
+                if !out.is_empty() && !out.ends_with('\n') {
+                    out.push('\n');
+                }
+                out.push_str(&r.model_text());
+                after_resource = true;
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 /// Model reasoning: visible text with the provider's signature, or a redacted blob.

@@ -102,6 +102,10 @@ fn render_part(part: &Part, out: &mut String) -> Result<(), ModelError> {
             out.push_str("\n</tool_response>");
         }
         Part::Image(media) | Part::Audio(media) => return Err(media_error(media)),
+        Part::Resource(r) => {
+            sep(out);
+            out.push_str(&r.model_text());
+        }
     }
     Ok(())
 }

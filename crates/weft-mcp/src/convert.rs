@@ -1,10 +1,12 @@
 //! Mapping between MCP and weft: an MCP tool becomes a [`ToolSpec`] (its
 //! annotations carried over with MCP's defaults), and a `tools/call` result
-//! becomes a [`ToolReply`] or a tool failure, every content kind kept.
+//! becomes a [`ToolReply`] or a tool failure, every content kind kept
+//! (the blocks' mapping is in `blocks`).
 
-use rmcp::model::{CallToolResult, ContentBlock, ResourceContents, Tool};
+mod blocks;
+
+use rmcp::model::{CallToolResult, Tool};
 use serde_json::Value;
-use weft_core::message::{Media, MediaSource, Part};
 use weft_core::tool::{ToolAnnotations, ToolContent, ToolIdent, ToolResultBody, ToolSpec};
 use weft_tools::{ArgsValidator, ToolReply};
 
@@ -53,17 +55,11 @@ pub fn call_result(
     result: CallToolResult,
     budget: u64,
 ) -> Result<ToolReply, McpError> {
-    let mut parts = Vec::with_capacity(result.content.len());
-    for block in result.content {
-        parts.push(content_part(block));
-    }
+    let (parts, annotations) = blocks::parts(result.content);
     if result.is_error == Some(true) {
         let mut message = parts
             .iter()
-            .filter_map(|p| match p {
-                Part::Text { text } => Some(text.as_str()),
-                _ => None,
-            })
+            .filter_map(|p| p.model_text())
             .collect::<Vec<_>>()
             .join("\n");
         if message.is_empty() {
@@ -80,90 +76,12 @@ pub fn call_result(
         parts,
         structured: result.structured_content,
         meta: result.meta.map(|m| Value::Object(m.0)),
+        annotations,
     };
     let (content, bounds) = bound_content(content, budget);
     let mut reply = ToolReply::from_body(ToolResultBody::Content(content));
     reply.bounds = bounds;
     Ok(reply)
-}
-
-/// One MCP content block as a weft part. Resource links and embedded
-/// resources become text the model can read (an embedded resource keeps its
-/// text; a binary one is an image or audio part when its type says so).
-fn content_part(block: ContentBlock) -> Part {
-    match block {
-        ContentBlock::Text(t) => Part::Text { text: t.text },
-        ContentBlock::Image(i) => Part::Image(base64_media(i.mime_type, i.data)),
-        ContentBlock::Audio(a) => Part::Audio(base64_media(a.mime_type, a.data)),
-        ContentBlock::ResourceLink(r) => {
-            let mut text = format!("[resource link] {} <{}>", r.name, r.uri);
-            if let Some(mime) = &r.mime_type {
-                text.push_str(&format!(" ({mime})"));
-            }
-            if let Some(size) = r.size {
-                text.push_str(&format!(", {size} bytes"));
-            }
-            if let Some(d) = r.description.as_ref().or(r.title.as_ref()) {
-                text.push_str(&format!(": {d}"));
-            }
-            Part::Text { text }
-        }
-        ContentBlock::Resource(embedded) => resource_part(embedded.resource),
-        // A content kind newer than this SDK: shown as its JSON so nothing is lost silently.
-        other => Part::Text {
-            text: format!(
-                "[unsupported content] {}",
-                serde_json::to_string(&other).unwrap_or_default()
-            ),
-        },
-    }
-}
-
-/// An embedded resource as a part: its text, or its blob as media when the type says so.
-fn resource_part(resource: ResourceContents) -> Part {
-    match resource {
-        ResourceContents::TextResourceContents {
-            uri,
-            mime_type,
-            text,
-            ..
-        } => Part::Text {
-            text: format!("[resource] <{uri}>{}\n{text}", mime_suffix(&mime_type)),
-        },
-        ResourceContents::BlobResourceContents {
-            uri,
-            mime_type,
-            blob,
-            ..
-        } => match mime_type.as_deref() {
-            Some(m) if m.starts_with("image/") => Part::Image(base64_media(m.to_owned(), blob)),
-            Some(m) if m.starts_with("audio/") => Part::Audio(base64_media(m.to_owned(), blob)),
-            _ => Part::Text {
-                text: format!(
-                    "[binary resource] <{uri}>{}, {} base64 characters not shown",
-                    mime_suffix(&mime_type),
-                    blob.len()
-                ),
-            },
-        },
-        other => Part::Text {
-            text: format!(
-                "[unsupported resource] {}",
-                serde_json::to_string(&other).unwrap_or_default()
-            ),
-        },
-    }
-}
-
-fn mime_suffix(mime: &Option<String>) -> String {
-    mime.as_ref().map(|m| format!(" ({m})")).unwrap_or_default()
-}
-
-fn base64_media(media_type: String, data: String) -> Media {
-    Media {
-        media_type,
-        source: MediaSource::Base64(data),
-    }
 }
 
 #[cfg(test)]

@@ -59,3 +59,86 @@ fn results_are_bounded_and_errors_keep_their_text() {
     let err = call_result("s", "t", failed, 1000).unwrap_err();
     assert_eq!(err.to_string(), "toolset `s`, tool `t` failed: nope");
 }
+
+#[test]
+fn binary_contents_over_the_budget_are_stated_and_later_parts_still_tried() {
+    use rmcp::model::{Annotations, EmbeddedResource, ResourceContents};
+    use weft_core::message::{Resource, ResourceBody};
+
+    let blob = ResourceContents::BlobResourceContents {
+        uri: "mem://big.bin".into(),
+        mime_type: Some("application/pdf".into()),
+        blob: "A".repeat(4000),
+        meta: None,
+    };
+    let result = CallToolResult::success(vec![
+        ContentBlock::Resource(
+            EmbeddedResource::new(blob).with_annotations(Annotations::default().with_priority(1.0)),
+        ),
+        ContentBlock::image("B".repeat(4000), "image/png"),
+        ContentBlock::text("after"),
+    ]);
+    let reply = call_result("s", "t", result, 1000).unwrap();
+    let bounds = reply.bounds.unwrap();
+    assert!(bounds.truncated);
+    assert_eq!((bounds.returned, bounds.total), (3, Some(3)));
+    let ToolResultBody::Content(c) = reply.body else {
+        panic!("content expected");
+    };
+    assert_eq!(
+        c.parts[0],
+        Part::Resource(Resource {
+            uri: "mem://big.bin".into(),
+            mime_type: Some("application/pdf".into()),
+            annotations: Some(json!({"priority": 1.0})),
+            body: ResourceBody::Omitted { size: 3000 },
+        })
+    );
+    assert_eq!(
+        c.parts[1],
+        Part::Text {
+            text: "[image omitted: image/png, 3000 bytes, over the payload budget]".into()
+        }
+    );
+    assert_eq!(
+        c.parts[2],
+        Part::Text {
+            text: "after".into()
+        }
+    );
+    let omitted = c.parts[0].model_text().unwrap();
+    assert_eq!(
+        omitted,
+        "[binary resource] <mem://big.bin> (application/pdf), 3000 bytes, omitted: over the payload budget"
+    );
+}
+
+#[test]
+fn a_blob_within_the_budget_is_kept_whole() {
+    use rmcp::model::ResourceContents;
+    use weft_core::message::ResourceBody;
+
+    let blob = ResourceContents::blob("AAECAw==", "mem://b").with_mime_type("font/woff2");
+    let reply = call_result(
+        "s",
+        "t",
+        CallToolResult::success(vec![ContentBlock::resource(blob)]),
+        1000,
+    )
+    .unwrap();
+    assert!(reply.bounds.is_none());
+    let ToolResultBody::Content(c) = reply.body else {
+        panic!("content expected");
+    };
+    let Part::Resource(r) = &c.parts[0] else {
+        panic!("a resource expected: {:?}", c.parts);
+    };
+    assert_eq!(r.mime_type.as_deref(), Some("font/woff2"));
+    assert_eq!(
+        r.body,
+        ResourceBody::Blob {
+            data: "AAECAw==".into()
+        }
+    );
+    assert_eq!(r.size(), Some(4));
+}

@@ -98,12 +98,17 @@ pub enum McpError {
         after: Duration,
     },
     /// The server went away during the call.
-    #[error("toolset `{toolset}`, tool `{tool}`: the server closed the connection during the call")]
+    #[error(
+        "toolset `{toolset}`, tool `{tool}`: the server closed the connection during the call{detail}"
+    )]
     Closed {
         /// The toolset.
         toolset: String,
         /// The tool.
         tool: String,
+        /// What a stdio server printed last on stderr (`; its stderr ended
+        /// with: …`), or nothing.
+        detail: String,
     },
     /// The server died and is waiting out its restart backoff.
     #[error("toolset `{toolset}`, tool `{tool}`: the server is down; next restart in {} ms", retry_in.as_millis())]

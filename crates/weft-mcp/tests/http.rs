@@ -89,3 +89,28 @@ async fn an_unreachable_server_is_a_typed_start_error() {
     assert_eq!(err.code, weft_core::tool::ToolError::UNAVAILABLE);
     assert!(err.message.contains("toolset `web`"), "{err}");
 }
+
+#[tokio::test]
+async fn a_tool_announced_after_the_answer_is_listed_before_the_next_turn() {
+    let server = HttpChild::start("127.0.0.1:0").await;
+    let set = McpToolSet::new(config(&server.url));
+    let mut changes = weft_tools::find_tool_list_changes(&set)
+        .unwrap()
+        .subscribe_tool_list();
+    set.list_tools().await.unwrap();
+    changes.borrow_and_update();
+    // The server adds `extra` and answers; its announcement comes later, on
+    // the standalone stream.
+    set.call_tool(request("web.add_tool_late", json!({})))
+        .await
+        .unwrap();
+    assert!(
+        changes.has_changed().unwrap(),
+        "the runtime is told to list the tools again before its next turn"
+    );
+    let specs = set.list_tools().await.unwrap();
+    assert!(
+        specs.iter().any(|s| s.name.as_str() == "web.extra"),
+        "{specs:?}"
+    );
+}

@@ -3,7 +3,10 @@
 //! file (owner-only, reused by a second toolset), refresh before expiry, a
 //! new authorization after a refused refresh, tokens kept to their own
 //! server, and typed errors for a wrong `state`, malformed metadata, a
-//! refused registration and a refused code.
+//! refused registration and a refused code; scope step-up on a 403
+//! `insufficient_scope`, a pre-registered client with its secret, and the
+//! client-credentials grant with a secret or a private key; servers of the
+//! 2025-03-26 layout (issuer under a path, no metadata at all).
 
 mod common;
 mod oauth_server;
@@ -13,9 +16,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use common::{no_backoff, request, text};
-use oauth_server::AuthServer;
+use oauth_server::{AuthServer, Preregistered};
 use serde_json::json;
-use weft_mcp::oauth::{AuthorizationPresenter, AuthorizationPrompt, Clock, OAuthSession};
+use weft_mcp::oauth::{
+    AuthorizationPresenter, AuthorizationPrompt, Clock, Grant, OAuthSession, PrivateKey,
+    SecretSource,
+};
 use weft_mcp::{McpConfig, McpToolSet, OAuthConfig, OAuthFlowError, Transport};
 use weft_tools::ToolSet;
 
@@ -85,11 +91,22 @@ impl Fixture {
     }
 
     fn toolset(&self, url: &str) -> McpToolSet {
+        self.toolset_with(url, self.oauth())
+    }
+
+    fn toolset_with(&self, url: &str, oauth: OAuthConfig) -> McpToolSet {
         McpToolSet::new(
             McpConfig::new("web", Transport::http(url))
                 .with_restart_backoff(no_backoff())
-                .with_oauth(self.oauth()),
+                .with_oauth(oauth),
         )
+    }
+
+    /// `text` in an owner-only file of the fixture's directory.
+    fn secret_file(&self, name: &str, text: &str) -> std::path::PathBuf {
+        let path = self.dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path
     }
 
     fn session(&self, url: &str) -> OAuthSession {
@@ -299,4 +316,164 @@ async fn a_refused_registration_and_a_refused_code_are_typed_errors() {
         "{err:?}"
     );
     assert!(err.to_string().contains("invalid_grant"), "{err}");
+}
+
+#[tokio::test]
+async fn a_403_insufficient_scope_authorizes_again_with_more_scopes_and_retries() {
+    let server = AuthServer::start(3600).await;
+    let s = &server.state;
+    s.require_for_calls(&["tools", "write"]);
+    let fx = Fixture::new();
+    let set = fx.toolset(&server.url());
+    assert_eq!(echo(&set, "more").await.unwrap(), "more");
+    assert_eq!(fx.browser.count(), 2, "one step-up");
+    let asked = s.requested_scopes();
+    assert_eq!(asked.len(), 2, "{asked:?}");
+    assert_eq!(asked[0], "tools");
+    let second: Vec<&str> = asked[1].split(' ').collect();
+    assert!(
+        second.contains(&"tools") && second.contains(&"write"),
+        "{asked:?}"
+    );
+    // The stepped-up token serves the next call without asking again.
+    assert_eq!(echo(&set, "again").await.unwrap(), "again");
+    assert_eq!(fx.browser.count(), 2);
+}
+
+#[tokio::test]
+async fn a_second_403_is_a_typed_error_naming_the_scopes() {
+    let server = AuthServer::start(3600).await;
+    let s = &server.state;
+    s.require_for_calls(&["tools", "admin"]);
+    s.set(&s.never_enough, true);
+    let fx = Fixture::new();
+    let failure = echo(&fx.toolset(&server.url()), "x").await.unwrap_err();
+    let message = failure.error.message;
+    assert!(message.contains("toolset `web`"), "{message}");
+    assert!(message.contains("`tools admin`"), "{message}");
+    assert!(!message.contains("closed the connection"), "{message}");
+    assert_eq!(fx.browser.count(), 2, "one step-up, not a loop");
+}
+
+#[tokio::test]
+async fn a_preregistered_client_authenticates_with_its_secret_and_does_not_register() {
+    let server = AuthServer::start(3600).await;
+    let s = &server.state;
+    s.preregister(Preregistered {
+        client_id: "weft-pre".into(),
+        secret: Some("s3cret:&=".into()),
+        public_key_pem: None,
+    });
+    let fx = Fixture::new();
+    let secret = fx.secret_file("client-secret", "s3cret:&=\n");
+    let oauth = fx
+        .oauth()
+        .with_client_id("weft-pre")
+        .with_client_secret(SecretSource::File(secret));
+    let set = fx.toolset_with(&server.url(), oauth.clone());
+    assert_eq!(echo(&set, "pre").await.unwrap(), "pre");
+    assert_eq!(s.count(&s.registrations), 0);
+    assert_eq!(s.count(&s.code_grants), 1);
+    assert_eq!(s.count(&s.basic_auths), 1, "client_secret_basic");
+    assert!(!format!("{oauth:?}{:?}", set.config()).contains("s3cret"));
+
+    // A wrong secret is refused, and the error says so without the secret.
+    let wrong = fx.secret_file("wrong-secret", "not-it");
+    let fx2 = Fixture::new();
+    let oauth = fx2
+        .oauth()
+        .with_client_id("weft-pre")
+        .with_client_secret(SecretSource::File(wrong));
+    let failure = echo(&fx2.toolset_with(&server.url(), oauth), "x")
+        .await
+        .unwrap_err();
+    assert!(
+        failure.error.message.contains("invalid_client"),
+        "{failure:?}"
+    );
+    assert!(!failure.error.message.contains("not-it"), "{failure:?}");
+}
+
+#[tokio::test]
+async fn client_credentials_with_a_secret_need_no_browser() {
+    let server = AuthServer::start(3600).await;
+    let s = &server.state;
+    s.preregister(Preregistered {
+        client_id: "weft-machine".into(),
+        secret: Some("machine-secret".into()),
+        public_key_pem: None,
+    });
+    let fx = Fixture::new();
+    let oauth = fx
+        .oauth()
+        .with_grant(Grant::ClientCredentials)
+        .with_client_id("weft-machine")
+        .with_client_secret(SecretSource::File(
+            fx.secret_file("secret", "machine-secret"),
+        ));
+    let set = fx.toolset_with(&server.url(), oauth);
+    assert_eq!(echo(&set, "m2m").await.unwrap(), "m2m");
+    assert_eq!(s.count(&s.client_credentials), 1);
+    assert_eq!(s.count(&s.basic_auths), 1);
+    assert_eq!(s.count(&s.authorizations), 0);
+    assert_eq!(s.count(&s.registrations), 0);
+    assert_eq!(fx.browser.count(), 0);
+}
+
+#[tokio::test]
+async fn client_credentials_with_a_private_key_send_a_signed_assertion() {
+    let server = AuthServer::start(3600).await;
+    let s = &server.state;
+    let key = rcgen::KeyPair::generate().unwrap();
+    s.preregister(Preregistered {
+        client_id: "weft-signer".into(),
+        secret: None,
+        public_key_pem: Some(key.public_key_pem()),
+    });
+    let fx = Fixture::new();
+    let oauth = fx
+        .oauth()
+        .with_grant(Grant::ClientCredentials)
+        .with_client_id("weft-signer")
+        .with_private_key(PrivateKey {
+            file: fx.secret_file("key.pem", &key.serialize_pem()),
+            algorithm: None,
+        });
+    let set = fx.toolset_with(&server.url(), oauth.clone());
+    assert_eq!(echo(&set, "signed").await.unwrap(), "signed");
+    assert_eq!(s.count(&s.assertions), 1);
+    assert_eq!(s.count(&s.client_credentials), 1);
+    assert_eq!(fx.browser.count(), 0);
+
+    // An algorithm the server does not list is a typed error before any request.
+    let other = Fixture::new();
+    let mut oauth = oauth.with_token_dir(other.dir.path().join("oauth"));
+    if let Some(key) = &mut oauth.identity.private_key {
+        key.algorithm = Some("RS256".into());
+    }
+    let err = OAuthSession::new("web", "srv", &server.url(), oauth)
+        .unwrap()
+        .authorize(None)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, OAuthFlowError::Credentials { .. }), "{err:?}");
+    assert!(err.to_string().contains("RS256"), "{err}");
+    assert_eq!(s.count(&s.client_credentials), 1);
+}
+
+#[tokio::test]
+async fn the_2025_03_26_layouts_are_found_on_the_servers_origin() {
+    for legacy in ["issuer under a path", "no metadata"] {
+        let server = AuthServer::start(3600).await;
+        let s = &server.state;
+        match legacy {
+            "issuer under a path" => s.set(&s.legacy_issuer, true),
+            _ => s.set(&s.no_metadata, true),
+        }
+        let fx = Fixture::new();
+        let set = fx.toolset(&server.url());
+        assert_eq!(echo(&set, legacy).await.unwrap(), legacy, "{legacy}");
+        assert_eq!(s.count(&s.registrations), 1, "{legacy}");
+        assert_eq!(s.count(&s.code_grants), 1, "{legacy}");
+    }
 }

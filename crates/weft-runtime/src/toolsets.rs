@@ -5,9 +5,10 @@
 //! toolset reports a tool-list change, or, while one is unavailable, at the
 //! next run start and at most every [`RETRY_UNAVAILABLE`] during runs.
 //!
-//! A run's model learns about an unavailable toolset through a reminder
-//! (`toolset:<name>`), set once when the run first sees it unavailable and
-//! replaced by a recovery note when it comes back. The process log gets one
+//! A run learns about an unavailable toolset from the machine
+//! ([`RunMachine::toolset_availability`]): an event with the cause and a
+//! reminder for the model (`toolset:<name>`), replaced by a recovery note
+//! when it comes back. The process log gets one
 //! warning per failure streak (whether the toolset's start or its listing
 //! failed), and a note when it is back. A caller that wants no run without
 //! every toolset asks first: [`crate::Runtime::toolset_failures`].
@@ -18,7 +19,6 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 use weft_core::AgentId;
-use weft_core::planner::Reminder;
 use weft_core::run::RunMachine;
 use weft_core::tool::ToolError;
 use weft_tools::{StartableToolSet, ToolSet, find_tool_list_changes};
@@ -28,11 +28,6 @@ use crate::tools::{AgentTools, CatalogError};
 
 /// How often a running run retries toolsets that could not start.
 pub const RETRY_UNAVAILABLE: Duration = Duration::from_secs(10);
-
-/// The prefix of the reminders about toolset availability.
-const REMINDER_PREFIX: &str = "toolset:";
-/// How a recovery note starts, to tell it from an outage note.
-const RECOVERED: &str = "The toolset";
 
 /// An agent's toolsets, their start state and the tools listed from them.
 pub(crate) struct AgentToolsets {
@@ -138,39 +133,16 @@ impl AgentToolsets {
     }
 }
 
-/// Sets the run's reminders about toolset availability from `tools`: an
-/// outage note per unavailable toolset, replaced by a recovery note once it
-/// is back. Returns whether a reminder changed.
+/// Tells the run which toolsets of `tools` are unavailable and why (the
+/// machine turns that into events and reminders). Returns whether anything
+/// changed.
 pub(crate) fn remind_availability(machine: &mut RunMachine, tools: &AgentTools) -> bool {
-    let mut changed = false;
-    for (name, error) in &tools.unavailable {
-        let id = format!("{REMINDER_PREFIX}{name}");
-        let text = format!(
-            "The tools of `{name}` are unavailable for now ({}); do not call them. \
-             You will be told when they are back.",
-            error.message
-        );
-        if !machine.reminders().any(|r| r.id == id && r.text == text) {
-            machine.add_reminder(Reminder::new(id, text));
-            changed = true;
-        }
-    }
-    let recovered: Vec<String> = machine
-        .reminders()
-        .filter_map(|r| {
-            let name = r.id.strip_prefix(REMINDER_PREFIX)?;
-            let down = tools.unavailable.iter().any(|(n, _)| n == name);
-            (!down && !r.text.starts_with(RECOVERED)).then(|| name.to_owned())
-        })
-        .collect();
-    for name in recovered {
-        machine.add_reminder(Reminder::new(
-            format!("{REMINDER_PREFIX}{name}"),
-            format!("{RECOVERED} `{name}` is available again; its tools can be called."),
-        ));
-        changed = true;
-    }
-    changed
+    machine.toolset_availability(
+        tools
+            .unavailable
+            .iter()
+            .map(|(name, error)| (name.as_str(), error.message.as_str())),
+    )
 }
 
 /// A toolset of an agent that could not start: its tools could not be

@@ -180,7 +180,9 @@ pub(crate) struct ToolResultBodySchema {
 pub(crate) enum ToolResultKindSchema {
     /// Any JSON.
     Json,
-    /// Message parts, and structured data.
+    /// Message parts (text, image, audio, resource), structured data,
+    /// meta, and the annotations of text, image and audio parts
+    /// (`annotations`: `[{"part": index, "annotations": {...}}]`).
     Content,
     /// Replaced by an omission marker.
     Omitted,

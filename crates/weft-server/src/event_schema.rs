@@ -229,6 +229,27 @@ pub(crate) enum RunEventSchema {
         #[schema(value_type = Object)]
         event: Value,
     },
+    /// A toolset of the run's agent could not start or stopped working:
+    /// its tools are not offered until it is back.
+    ToolsetUnavailable {
+        /// Position in the run's log.
+        seq: u64,
+        /// When it happened, in milliseconds since the Unix epoch.
+        at: u64,
+        /// The toolset.
+        toolset: String,
+        /// Why: the start's or the listing's error.
+        cause: String,
+    },
+    /// A toolset that was unavailable works again.
+    ToolsetAvailable {
+        /// Position in the run's log.
+        seq: u64,
+        /// When it happened, in milliseconds since the Unix epoch.
+        at: u64,
+        /// The toolset.
+        toolset: String,
+    },
     /// A planner rendered a prompt through the prompt registry.
     PromptRendered {
         /// Position in the run's log.

@@ -102,6 +102,52 @@ pub(crate) enum PartSchema {
         /// Whether the result reports a failure.
         is_error: bool,
     },
+    /// A resource a tool pointed at or embedded (MCP's resource links and
+    /// embedded resources); models read a text rendering of it.
+    Resource {
+        /// The resource's URI.
+        uri: String,
+        /// Its IANA media type, when known.
+        mime_type: Option<String>,
+        /// MCP's annotations (`audience`, `priority`, `lastModified`), as given.
+        #[schema(value_type = Option<Object>)]
+        annotations: Option<Value>,
+        /// A link, or the contents.
+        body: ResourceBodySchema,
+    },
+}
+
+/// What a resource part holds, tagged by `kind`.
+#[derive(Serialize, ToSchema)]
+#[schema(as = ResourceBody)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub(crate) enum ResourceBodySchema {
+    /// A link: the contents stay with the server.
+    Link {
+        /// The resource's programmatic name.
+        name: String,
+        /// A human-readable title.
+        title: Option<String>,
+        /// What the resource is.
+        description: Option<String>,
+        /// Its size in bytes, when known.
+        size: Option<u64>,
+    },
+    /// Embedded text contents.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// Embedded binary contents.
+    Blob {
+        /// The bytes, base64-encoded.
+        data: String,
+    },
+    /// Embedded binary contents left out: over the payload budget.
+    Omitted {
+        /// Their size in bytes.
+        size: u64,
+    },
 }
 
 /// Where media bytes live: `{"kind": "base64" | "url", "value": "..."}`.

@@ -36,7 +36,8 @@ use crate::event_schema::{
     TerminationSchema, UsageSchema,
 };
 use crate::message_schema::{
-    MediaKindSchema, MediaSourceSchema, MessageSchema, PartSchema, RoleSchema, RunInputSchema,
+    MediaKindSchema, MediaSourceSchema, MessageSchema, PartSchema, ResourceBodySchema, RoleSchema,
+    RunInputSchema,
 };
 use crate::prompts::{ClearPrompt, PromptCleared, PromptList, PromptView, SetPrompt};
 use crate::{agents, control, events, metrics, prompts, runs, sessions};
@@ -71,7 +72,7 @@ use crate::{agents, control, events, metrics, prompts, runs, sessions};
         NoOptions, PhaseSchema, Problem, ProvideAnswer, RunList, RunStatusSchema, RunView,
         SessionList, SessionView, SkippedRun, SkippedSession, StartRun, ElicitationItemSchema, ElicitationModeSchema,
         ElicitationAnswerSchema, ElicitationActionSchema, RunInputSchema, MessageSchema,
-        RoleSchema, PartSchema, MediaSourceSchema, MediaKindSchema, AwaitItemSchema,
+        RoleSchema, PartSchema, ResourceBodySchema, MediaSourceSchema, MediaKindSchema, AwaitItemSchema,
         QuestionSchema, QuestionOptionSchema, ExternalToolCallSchema, AwaitAnswerSchema,
         ToolOutputSchema, ToolResultBodySchema, ToolResultKindSchema, RunEventSchema,
         RunOutcomeSchema, RunFailureSchema, TerminationSchema, TerminationReasonSchema,

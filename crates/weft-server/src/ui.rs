@@ -84,6 +84,7 @@ const ASSETS: &[Asset] = &[
     asset!("api.js", JS),
     asset!("awaits.js", JS),
     asset!("dom.js", JS),
+    asset!("parts.js", JS),
     asset!("runs.js", JS),
     asset!("run.js", JS),
     asset!("sse.js", JS),

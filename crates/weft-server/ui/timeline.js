@@ -10,6 +10,7 @@
 
 import { awaitForm, describeAnswer } from "./awaits.js";
 import { append, duration, h, messageText, pre, when } from "./dom.js";
+import { partView } from "./parts.js";
 import { Timing, relative } from "./timing.js";
 
 /** The most entries shown; older ones are dropped from the page. */
@@ -165,6 +166,15 @@ export class Timeline {
   on_prompt_rendered(e) {
     const scope = e.override ? ` (override ${JSON.stringify(e.override)})` : "";
     this.prompt = `prompt ${e.template_id} ${e.version}${scope}`;
+  }
+
+  /** A toolset that could not start or stopped working, with the cause. */
+  on_toolset_unavailable(e) {
+    this.entry(e, "termination", `Toolset ${e.toolset} unavailable`, h("div", {}, e.cause));
+  }
+
+  on_toolset_available(e) {
+    this.entry(e, "thought", `Toolset ${e.toolset} available again`);
   }
 
   on_planner_thought(e) {
@@ -342,8 +352,7 @@ function resultView(result) {
     case "json":
       return pre(result.value);
     case "content": {
-      const parts = (result.value?.parts ?? []).map((p) =>
-        p.type === "text" ? h("div", { class: "part" }, p.text) : h("div", { class: "part muted" }, `[${p.type}]`));
+      const parts = (result.value?.parts ?? []).map(partView);
       if (result.value?.structured !== undefined) parts.push(pre(result.value.structured));
       return h("div", {}, ...parts);
     }

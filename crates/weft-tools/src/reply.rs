@@ -1,9 +1,10 @@
 //! Building tool replies: [`ToolReply`] constructors and [`Content`], a
-//! builder for rich results (text, images, audio, structured JSON, meta).
+//! builder for rich results (text, images, audio, resources, structured
+//! JSON, meta, part annotations).
 
 use serde_json::Value;
-use weft_core::message::{Media, MediaSource, Part};
-use weft_core::tool::{Bounds, ToolContent, ToolResultBody};
+use weft_core::message::{Media, MediaSource, Part, Resource};
+use weft_core::tool::{Bounds, PartAnnotations, ToolContent, ToolResultBody};
 
 use crate::toolset::ToolReply;
 
@@ -76,6 +77,25 @@ impl Content {
         self.media(false, media_type, MediaSource::Url(url.into()))
     }
 
+    /// Appends a resource: a link, or embedded text or blob contents.
+    pub fn resource(mut self, resource: Resource) -> Self {
+        self.0.parts.push(Part::Resource(resource));
+        self
+    }
+
+    /// Annotates the last part appended (a resource keeps its own
+    /// annotations; these are for text, image and audio parts).
+    pub fn annotate(mut self, annotations: Value) -> Self {
+        if let Some(last) = self.0.parts.len().checked_sub(1) {
+            self.0.annotations.retain(|a| a.part != last);
+            self.0.annotations.push(PartAnnotations {
+                part: last,
+                annotations,
+            });
+        }
+        self
+    }
+
     /// Sets the structured JSON content.
     pub fn structured(mut self, value: Value) -> Self {
         self.0.structured = Some(value);
@@ -124,6 +144,7 @@ mod tests {
         let reply = ToolReply::content(
             Content::new()
                 .text("a chart")
+                .annotate(json!({"audience": ["user"]}))
                 .image_base64("image/png", "AAAA")
                 .audio_url("audio/mpeg", "https://example.com/a.mp3")
                 .structured(json!({"points": 3}))
@@ -137,6 +158,8 @@ mod tests {
         assert!(matches!(c.parts[1], Part::Image(_)));
         assert!(matches!(c.parts[2], Part::Audio(_)));
         assert_eq!(c.structured, Some(json!({"points": 3})));
+        assert_eq!(c.annotations[0].part, 0);
+        assert_eq!(c.annotations[0].annotations, json!({"audience": ["user"]}));
         assert_eq!(reply.server_data, Some(json!({"raw": true})));
     }
 }

@@ -237,6 +237,17 @@ impl<W: Write> Renderer<W> {
                 }
                 _ => {}
             },
+            // A diagnostic, as `weft run`'s other failures: on stderr.
+            EventKind::ToolsetUnavailable { toolset, cause } => {
+                self.end_line()?;
+                let mut err = std::io::stderr().lock();
+                writeln!(err, "weft: toolset `{toolset}` is unavailable: {cause}")?;
+            }
+            EventKind::ToolsetAvailable { toolset } => {
+                self.end_line()?;
+                let mut err = std::io::stderr().lock();
+                writeln!(err, "weft: toolset `{toolset}` is available again")?;
+            }
             EventKind::RunStarted { .. }
             | EventKind::RunPaused { .. }
             | EventKind::RunContinued

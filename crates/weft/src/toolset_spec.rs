@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
+use weft_mcp::oauth::{ClientIdentity, Grant, PrivateKey, SecretSource};
 use weft_mcp::{McpConfig, McpToolSet, OAuthConfig, Transport};
 use weft_tools::{StartableToolSet, ToolSet};
 
@@ -185,11 +186,31 @@ pub struct McpOAuthSpec {
     /// The scopes to ask for (default: the ones the server suggests).
     #[serde(default)]
     pub scopes: Vec<String>,
+    /// `authorization_code` (default: a human authorizes in a browser) or
+    /// `client_credentials` (no human; needs `client_id` and a secret or key).
+    #[serde(default)]
+    pub grant: Grant,
+    /// A client id registered beforehand; with one, no dynamic registration.
+    #[serde(default)]
+    pub client_id: Option<String>,
+    /// The file holding the client secret.
+    #[serde(default)]
+    pub client_secret_file: Option<PathBuf>,
+    /// The environment variable holding the client secret.
+    #[serde(default)]
+    pub client_secret_env: Option<String>,
+    /// The PEM private key for `private_key_jwt` (client_credentials only).
+    #[serde(default)]
+    pub private_key_file: Option<PathBuf>,
+    /// The key's JWS algorithm (default: the first the server lists, else ES256).
+    #[serde(default)]
+    pub signing_algorithm: Option<String>,
 }
 
 impl McpOAuthSpec {
-    /// The OAuth settings; the authorization URL is printed on stderr.
-    pub fn config(&self) -> OAuthConfig {
+    /// The OAuth settings; the authorization URL is printed on stderr. The
+    /// message says which keys do not fit together.
+    pub fn config(&self) -> Result<OAuthConfig, String> {
         let mut config = OAuthConfig::default()
             .with_redirect_port(self.redirect_port)
             .with_scopes(self.scopes.iter().cloned());
@@ -197,7 +218,24 @@ impl McpOAuthSpec {
         if let Some(name) = &self.client_name {
             config = config.with_client_name(name.clone());
         }
-        config
+        config.identity = ClientIdentity {
+            grant: self.grant,
+            client_id: self.client_id.clone(),
+            secret: match (&self.client_secret_file, &self.client_secret_env) {
+                (Some(_), Some(_)) => {
+                    return Err("set `client_secret_file` or `client_secret_env`, not both".into());
+                }
+                (Some(file), None) => Some(SecretSource::File(file.clone())),
+                (None, Some(name)) => Some(SecretSource::Env(name.clone())),
+                (None, None) => None,
+            },
+            private_key: self.private_key_file.clone().map(|file| PrivateKey {
+                file,
+                algorithm: self.signing_algorithm.clone(),
+            }),
+        };
+        config.identity.validate().map_err(|e| e.to_string())?;
+        Ok(config)
     }
 }
 
@@ -275,7 +313,7 @@ impl ToolsetSpec {
                         m.name
                     ));
                 }
-                m.transport().map(drop)
+                m.config().map(drop)
             }
             ToolsetSpec::Table(ToolsetTable::Registry(r)) => {
                 if r.name.trim().is_empty() || !r.gateway.starts_with("http") {
@@ -343,7 +381,10 @@ impl McpSpec {
         if let Some(ms) = self.call_timeout_ms {
             config.call_timeout = Duration::from_millis(ms);
         }
-        config.oauth = self.oauth.as_ref().map(McpOAuthSpec::config);
+        if let Some(oauth) = &self.oauth {
+            let oauth = oauth.config();
+            config.oauth = Some(oauth.map_err(|e| format!("MCP toolset `{}`: {e}", self.name))?);
+        }
         Ok(config)
     }
 }

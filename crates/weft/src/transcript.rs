@@ -116,6 +116,10 @@ pub fn write_transcript(
                 ),
                 None => format!("· prompt {template_id} {version}"),
             },
+            EventKind::ToolsetUnavailable { toolset, cause } => {
+                format!("⚠ toolset {toolset} unavailable: {cause}")
+            }
+            EventKind::ToolsetAvailable { toolset } => format!("✓ toolset {toolset} available"),
             EventKind::ToolCallArgsDelta { .. } | EventKind::ToolOutputDelta { .. } => continue,
         };
         writeln!(out, "[{at:>7.2}s] {line}")?;

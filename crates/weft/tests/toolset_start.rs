@@ -185,6 +185,27 @@ fn an_optional_toolset_that_cannot_start_leaves_a_warning_and_the_run_goes_on() 
     );
     assert!(err.contains("connection refused"), "{err}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("done"));
+    assert!(
+        err.contains("weft: toolset `billing` is unavailable: "),
+        "the run's own event is shown too: {err}"
+    );
+
+    // With --json, the run's log says so: an event with the cause.
+    let out = run("optional-json", &toolset, &["--json"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let event = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|e| e["type"] == "toolset_unavailable")
+        .unwrap_or_else(|| panic!("no toolset_unavailable event: {stdout}"));
+    assert_eq!(event["toolset"], "billing", "{event}");
+    assert!(
+        event["cause"]
+            .as_str()
+            .is_some_and(|c| c.to_lowercase().contains("connection refused")),
+        "{event}"
+    );
 }
 
 #[test]
@@ -255,9 +276,19 @@ fn an_mcp_server_that_does_not_exist_stops_the_run() {
 #[test]
 fn an_mcp_server_that_exits_at_once_stops_the_run() {
     let toolset = "[[toolsets]]\ntype = \"mcp\"\nname = \"quick\"\ncommand = \"sh\"\n\
-                   args = [\"-c\", \"exit 3\"]\n";
+                   args = [\"-c\", \"echo 'quick: no config file' >&2; exit 3\"]\n";
     let out = run("mcp-exits", toolset, &[], &[]);
-    assert_stopped(&out, "quick", "mcp", &["cannot connect to", "sh"]);
+    // The server's own complaint is part of the cause.
+    assert_stopped(
+        &out,
+        "quick",
+        "mcp",
+        &[
+            "cannot connect to",
+            "sh",
+            "its stderr ended with: quick: no config file",
+        ],
+    );
 }
 
 /// `weft serve` goes on without a toolset that cannot start, and logs one

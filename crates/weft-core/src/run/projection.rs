@@ -121,6 +121,8 @@ impl RunProjection {
             | EventKind::ToolOutputDelta { .. }
             | EventKind::ModelOutput { .. }
             | EventKind::PromptRendered { .. }
+            | EventKind::ToolsetUnavailable { .. }
+            | EventKind::ToolsetAvailable { .. }
             | EventKind::Usage { .. } => {}
         }
     }

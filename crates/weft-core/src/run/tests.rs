@@ -1346,3 +1346,49 @@ fn a_machine_split_for_storage_comes_back_whole_and_counts_are_checked() {
     let err = RunMachine::from_parts(head, messages, extra).unwrap_err();
     assert!(err.0.contains("tool outputs"), "{err}");
 }
+
+#[test]
+fn a_toolset_outage_is_one_event_with_its_cause_and_a_recovery_another() {
+    let mut m = machine(Policy::default());
+    m.drain_events().for_each(drop);
+    use crate::event::EventKind;
+    let toolset_events = |m: &mut RunMachine| -> Vec<EventKind> {
+        m.drain_events()
+            .filter(|e| {
+                matches!(
+                    e,
+                    EventKind::ToolsetUnavailable { .. } | EventKind::ToolsetAvailable { .. }
+                )
+            })
+            .collect()
+    };
+    assert!(m.toolset_availability([("fs", "cannot start npx: exit 1")]));
+    assert_eq!(
+        toolset_events(&mut m),
+        vec![EventKind::ToolsetUnavailable {
+            toolset: "fs".into(),
+            cause: "cannot start npx: exit 1".into(),
+        }]
+    );
+    assert!(
+        m.reminders()
+            .any(|r| r.id == "toolset:fs" && r.text.contains("exit 1"))
+    );
+    // The same outage again: nothing new.
+    assert!(!m.toolset_availability([("fs", "cannot start npx: exit 1")]));
+    assert!(toolset_events(&mut m).is_empty());
+    // Back: one event, and the reminder says so.
+    assert!(m.toolset_availability([]));
+    assert_eq!(
+        toolset_events(&mut m),
+        vec![EventKind::ToolsetAvailable {
+            toolset: "fs".into()
+        }]
+    );
+    assert!(
+        m.reminders()
+            .any(|r| r.id == "toolset:fs" && r.text.contains("available again"))
+    );
+    assert!(!m.toolset_availability([]));
+    assert!(toolset_events(&mut m).is_empty());
+}

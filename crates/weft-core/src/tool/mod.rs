@@ -259,7 +259,7 @@ pub enum ToolResultBody {
 /// Rich tool result content, as MCP tools return it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ToolContent {
-    /// Content parts (text, image, audio).
+    /// Content parts (text, image, audio, resource).
     pub parts: Vec<Part>,
     /// Structured JSON content, when the tool has an output schema.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -267,6 +267,21 @@ pub struct ToolContent {
     /// Free-form metadata.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Value>,
+    /// Annotations of text, image and audio parts, by position (a resource
+    /// part carries its own), kept beside the parts so that those stay the
+    /// plain parts every conversation holds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub annotations: Vec<PartAnnotations>,
+}
+
+/// The annotations of one part of a [`ToolContent`] (MCP's `audience`,
+/// `priority`, `lastModified`), kept as given.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PartAnnotations {
+    /// The part's index in [`ToolContent::parts`].
+    pub part: usize,
+    /// The annotations.
+    pub annotations: Value,
 }
 
 /// Why a result was withheld from the model.

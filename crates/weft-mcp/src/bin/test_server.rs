@@ -6,8 +6,8 @@
 //! that is not JSON-RPC before serving; `--bad-schema` adds a tool whose
 //! input schema is not a JSON Schema.
 //!
-//! Tools: `echo`, `kinds` (one block of every content kind plus structured
-//! content), `fail` (isError), `big` (a long text), `sleep`, `crash` (the
+//! Tools: `echo`, `kinds` (one block of every content kind, some annotated,
+//! plus structured content its output schema describes), `fail` (isError), `big` (a long text), `sleep`, `crash` (the
 //! process exits mid-call), `add_tool` (adds `extra` and sends
 //! `tools/list_changed`), `extra` (once added), `delete` (annotated
 //! destructive), `read` (annotated read-only, with a title), `ask_name`
@@ -54,7 +54,9 @@ impl TestServer {
                 "Returns its text",
                 object_schema(json!({"text": {"type": "string"}}), &["text"]),
             ),
-            Tool::new("kinds", "One content block of every kind", none()),
+            Tool::new("kinds", "One content block of every kind", none()).with_raw_output_schema(
+                object_schema(json!({"count": {"type": "integer"}}), &["count"]),
+            ),
             Tool::new("fail", "Reports a tool error", none()),
             Tool::new(
                 "big",
@@ -68,6 +70,11 @@ impl TestServer {
             ),
             Tool::new("crash", "Exits the server process mid-call", none()),
             Tool::new("add_tool", "Adds the tool `extra`", none()),
+            Tool::new(
+                "add_tool_late",
+                "Adds the tool `extra`, announced on the standalone stream after the answer",
+                none(),
+            ),
             Tool::new("delete", "Deletes everything", none()).with_annotations(
                 ToolAnnotations::from_raw(None, Some(false), Some(true), Some(false), Some(false)),
             ),
@@ -79,6 +86,11 @@ impl TestServer {
                 Some(false),
             )),
             Tool::new("ask_name", "Asks the user's name and greets them", none()),
+            Tool::new(
+                "ask_later",
+                "Sleeps `ms` milliseconds, then asks the user's name and greets them",
+                object_schema(json!({"ms": {"type": "integer"}}), &["ms"]),
+            ),
             Tool::new("order", "Asks for an order's details", none()),
             Tool::new("open_url", "Asks the user to visit a page", none()),
             Tool::new(
@@ -113,25 +125,37 @@ impl TestServer {
                 CallToolResult::success(vec![ContentBlock::text(text)])
             }
             "kinds" => {
+                use rmcp::model::{Annotations, EmbeddedResource, Role, TextContent};
+                let for_user = Annotations::default()
+                    .with_audience(vec![Role::User])
+                    .with_priority(0.8);
                 let mut result = CallToolResult::success(vec![
-                    ContentBlock::text("plain text"),
+                    ContentBlock::Text(
+                        TextContent::new("plain text").with_annotations(for_user.clone()),
+                    ),
                     ContentBlock::image("aW1hZ2U=", "image/png"),
                     ContentBlock::audio("YXVkaW8=", "audio/wav"),
                     ContentBlock::resource_link(
                         Resource::new("file:///notes.txt", "notes")
+                            .with_title("Notes")
                             .with_mime_type("text/plain")
-                            .with_description("the notes"),
+                            .with_description("the notes")
+                            .with_size(12)
+                            .with_annotations(Annotations::default().with_priority(0.5)),
                     ),
                     ContentBlock::resource(ResourceContents::text(
                         "embedded body",
                         "mem://embedded",
                     )),
-                    ContentBlock::resource(ResourceContents::BlobResourceContents {
-                        uri: "mem://blob".into(),
-                        mime_type: Some("application/octet-stream".into()),
-                        blob: "AAECAw==".into(),
-                        meta: None,
-                    }),
+                    ContentBlock::Resource(
+                        EmbeddedResource::new(ResourceContents::BlobResourceContents {
+                            uri: "mem://blob".into(),
+                            mime_type: Some("application/octet-stream".into()),
+                            blob: "AAECAw==".into(),
+                            meta: None,
+                        })
+                        .with_annotations(for_user),
+                    ),
                 ]);
                 result.structured_content = Some(json!({"count": 6}));
                 result
@@ -145,16 +169,31 @@ impl TestServer {
                 tokio::time::sleep(Duration::from_millis(arg_u64("ms"))).await;
                 CallToolResult::success(vec![ContentBlock::text("slept")])
             }
-            "crash" => std::process::exit(3),
+            "crash" => {
+                eprintln!("weft-mcp-test-server: crashing as asked");
+                std::process::exit(3)
+            }
             "add_tool" => {
                 self.extra.store(true, Ordering::Release);
                 let _ = context.peer.notify_tool_list_changed().await;
                 CallToolResult::success(vec![ContentBlock::text("added")])
             }
+            "add_tool_late" => {
+                self.extra.store(true, Ordering::Release);
+                // A spawned task is outside the request's scope: rmcp sends
+                // its notification on the standalone stream, not the call's.
+                let peer = context.peer.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_millis(300)).await;
+                    let _ = peer.notify_tool_list_changed().await;
+                });
+                CallToolResult::success(vec![ContentBlock::text("added")])
+            }
             "extra" if self.extra.load(Ordering::Acquire) => {
                 CallToolResult::success(vec![ContentBlock::text("extra")])
             }
-            "ask_name" => {
+            "ask_name" | "ask_later" => {
+                tokio::time::sleep(Duration::from_millis(arg_u64("ms"))).await;
                 let schema = ElicitationSchema::builder()
                     .required_string("name")
                     .build()

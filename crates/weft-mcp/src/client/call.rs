@@ -12,20 +12,25 @@ use rmcp::model::{
 use rmcp::service::{Peer, PeerRequestOptions, RoleClient, ServiceError};
 use weft_core::tool::OutputSink;
 
+use super::elicit::Entered;
 use super::progress::Listeners;
+use crate::error::McpError;
 
 /// Sends `params` and waits for the result; the server's progress goes to
-/// `output`.
+/// `output`, and `entered` learns the request's id (for the server's
+/// elicitations).
 pub(crate) async fn call(
     peer: &Peer<RoleClient>,
     listeners: &std::sync::Arc<Listeners>,
     params: CallToolRequestParams,
     output: &OutputSink,
+    entered: &Entered,
 ) -> Result<CallToolResult, ServiceError> {
     let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
     let handle = peer
         .send_request_with_option(request, PeerRequestOptions::no_options())
         .await?;
+    entered.sent(&handle.id);
     let _listening = listeners.listen(&handle.progress_token, output);
     let mut abandoned = Abandoned {
         peer,
@@ -36,6 +41,35 @@ pub(crate) async fn call(
     match answer? {
         ServerResult::CallToolResult(result) => Ok(result),
         _ => Err(ServiceError::UnexpectedResponse),
+    }
+}
+
+/// A failed call as the toolset's error.
+pub(crate) fn error(toolset: &str, tool: &str, error: ServiceError) -> McpError {
+    let toolset = toolset.to_owned();
+    let tool = tool.to_owned();
+    match error {
+        ServiceError::McpError(e) => McpError::Remote {
+            toolset,
+            tool,
+            code: e.code.0,
+            message: e.message.to_string(),
+        },
+        ServiceError::TransportClosed | ServiceError::TransportSend(_) => McpError::Closed {
+            toolset,
+            tool,
+            detail: String::new(),
+        },
+        ServiceError::Timeout { timeout } => McpError::CallTimeout {
+            toolset,
+            tool,
+            after: timeout,
+        },
+        other => McpError::Malformed {
+            toolset,
+            tool,
+            message: other.to_string(),
+        },
     }
 }
 

@@ -1,7 +1,8 @@
 //! Opening one connection to an MCP server: spawning the child process (in
 //! a clean environment, see [`super::child_env`]; its stderr forwarded to
 //! the log) or opening the streamable HTTP transport,
-//! then the `initialize` handshake.
+//! then the `initialize` handshake. Every transport is [`Watched`] for
+//! tool-list changes.
 
 use std::process::Stdio;
 
@@ -14,6 +15,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 
 use super::child_env::child_env;
 use super::handler::Handler;
+use super::watch::Watched;
 use crate::config::{McpConfig, Transport};
 use crate::error::McpError;
 use crate::oauth::BearerClient;
@@ -59,21 +61,33 @@ pub(crate) async fn connect(
                     server: server.clone(),
                     message: e.to_string(),
                 })?;
-            if let Some(stderr) = stderr {
-                let toolset = config.name.clone();
-                tokio::spawn(async move {
-                    let mut lines = BufReader::new(stderr).lines();
-                    while let Ok(Some(line)) = lines.next_line().await {
-                        tracing::debug!(toolset = %toolset, "server stderr: {line}");
-                    }
-                });
+            let tail = handler.stderr.clone();
+            match stderr {
+                Some(stderr) => {
+                    let toolset = config.name.clone();
+                    tokio::spawn(async move {
+                        let mut lines = BufReader::new(stderr).lines();
+                        while let Ok(Some(line)) = lines.next_line().await {
+                            tracing::debug!(toolset = %toolset, "server stderr: {line}");
+                            tail.push(&line);
+                        }
+                        tail.end();
+                    });
+                }
+                None => tail.end(),
             }
-            handler
-                .serve(transport)
-                .await
-                .map_err(|e| connect_error(e.to_string()))
+            let transport = Watched::new(transport, &handler);
+            match handler.clone().serve(transport).await {
+                Ok(session) => Ok(session),
+                Err(e) => {
+                    let said = handler.stderr.describe().await;
+                    Err(connect_error(format!("{e}{said}")))
+                }
+            }
         }
         Transport::Http { url, headers } => {
+            // No process, no stderr.
+            handler.stderr.end();
             install_crypto_provider();
             let mut http = StreamableHttpClientTransportConfig::with_uri(url.as_str());
             // A server that lost our session is reconnected by the toolset,
@@ -90,10 +104,12 @@ pub(crate) async fn connect(
                 Some(client) => {
                     let transport =
                         StreamableHttpClientTransport::with_client(client.clone(), http);
+                    let transport = Watched::new(transport, &handler);
                     handler.serve(transport).await
                 }
                 None => {
                     let transport = StreamableHttpClientTransport::from_config(http);
+                    let transport = Watched::new(transport, &handler);
                     handler.serve(transport).await
                 }
             };

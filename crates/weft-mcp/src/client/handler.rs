@@ -1,12 +1,13 @@
 //! The client side of one MCP connection: what weft tells a server about
 //! itself, and what it does with the server's notifications and requests
-//! (tool-list changes mark the cached list stale; elicitations go to a call
-//! in flight, see [`super::elicit`]; progress and log notifications to the
+//! (tool-list changes mark the cached list stale, as the transport
+//! reads them, see [`super::watch`]; elicitations go to the call
+//! that asked, see [`super::elicit`]; progress and log notifications to the
 //! output of the call they belong to, see [`super::progress`]).
 
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 
 // Logging is deprecated by a draft of the spec (SEP-2577); released
 // versions' servers still send it.
@@ -16,12 +17,13 @@ use rmcp::model::{
     ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, Implementation,
     ProgressNotificationParam,
 };
-use rmcp::service::{NotificationContext, RequestContext, RoleClient};
+use rmcp::service::{InboundStreamOrigin, NotificationContext, RequestContext, RoleClient};
 use rmcp::{ClientHandler, ErrorData};
 use weft_tools::ToolListNotifier;
 
 use super::elicit::{self, Fallback, InFlight};
 use super::progress::Listeners;
+use super::stderr::StderrTail;
 
 /// Handles one connection's server-to-client traffic.
 #[derive(Clone)]
@@ -36,6 +38,8 @@ pub(crate) struct Handler {
     pub(crate) listeners: Arc<Listeners>,
     /// The toolset's handler for elicitations no call can take.
     fallback: Fallback,
+    /// A stdio server's last stderr lines, for the errors.
+    pub(crate) stderr: Arc<StderrTail>,
 }
 
 impl Handler {
@@ -46,20 +50,12 @@ impl Handler {
             calls: Arc::default(),
             listeners: Arc::default(),
             fallback,
+            stderr: Arc::default(),
         }
     }
 }
 
 impl ClientHandler for Handler {
-    fn on_tool_list_changed(
-        &self,
-        _context: NotificationContext<RoleClient>,
-    ) -> impl Future<Output = ()> + Send + '_ {
-        self.stale.store(true, Ordering::Release);
-        self.notifier.notify();
-        std::future::ready(())
-    }
-
     fn on_progress(
         &self,
         params: ProgressNotificationParam,
@@ -82,9 +78,10 @@ impl ClientHandler for Handler {
     fn create_elicitation(
         &self,
         request: ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
+        context: RequestContext<RoleClient>,
     ) -> impl Future<Output = Result<ElicitResult, ErrorData>> + Send + '_ {
-        elicit::answer(&self.calls, &self.fallback, request)
+        let origin = context.extensions.get::<InboundStreamOrigin>().cloned();
+        elicit::answer(&self.calls, &self.fallback, request, origin)
     }
 
     fn get_info(&self) -> ClientConfig {

@@ -7,10 +7,15 @@
 //! listing asks again. A connection that died (a crashed child process, a
 //! restarted remote server) is reopened by the next use, after the restart
 //! backoff, and its tools are listed again. Each call runs under the call
-//! timeout; a call that times out is cancelled on the server. An HTTP server
-//! with an `oauth` section is authorized on its 401 (see [`crate::oauth`]).
-//! A server's elicitation during a call goes to the call's elicitor
-//! ([`elicit`]).
+//! timeout; a call that times out is cancelled on the server. A change is
+//! applied before the next turn: the transport marks the list stale as it
+//! reads the notification ([`watch`]), and over streamable HTTP, where the
+//! notification may come on another stream after the call's answer, a
+//! server that says its tools can change is listed again after each call.
+//! An HTTP server with an `oauth` section is authorized on its 401 (see
+//! [`crate::oauth`]).
+//! A server's elicitation during a call goes to that call's elicitor, never
+//! to another run's ([`elicit`]).
 
 mod call;
 mod capabilities;
@@ -20,6 +25,8 @@ mod elicit;
 mod handler;
 mod oauth;
 mod progress;
+mod stderr;
+mod watch;
 
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
@@ -28,7 +35,6 @@ use std::time::Instant;
 
 use async_trait::async_trait;
 use rmcp::model::CallToolRequestParams;
-use rmcp::service::ServiceError;
 use weft_core::tool::{ToolError, ToolRequest, ToolSpec};
 use weft_tools::{
     ElicitationSupport, Lifecycle, OAuthTokenSource, PublicDescription, ToolFailure,
@@ -62,6 +68,12 @@ struct Live {
     session: Session,
     handler: Handler,
     specs: Mutex<Arc<Vec<ToolSpec>>>,
+    /// Whether the tools are listed again after each call: over streamable
+    /// HTTP a server may announce a change on its standalone stream, which
+    /// is not ordered with the call's answer, so a tool the call added
+    /// could be missing from the next turn. Only for servers that say their
+    /// tools can change.
+    relist_after_call: bool,
 }
 
 /// Failed (re)starts in a row, for the backoff.
@@ -168,9 +180,10 @@ impl McpToolSet {
                         .authorize(Some(&challenge))
                         .await
                         .map_err(|e| oauth_error(&self.config, e))?;
-                    self.open_once(Some(link)).await
+                    let opened = self.open_once(Some(link)).await;
+                    opened.map_err(|e| self.oauth_failure(e))
                 }
-                None => Err(e),
+                None => Err(self.oauth_failure(e)),
             },
             live => live,
         }
@@ -183,10 +196,16 @@ impl McpToolSet {
             let client = oauth.map(|l| &l.client);
             let session = connect(&self.config, handler.clone(), client).await?;
             let specs = self.list(&session).await?;
+            let changing = session
+                .peer_info()
+                .and_then(|info| info.capabilities.tools.as_ref()?.list_changed)
+                .unwrap_or(false);
             Ok::<_, McpError>(Arc::new(Live {
                 session,
                 handler: handler.clone(),
                 specs: Mutex::new(Arc::new(specs)),
+                relist_after_call: changing
+                    && matches!(self.config.transport, crate::config::Transport::Http { .. }),
             }))
         };
         tokio::time::timeout(self.config.start_timeout, attempt)
@@ -229,32 +248,6 @@ impl McpToolSet {
         let mut guard = self.live.lock().unwrap_or_else(PoisonError::into_inner);
         if guard.as_ref().is_some_and(|l| Arc::ptr_eq(l, live)) {
             *guard = None;
-        }
-    }
-
-    fn call_error(&self, tool: &str, error: ServiceError) -> McpError {
-        let toolset = self.config.name.clone();
-        let tool = tool.to_owned();
-        match error {
-            ServiceError::McpError(e) => McpError::Remote {
-                toolset,
-                tool,
-                code: e.code.0,
-                message: e.message.to_string(),
-            },
-            ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
-                McpError::Closed { toolset, tool }
-            }
-            ServiceError::Timeout { timeout } => McpError::CallTimeout {
-                toolset,
-                tool,
-                after: timeout,
-            },
-            other => McpError::Malformed {
-                toolset,
-                tool,
-                message: other.to_string(),
-            },
         }
     }
 }
@@ -333,7 +326,10 @@ impl ToolSet for McpToolSet {
         let timeout = self.config.call_timeout;
         // The server may elicit while the call runs; a question waits at
         // most as long as the call may take.
-        let _in_flight = live.handler.calls.enter(request.elicit.clone());
+        let in_flight = live
+            .handler
+            .calls
+            .enter(request.run_id.clone(), request.elicit.clone());
         // The server's progress for this call, and its log lines while it
         // runs alone, go to the call's output.
         let sent = call::call(
@@ -341,6 +337,7 @@ impl ToolSet for McpToolSet {
             &live.handler.listeners,
             params,
             &request.output,
+            &in_flight,
         );
         let result = match tokio::time::timeout(timeout, sent).await {
             Err(_) => Err(McpError::CallTimeout {
@@ -349,16 +346,24 @@ impl ToolSet for McpToolSet {
                 after: timeout,
             }),
             Ok(Err(e)) => {
-                let e = self.call_error(tool, e);
-                if matches!(e, McpError::Closed { .. }) {
+                let mut e = call::error(&self.config.name, tool, e);
+                if let McpError::Closed { detail, .. } = &mut e {
+                    *detail = live.handler.stderr.describe().await;
                     self.drop_live(&live);
                     let mut restarts = self.gate.lock().await;
                     restarts.failures = restarts.failures.saturating_add(1);
                     restarts.last_failure = Some(Instant::now());
+                    // The runtime lists again before its next turn, and
+                    // learns whether the server came back.
+                    self.notifier.notify();
                 }
-                Err(e)
+                Err(self.oauth_failure(e))
             }
             Ok(Ok(result)) => {
+                if live.relist_after_call {
+                    live.handler.stale.store(true, Ordering::Release);
+                    self.notifier.notify();
+                }
                 call_result(&self.config.name, tool, result, self.config.result_budget)
             }
         };

@@ -1,6 +1,7 @@
 //! The toolset's OAuth link: the [`OAuthSession`] and the [`BearerClient`]
-//! built from an HTTP config's `oauth` section, and the step that gets a
-//! connection ready (refresh, or a new authorization).
+//! built from an HTTP config's `oauth` section, the step that gets a
+//! connection ready (refresh, or a new authorization), and the OAuth
+//! failure behind a failed request.
 
 use std::sync::Arc;
 
@@ -47,5 +48,19 @@ pub(crate) fn oauth_error(config: &McpConfig, source: OAuthFlowError) -> McpErro
         toolset: config.name.clone(),
         server: config.transport.describe(),
         source,
+    }
+}
+
+impl super::McpToolSet {
+    /// `error`, or the OAuth failure behind it: a scope step-up that failed
+    /// ends the request with a transport error, which says less.
+    pub(crate) fn oauth_failure(&self, error: McpError) -> McpError {
+        match &self.oauth {
+            Ok(Some(link)) => match link.client.take_failure() {
+                Some(failure) => oauth_error(&self.config, failure),
+                None => error,
+            },
+            _ => error,
+        }
     }
 }

@@ -1,12 +1,14 @@
 //! [`OAuthConfig`]: how weft authorizes with a remote MCP server over OAuth
-//! 2.1: where tokens are kept, the loopback callback port, the client name
-//! and scopes, how the authorization URL reaches the human, the step
+//! 2.1: where tokens are kept, the loopback callback port, the client name,
+//! identity (see [`super::identity`]) and scopes, how the authorization URL reaches the human, the step
 //! timeouts and the clock token expiry is measured with.
 
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
+
+use super::identity::{ClientIdentity, Grant, PrivateKey, SecretSource};
 
 /// The default time one HTTP step (discovery, registration, token request) may take.
 pub const DEFAULT_STEP_TIMEOUT: Duration = Duration::from_secs(30);
@@ -27,6 +29,8 @@ pub struct OAuthConfig {
     pub client_name: String,
     /// The scopes to ask for; empty for the ones the server suggests.
     pub scopes: Vec<String>,
+    /// The grant, and a client registered beforehand with its secret or key.
+    pub identity: ClientIdentity,
     /// Shows the authorization URL to the human.
     pub open: Arc<dyn AuthorizationPresenter>,
     /// How long one HTTP step may take.
@@ -44,6 +48,7 @@ impl Default for OAuthConfig {
             redirect_port: 0,
             client_name: "weft".to_owned(),
             scopes: Vec::new(),
+            identity: ClientIdentity::default(),
             open: Arc::new(StderrPresenter),
             step_timeout: DEFAULT_STEP_TIMEOUT,
             authorize_timeout: DEFAULT_AUTHORIZE_TIMEOUT,
@@ -74,6 +79,30 @@ impl OAuthConfig {
     /// Asks for these scopes.
     pub fn with_scopes(mut self, scopes: impl IntoIterator<Item = impl Into<String>>) -> Self {
         self.scopes = scopes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Uses `grant` to get tokens.
+    pub fn with_grant(mut self, grant: Grant) -> Self {
+        self.identity.grant = grant;
+        self
+    }
+
+    /// Uses this client id, registered beforehand (no dynamic registration).
+    pub fn with_client_id(mut self, client_id: impl Into<String>) -> Self {
+        self.identity.client_id = Some(client_id.into());
+        self
+    }
+
+    /// Authenticates the client with the secret read from `source`.
+    pub fn with_client_secret(mut self, source: SecretSource) -> Self {
+        self.identity.secret = Some(source);
+        self
+    }
+
+    /// Authenticates the client with assertions signed by `key` (`private_key_jwt`).
+    pub fn with_private_key(mut self, key: PrivateKey) -> Self {
+        self.identity.private_key = Some(key);
         self
     }
 
@@ -125,6 +154,7 @@ impl PartialEq for OAuthConfig {
             && self.redirect_port == other.redirect_port
             && self.client_name == other.client_name
             && self.scopes == other.scopes
+            && self.identity == other.identity
             && Arc::ptr_eq(&self.open, &other.open)
             && self.step_timeout == other.step_timeout
             && self.authorize_timeout == other.authorize_timeout
@@ -139,6 +169,7 @@ impl fmt::Debug for OAuthConfig {
             .field("redirect_port", &self.redirect_port)
             .field("client_name", &self.client_name)
             .field("scopes", &self.scopes)
+            .field("identity", &self.identity)
             .field("step_timeout", &self.step_timeout)
             .field("authorize_timeout", &self.authorize_timeout)
             .finish_non_exhaustive()

@@ -63,6 +63,19 @@ pub enum OAuthFlowError {
         /// Why.
         message: String,
     },
+    /// The client id, secret or private key is missing, unreadable or refused.
+    #[error("client credentials: {message}")]
+    Credentials {
+        /// What was wrong.
+        message: String,
+    },
+    /// The server still answers 403 `insufficient_scope` after authorizing
+    /// again with the scopes it asked for.
+    #[error("the server requires the scopes `{}`, and the token granted for them is still refused", scopes.join(" "))]
+    InsufficientScope {
+        /// The scopes the server's last challenge names.
+        scopes: Vec<String>,
+    },
     /// A step took longer than its timeout.
     #[error("{step} did not finish within {} ms", after.as_millis())]
     Timeout {
@@ -77,6 +90,13 @@ impl OAuthFlowError {
     /// A metadata error.
     pub(crate) fn metadata(message: impl ToString) -> Self {
         Self::Metadata {
+            message: message.to_string(),
+        }
+    }
+
+    /// A credentials error.
+    pub(crate) fn credentials(message: impl ToString) -> Self {
+        Self::Credentials {
             message: message.to_string(),
         }
     }

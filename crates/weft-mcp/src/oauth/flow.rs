@@ -1,78 +1,78 @@
 //! The OAuth 2.1 authorization of one MCP server, on rmcp's
 //! [`AuthorizationManager`]: protected-resource metadata (RFC 9728) from the
 //! server's 401 challenge, authorization-server metadata (RFC 8414), dynamic
-//! client registration (RFC 7591), the authorization code with PKCE (S256)
+//! client registration (RFC 7591) unless a client id is configured, the
+//! authorization code with PKCE (S256)
 //! and the `resource` indicator (RFC 8707) through the loopback callback,
-//! then the token, saved in the server's [`TokenStore`]. Also the manager a
+//! then the token, saved in the server's [`TokenStore`]; or, without a user,
+//! the client-credentials grant (see `super::credentials`). Servers of the
+//! 2025-03-26 layout are found through `super::legacy`. Also the manager a
 //! stored token is refreshed with.
 
-use rmcp::transport::auth::{AuthError, AuthorizationManager, AuthorizationMetadataSource};
+use rmcp::transport::auth::{
+    AuthError, AuthorizationManager, AuthorizationMetadata, AuthorizationMetadataSource,
+    OAuthClientConfig,
+};
 use rmcp_reqwest::Url;
 
 use super::callback::CallbackListener;
-use super::config::{AuthorizationPrompt, OAuthConfig};
+use super::config::AuthorizationPrompt;
+use super::credentials::client_credentials;
 use super::error::OAuthFlowError;
+use super::identity::Grant;
+pub(crate) use super::input::FlowInput;
+use super::legacy;
 use super::store::{Context, TokenStore};
 use crate::tls::install_crypto_provider;
 
-/// Who is authorizing, with what.
-pub(crate) struct FlowInput<'a> {
-    /// The toolset, for the prompt.
-    pub toolset: &'a str,
-    /// The server as shown in messages.
-    pub server: &'a str,
-    /// The MCP server URL (the protected resource).
-    pub resource: &'a str,
-    /// The OAuth settings.
-    pub config: &'a OAuthConfig,
-    /// Where the tokens go.
-    pub store: &'a TokenStore,
-}
-
 /// Runs the full authorization from the server's `WWW-Authenticate`
-/// `challenge` (or well-known discovery without one). On success the token
-/// is stored and the returned manager can refresh it.
+/// `challenge` (or well-known discovery without one), asking for `scopes`
+/// (`None` for the configured ones, else the ones the server suggests). On
+/// success the token is stored and the returned manager can refresh it.
 pub(crate) async fn authorize(
     input: &FlowInput<'_>,
     challenge: Option<&str>,
+    scopes: Option<&[String]>,
 ) -> Result<AuthorizationManager, OAuthFlowError> {
     let config = input.config;
+    config.identity.validate()?;
     let step = config.step_timeout;
-    let mut manager = new_manager(input.resource, input.store).await?;
-
-    let resolution = OAuthFlowError::timed("metadata discovery", step, async {
-        manager
-            .resolve_metadata_from_challenge(challenge)
-            .await
-            .map_err(|e| OAuthFlowError::metadata(e.to_string()))
-    })
-    .await?;
-    if resolution.source == AuthorizationMetadataSource::LegacyEndpointFallback {
-        return Err(OAuthFlowError::metadata(
-            "the server publishes no usable protected-resource or authorization-server metadata",
-        ));
+    let (mut manager, metadata) = discover(input, challenge).await?;
+    let scopes = match scopes {
+        Some(scopes) => scopes.to_vec(),
+        None if config.scopes.is_empty() => manager.select_initial_scopes(&[]).await,
+        None => config.scopes.clone(),
+    };
+    if config.identity.grant == Grant::ClientCredentials {
+        client_credentials(input, &mut manager, &metadata, &scopes).await?;
+        tracing::info!(toolset = %input.toolset, server = %input.server, "OAuth client credentials granted");
+        return Ok(manager);
     }
-    manager.set_metadata(resolution.metadata.clone());
-    input.store.set_context(Context {
-        challenge: challenge.map(str::to_owned),
-        metadata: Some(resolution.metadata),
-    });
 
     let listener = CallbackListener::bind(config.redirect_port).await?;
-    let scopes = if config.scopes.is_empty() {
-        manager.select_initial_scopes(&[]).await
-    } else {
-        config.scopes.clone()
-    };
     let scopes: Vec<&str> = scopes.iter().map(String::as_str).collect();
     let redirect_uri = listener.redirect_uri().to_owned();
-    OAuthFlowError::timed("client registration", step, async {
-        manager
-            .register_client(&config.client_name, &redirect_uri, &scopes)
-            .await
-            .map_err(registration_error)
-    })
-    .await?;
+    match &config.identity.client_id {
+        Some(client_id) => {
+            let mut client = OAuthClientConfig::new(client_id, &redirect_uri)
+                .with_scopes(scopes.iter().map(|s| (*s).to_owned()).collect());
+            if let Some(secret) = &config.identity.secret {
+                client = client.with_client_secret(secret.read()?);
+            }
+            manager
+                .configure_client(client)
+                .map_err(|e| OAuthFlowError::credentials(e.to_string()))?;
+        }
+        None => {
+            OAuthFlowError::timed("client registration", step, async {
+                manager
+                    .register_client(&config.client_name, &redirect_uri, &scopes)
+                    .await
+                    .map_err(registration_error)
+            })
+            .await?;
+        }
+    }
 
     let url = manager.get_authorization_url(&scopes).await.map_err(|e| {
         OAuthFlowError::Authorization {
@@ -112,6 +112,67 @@ pub(crate) async fn authorize(
     Ok(manager)
 }
 
+/// A manager with the authorization server's metadata, found from the
+/// `challenge` (RFC 9728, RFC 8414) and kept in the store's context.
+async fn discover(
+    input: &FlowInput<'_>,
+    challenge: Option<&str>,
+) -> Result<(AuthorizationManager, AuthorizationMetadata), OAuthFlowError> {
+    let mut manager = new_manager(input.resource, input.store).await?;
+    let step = input.config.step_timeout;
+    let resolved = OAuthFlowError::timed("metadata discovery", step, async {
+        Ok(manager.resolve_metadata_from_challenge(challenge).await)
+    })
+    .await?;
+    let unusable = || {
+        OAuthFlowError::metadata(
+            "the server publishes no usable protected-resource or authorization-server metadata",
+        )
+    };
+    let metadata = match resolved {
+        Ok(found) if found.source != AuthorizationMetadataSource::LegacyEndpointFallback => {
+            found.metadata
+        }
+        // No metadata at all: the 2025-03-26 default endpoints, unless
+        // something is published that did not parse.
+        Ok(fallback) => {
+            let published = OAuthFlowError::timed("metadata discovery", step, async {
+                Ok(
+                    legacy::publishes_resource_metadata(input.resource, step).await?
+                        || legacy::origin_metadata(input.resource, step)
+                            .await?
+                            .is_some(),
+                )
+            })
+            .await?;
+            if published {
+                return Err(unusable());
+            }
+            tracing::info!(toolset = %input.toolset, "no OAuth metadata; using the default endpoints");
+            fallback.metadata
+        }
+        // The 2025-03-26 layout: metadata at the server's origin, its issuer under a path there.
+        Err(e @ AuthError::AuthorizationServerMismatch { .. }) => {
+            OAuthFlowError::timed("metadata discovery", step, async {
+                if legacy::publishes_resource_metadata(input.resource, step).await? {
+                    return Err(OAuthFlowError::metadata(e.to_string()));
+                }
+                legacy::origin_metadata(input.resource, step)
+                    .await?
+                    .ok_or_else(|| OAuthFlowError::metadata(e.to_string()))
+            })
+            .await?
+        }
+        Err(e) => return Err(OAuthFlowError::metadata(e.to_string())),
+    };
+    manager.set_metadata(metadata.clone());
+    input.store.set_context(Context {
+        challenge: challenge.map(str::to_owned),
+        metadata: Some(metadata.clone()),
+    });
+    Ok((manager, metadata))
+}
+
 /// A manager for refreshing the stored token of `client_id`, with the stored metadata.
 pub(crate) async fn resume(
     input: &FlowInput<'_>,
@@ -122,9 +183,17 @@ pub(crate) async fn resume(
         OAuthFlowError::metadata("the token file keeps no authorization-server metadata")
     })?;
     manager.set_metadata(metadata);
-    manager
-        .configure_client_id(client_id)
-        .map_err(|e| OAuthFlowError::metadata(e.to_string()))?;
+    let identity = &input.config.identity;
+    match &identity.secret {
+        // A pre-registered confidential client authenticates its refreshes too.
+        Some(secret) if identity.client_id.as_deref() == Some(client_id) => {
+            let client = OAuthClientConfig::new(client_id, input.resource)
+                .with_client_secret(secret.read()?);
+            manager.configure_client(client)
+        }
+        _ => manager.configure_client_id(client_id),
+    }
+    .map_err(|e| OAuthFlowError::metadata(e.to_string()))?;
     Ok(manager)
 }
 

@@ -2,7 +2,10 @@
 //! server. Each request carries the session's current token (refreshed
 //! when about to expire), but only to the server's own origin; a 401 is
 //! answered by one refresh and retry, and its `WWW-Authenticate` challenge
-//! is kept for the authorization that follows.
+//! is kept for the authorization that follows. A 403 `insufficient_scope`
+//! is answered by one scope step-up (a new authorization with the scopes
+//! the challenge names) and retry; when that fails too, the reason is kept
+//! for the toolset's error.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -11,11 +14,12 @@ use axum::http::{HeaderName, HeaderValue};
 use futures_util::stream::BoxStream;
 use rmcp::model::ClientJsonRpcMessage;
 use rmcp::transport::streamable_http_client::{
-    SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
-    StreamableHttpResponseLimits,
+    InsufficientScopeError, SseError, StreamableHttpClient, StreamableHttpError,
+    StreamableHttpPostResponse, StreamableHttpResponseLimits,
 };
 use sse_stream::Sse;
 
+use super::error::OAuthFlowError;
 use super::session::OAuthSession;
 
 type HttpError = StreamableHttpError<rmcp_reqwest::Error>;
@@ -26,6 +30,7 @@ pub struct BearerClient {
     inner: rmcp_reqwest::Client,
     session: Arc<OAuthSession>,
     challenge: Arc<Mutex<Option<String>>>,
+    failure: Arc<Mutex<Option<OAuthFlowError>>>,
 }
 
 impl BearerClient {
@@ -35,7 +40,16 @@ impl BearerClient {
             inner,
             session,
             challenge: Arc::default(),
+            failure: Arc::default(),
         }
+    }
+
+    /// Why the last scope step-up failed, taken.
+    pub fn take_failure(&self) -> Option<OAuthFlowError> {
+        self.failure
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
     }
 
     /// The last `WWW-Authenticate` challenge of a 401, taken.
@@ -83,12 +97,56 @@ impl BearerClient {
                     }
                 }
             }
+            Err(StreamableHttpError::InsufficientScope(refused)) => match &sent {
+                Some(sent) => self.step_up(refused, sent, &call).await,
+                None => Err(StreamableHttpError::InsufficientScope(refused)),
+            },
             other => other,
         };
         if let Err(StreamableHttpError::AuthRequired(challenge)) = &result {
             self.keep(&challenge.www_authenticate_header);
         }
         result
+    }
+
+    /// Authorizes again with the scopes `refused` names and retries once; a
+    /// failure is kept for [`BearerClient::take_failure`].
+    async fn step_up<T, F, Fut>(
+        &self,
+        refused: InsufficientScopeError,
+        sent: &str,
+        call: &F,
+    ) -> Result<T, HttpError>
+    where
+        F: Fn(Option<String>) -> Fut,
+        Fut: Future<Output = Result<T, HttpError>>,
+    {
+        let fresh = match self
+            .session
+            .step_up(&refused.www_authenticate_header, sent)
+            .await
+        {
+            Ok(fresh) => fresh,
+            Err(e) => {
+                tracing::warn!(error = %e, "scope step-up failed");
+                self.fail(e);
+                return Err(StreamableHttpError::InsufficientScope(refused));
+            }
+        };
+        match call(Some(fresh.access_token)).await {
+            Err(StreamableHttpError::InsufficientScope(again)) => {
+                let scopes = self
+                    .session
+                    .challenged_scopes(&again.www_authenticate_header);
+                self.fail(OAuthFlowError::InsufficientScope { scopes });
+                Err(StreamableHttpError::InsufficientScope(again))
+            }
+            other => other,
+        }
+    }
+
+    fn fail(&self, failure: OAuthFlowError) {
+        *self.failure.lock().unwrap_or_else(PoisonError::into_inner) = Some(failure);
     }
 
     fn keep(&self, challenge: &str) {

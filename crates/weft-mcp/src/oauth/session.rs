@@ -1,13 +1,14 @@
 //! [`OAuthSession`]: one toolset's OAuth state for its MCP server: the
 //! stored token (refreshed when less than [`REFRESH_MARGIN`] is left), a new
-//! authorization when there is none or its refresh was refused, and the
-//! origin the token may be sent to.
+//! authorization when there is none or its refresh was refused, a scope
+//! step-up when the server wants more scopes, and the origin the token may
+//! be sent to.
 
 use std::time::{Duration, UNIX_EPOCH};
 
 use async_trait::async_trait;
 use oauth2::TokenResponse;
-use rmcp::transport::auth::{AuthError, AuthorizationManager};
+use rmcp::transport::auth::{AuthError, AuthorizationManager, WWWAuthenticateParams};
 use rmcp_reqwest::Url;
 use weft_tools::{OAuthError, OAuthToken, OAuthTokenSource};
 
@@ -120,9 +121,56 @@ impl OAuthSession {
         let mut manager = self.manager.lock().await;
         let stored = self.store.context().challenge;
         let challenge = challenge.or(stored.as_deref());
-        let fresh = authorize(&self.input(), challenge).await?;
+        let fresh = authorize(&self.input(), challenge, None).await?;
         *manager = Some(fresh);
         Ok(())
+    }
+
+    /// Scope step-up after a 403 `insufficient_scope` to a request that
+    /// carried `sent`: authorizes again with the scopes the `challenge` names
+    /// joined to those held, and returns the new token. When another request
+    /// already stepped up to those scopes, its token is returned instead.
+    pub async fn step_up(&self, challenge: &str, sent: &str) -> Result<OAuthToken, OAuthFlowError> {
+        let mut manager = self.manager.lock().await;
+        let wanted = self.challenged_scopes(challenge);
+        let held = self.store.read().await?.as_ref().and_then(token_of);
+        if let Some(token) = &held
+            && token.access_token != sent
+            && wanted.iter().all(|s| token.scopes.contains(s))
+        {
+            return Ok(token.clone());
+        }
+        let mut scopes = held.map(|t| t.scopes).unwrap_or_default();
+        for scope in &wanted {
+            if !scopes.contains(scope) {
+                scopes.push(scope.clone());
+            }
+        }
+        tracing::info!(
+            toolset = %self.toolset,
+            scopes = %scopes.join(" "),
+            "the server wants more scopes; authorizing again"
+        );
+        let fresh = authorize(&self.input(), Some(challenge), Some(&scopes)).await?;
+        *manager = Some(fresh);
+        self.store
+            .read()
+            .await?
+            .as_ref()
+            .and_then(token_of)
+            .ok_or_else(|| OAuthFlowError::TokenExchange {
+                message: "no token after authorizing again".to_owned(),
+            })
+    }
+
+    /// The scopes a `WWW-Authenticate` challenge names.
+    pub fn challenged_scopes(&self, challenge: &str) -> Vec<String> {
+        WWWAuthenticateParams::parse(challenge, &self.origin)
+            .scope
+            .unwrap_or_default()
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect()
     }
 
     fn input(&self) -> FlowInput<'_> {

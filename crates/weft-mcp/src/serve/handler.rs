@@ -1,8 +1,8 @@
 //! [`WeftServer`]: an MCP server handler exposing a weft agent as one tool
 //! (a prompt in, the final answer out, the run's events as progress
-//! notifications and log messages, the client's cancellation cancelling the
-//! run) and, optionally, weft toolsets' tools under their full
-//! `toolset.tool` names. It names itself `weft` (titled with the agent's
+//! notifications and log messages, its questions asked of the client as
+//! elicitation, the client's cancellation cancelling the run) and,
+//! optionally, weft toolsets' tools under their full `toolset.tool` names. It names itself `weft` (titled with the agent's
 //! name) at weft's version, accepts `logging/setLevel`, and answers a call
 //! of a tool it does not have, or a request whose params do not parse, with
 //! JSON-RPC's invalid params.
@@ -13,28 +13,32 @@ use async_trait::async_trait;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
     CustomResult, ErrorCode, Implementation, JsonObject, ListToolsResult, PaginatedRequestParams,
-    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use weft_core::ids::{RunId, SessionId, ToolCallId, TurnId};
-use weft_core::message::{MediaSource, Part};
-use weft_core::tool::{ToolIdent, ToolRequest, ToolResultBody, ToolSpec};
+use weft_core::tool::{ToolIdent, ToolRequest, ToolSpec};
 use weft_tools::{ArgsValidator, ToolSet};
 
+use super::ask::Asker;
+use super::content::{body_result, mcp_tool};
 use super::logging::LogLevel;
 use super::progress::Progress;
 
 /// Runs the agent behind the agent tool (implemented where the runtime is known).
 #[async_trait]
 pub trait AgentRunner: Send + Sync + 'static {
-    /// Runs the agent on `prompt`, reporting progress, until it answers or `cancel` fires.
+    /// Runs the agent on `prompt`, reporting progress and putting the run's
+    /// questions to the client through `asker`, until it answers or
+    /// `cancel` fires.
     async fn run(
         &self,
         prompt: String,
         progress: Progress,
+        asker: Asker,
         cancel: CancellationToken,
     ) -> Result<String, String>;
 }
@@ -107,7 +111,12 @@ impl WeftServer {
         );
         match agent
             .runner
-            .run(prompt.to_owned(), progress, context.ct.clone())
+            .run(
+                prompt.to_owned(),
+                progress,
+                Asker::new(context.peer.clone()),
+                context.ct.clone(),
+            )
             .await
         {
             Ok(answer) => CallToolResult::success(vec![ContentBlock::text(answer)]),
@@ -176,57 +185,6 @@ impl WeftServer {
             }
         }
     }
-}
-
-/// A weft result body as an MCP result.
-fn body_result(body: ToolResultBody) -> CallToolResult {
-    match body {
-        ToolResultBody::Json(v) => {
-            let mut r = CallToolResult::success(vec![ContentBlock::text(v.to_string())]);
-            r.structured_content = Some(v);
-            r
-        }
-        ToolResultBody::Content(c) => {
-            let blocks = c
-                .parts
-                .into_iter()
-                .filter_map(|p| match p {
-                    Part::Text { text } => Some(ContentBlock::text(text)),
-                    Part::Image(m) => Some(match m.source {
-                        MediaSource::Base64(d) => ContentBlock::image(d, m.media_type),
-                        MediaSource::Url(u) => ContentBlock::text(format!("[image] {u}")),
-                    }),
-                    Part::Audio(m) => Some(match m.source {
-                        MediaSource::Base64(d) => ContentBlock::audio(d, m.media_type),
-                        MediaSource::Url(u) => ContentBlock::text(format!("[audio] {u}")),
-                    }),
-                    _ => None,
-                })
-                .collect();
-            let mut r = CallToolResult::success(blocks);
-            r.structured_content = c.structured;
-            r
-        }
-        ToolResultBody::Omitted(o) => CallToolResult::success(vec![ContentBlock::text(o.marker())]),
-        ToolResultBody::Error(e) => CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
-    }
-}
-
-fn mcp_tool(spec: &ToolSpec) -> Tool {
-    let schema = spec.input_schema.as_object().cloned().unwrap_or_default();
-    let a = &spec.annotations;
-    Tool::new(
-        spec.name.as_str().to_owned(),
-        spec.description.clone(),
-        Arc::new(schema),
-    )
-    .with_annotations(ToolAnnotations::from_raw(
-        a.title.clone(),
-        Some(a.read_only),
-        Some(a.destructive),
-        Some(a.idempotent),
-        Some(a.open_world),
-    ))
 }
 
 impl ServerHandler for WeftServer {

@@ -66,7 +66,8 @@ pub fn router(state: Arc<AuthState>) -> axum::Router {
         .layer(axum::middleware::from_fn_with_state(state, bearer_check))
 }
 
-/// Records the `Authorization` header; on a protected server lets only valid tokens through.
+/// Records the `Authorization` header; on a protected server lets only
+/// valid tokens through, and a `tools/call` only with the scopes calls need.
 async fn bearer_check(State(s): State<Arc<AuthState>>, request: Request, next: Next) -> Response {
     if !request.uri().path().starts_with("/mcp") {
         return next.run(request).await;
@@ -80,21 +81,50 @@ async fn bearer_check(State(s): State<Arc<AuthState>>, request: Request, next: N
     if !s.protected {
         return next.run(request).await;
     }
-    let valid = authorization
+    let scopes = authorization
         .as_deref()
         .and_then(|a| a.strip_prefix("Bearer "))
-        .is_some_and(|t| s.access.lock().unwrap().contains(t));
-    if valid {
-        return next.run(request).await;
+        .and_then(|t| s.access.lock().unwrap().get(t).cloned());
+    let Some(scopes) = scopes else {
+        let challenge = format!(
+            "Bearer resource_metadata=\"{}/.well-known/oauth-protected-resource/mcp\", scope=\"tools\"",
+            s.base
+        );
+        return (
+            StatusCode::UNAUTHORIZED,
+            [(header::WWW_AUTHENTICATE, challenge)],
+            "unauthorized",
+        )
+            .into_response();
+    };
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, 1 << 20).await else {
+        return StatusCode::PAYLOAD_TOO_LARGE.into_response();
+    };
+    let method = serde_json::from_slice::<Value>(&bytes)
+        .ok()
+        .and_then(|v| v.get("method").and_then(Value::as_str).map(str::to_owned));
+    let needed = s.call_scopes.lock().unwrap().clone();
+    let enough = needed.iter().all(|n| scopes.contains(n))
+        && !s.never_enough.load(std::sync::atomic::Ordering::SeqCst);
+    if method.as_deref() == Some("tools/call") && !enough {
+        let needed = if needed.is_empty() {
+            vec!["tools".to_owned()]
+        } else {
+            needed
+        };
+        let challenge = format!(
+            "Bearer error=\"insufficient_scope\", scope=\"{}\", resource_metadata=\"{}/.well-known/oauth-protected-resource/mcp\"",
+            needed.join(" "),
+            s.base
+        );
+        return (
+            StatusCode::FORBIDDEN,
+            [(header::WWW_AUTHENTICATE, challenge)],
+            "insufficient_scope",
+        )
+            .into_response();
     }
-    let challenge = format!(
-        "Bearer resource_metadata=\"{}/.well-known/oauth-protected-resource/mcp\", scope=\"tools\"",
-        s.base
-    );
-    (
-        StatusCode::UNAUTHORIZED,
-        [(header::WWW_AUTHENTICATE, challenge)],
-        "unauthorized",
-    )
-        .into_response()
+    next.run(Request::from_parts(parts, axum::body::Body::from(bytes)))
+        .await
 }

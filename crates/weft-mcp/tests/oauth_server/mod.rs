@@ -2,13 +2,17 @@
 //! one axum app on 127.0.0.1: protected-resource and authorization-server
 //! metadata, dynamic registration, an `/authorize` that approves at once
 //! (redirecting to the loopback callback), a `/token` that checks PKCE and
-//! the `resource` indicator and refreshes, and `/mcp`, which answers 401
-//! with a `WWW-Authenticate` challenge unless the bearer token is valid.
+//! the `resource` indicator, refreshes, authenticates confidential clients
+//! (RFC 6749 §2.3.1, RFC 7523) and grants client credentials, and `/mcp`,
+//! which answers 401 with a `WWW-Authenticate` challenge unless the bearer
+//! token is valid, and 403 `insufficient_scope` (RFC 6750 §3.1) to a
+//! `tools/call` whose token lacks the scopes calls need.
 //! Switches make each step misbehave; counters and the `Authorization`
 //! headers seen let tests check what happened.
 
 #![allow(dead_code)]
 
+mod clients;
 mod mcp;
 mod routes;
 
@@ -21,6 +25,18 @@ pub struct Grant {
     pub client_id: String,
     pub redirect_uri: String,
     pub challenge: String,
+    /// The scopes asked for.
+    pub scopes: Vec<String>,
+}
+
+/// A client registered beforehand (no dynamic registration then).
+#[derive(Clone, Default)]
+pub struct Preregistered {
+    pub client_id: String,
+    /// `client_secret_basic`, when set.
+    pub secret: Option<String>,
+    /// The public key (PEM) of `private_key_jwt` assertions, when set.
+    pub public_key_pem: Option<String>,
 }
 
 /// The server's state.
@@ -34,7 +50,8 @@ pub struct AuthState {
     pub expires_in: u64,
     pub clients: Mutex<HashMap<String, Vec<String>>>,
     pub codes: Mutex<HashMap<String, Grant>>,
-    pub access: Mutex<HashSet<String>>,
+    /// Valid access tokens and their scopes.
+    pub access: Mutex<HashMap<String, Vec<String>>>,
     pub refresh: Mutex<HashSet<String>>,
     /// `Authorization` headers `/mcp` saw, in order.
     pub seen: Mutex<Vec<Option<String>>>,
@@ -48,6 +65,25 @@ pub struct AuthState {
     pub refuse_code: AtomicBool,
     pub broken_metadata: AtomicBool,
     pub wrong_state: AtomicBool,
+    /// The 2025-03-26 layout: no protected-resource metadata, and the
+    /// authorization server's issuer under `/oauth` on the same origin.
+    pub legacy_issuer: AtomicBool,
+    /// No metadata at all (the 2025-03-26 default endpoints).
+    pub no_metadata: AtomicBool,
+    /// The scopes a `tools/call` needs; empty for none.
+    pub call_scopes: Mutex<Vec<String>>,
+    /// `tools/call` is refused (403) whatever the token's scopes.
+    pub never_enough: AtomicBool,
+    /// The `scope` of each authorization request, in order.
+    pub requested_scopes: Mutex<Vec<String>>,
+    /// A client registered beforehand; with one there is no registration endpoint.
+    pub preregistered: Mutex<Option<Preregistered>>,
+    /// Token requests whose client authenticated with HTTP Basic.
+    pub basic_auths: AtomicUsize,
+    /// Verified `private_key_jwt` assertions.
+    pub assertions: AtomicUsize,
+    /// Tokens granted with `client_credentials`.
+    pub client_credentials: AtomicUsize,
     counter: AtomicUsize,
 }
 
@@ -75,6 +111,21 @@ impl AuthState {
 
     pub fn set(&self, switch: &AtomicBool, on: bool) {
         switch.store(on, Ordering::SeqCst);
+    }
+
+    /// Registers `client` beforehand and turns dynamic registration off.
+    pub fn preregister(&self, client: Preregistered) {
+        *self.preregistered.lock().unwrap() = Some(client);
+    }
+
+    /// Makes `tools/call` need `scopes`.
+    pub fn require_for_calls(&self, scopes: &[&str]) {
+        *self.call_scopes.lock().unwrap() = scopes.iter().map(|s| (*s).to_owned()).collect();
+    }
+
+    /// The `scope` of each authorization request.
+    pub fn requested_scopes(&self) -> Vec<String> {
+        self.requested_scopes.lock().unwrap().clone()
     }
 }
 

@@ -148,6 +148,7 @@ fn block(part: &Part) -> Option<Value> {
         }
         Part::Image(media) => json!({"type": "image", "source": source(media)}),
         Part::Audio(_) => return None,
+        Part::Resource(r) => json!({"type": "text", "text": r.model_text()}),
     })
 }
 

@@ -8,7 +8,7 @@
 //! [`crate::rules`] are kept before anything is encoded.
 
 use serde_json::{Map, Value, json};
-use weft_core::message::{Message, Part, Role};
+use weft_core::message::{Message, Part, Role, joined_model_text};
 use weft_core::model::{ModelRequest, ToolChoice};
 
 use super::ChatFlavor;
@@ -120,12 +120,19 @@ fn push_message(flavor: ChatFlavor, m: &Message, out: &mut Vec<Value>) {
             for p in &m.parts {
                 match p {
                     Part::ToolResult {
-                        tool_use_id, content, ..
+                        tool_use_id,
+                        content,
+                        ..
                     } => out.push(json!({"role": "tool", "tool_call_id": tool_use_id.as_str(),
-                        "content": Message { role: Role::Tool, parts: content.clone() }.joined_text()})),
+                        "content": joined_model_text(content)})),
                     Part::Text { text } => user.push(json!({"type": "text", "text": text})),
+                    Part::Resource(r) => {
+                        user.push(json!({"type": "text", "text": r.model_text()}));
+                    }
                     Part::Image(media) => {
-                        user.push(json!({"type": "image_url", "image_url": {"url": image_url(media)}}));
+                        user.push(
+                            json!({"type": "image_url", "image_url": {"url": image_url(media)}}),
+                        );
                     }
                     _ => {}
                 }
@@ -135,7 +142,7 @@ fn push_message(flavor: ChatFlavor, m: &Message, out: &mut Vec<Value>) {
             }
             let all_text = user.iter().all(|p| p["type"] == "text");
             let content = if all_text {
-                json!(m.joined_text())
+                json!(joined_model_text(&m.parts))
             } else {
                 Value::Array(user)
             };

@@ -9,7 +9,7 @@
 use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
-use weft_core::message::{Message, Part, Role, Thinking};
+use weft_core::message::{Message, Part, Role, Thinking, joined_model_text};
 use weft_core::model::ModelRequest;
 
 use crate::openai_chat::{effort, tool_choice};
@@ -123,9 +123,12 @@ fn push_items(m: &Message, out: &mut Vec<InputItem>) {
                         ..
                     } => out.push(InputItem::Json(json!({
                         "type": "function_call_output", "call_id": tool_use_id.as_str(),
-                        "output": Message { role: Role::Tool, parts: c.clone() }.joined_text()}))),
+                        "output": joined_model_text(c)}))),
                     Part::Text { text } => {
                         content.push(json!({"type": "input_text", "text": text}))
+                    }
+                    Part::Resource(r) => {
+                        content.push(json!({"type": "input_text", "text": r.model_text()}))
                     }
                     Part::Image(media) => {
                         content.push(json!({"type": "input_image", "image_url": image_url(media)}));

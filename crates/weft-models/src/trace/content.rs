@@ -92,6 +92,8 @@ fn part(part: &Part, names: &ToolNames) -> Option<Value> {
         }),
         Part::Image(media) => media_part(media, "image"),
         Part::Audio(media) => media_part(media, "audio"),
+        // What a model reads of a resource: its text rendering.
+        Part::Resource(r) => text(&r.model_text()),
     })
 }
 

@@ -7,7 +7,7 @@
 use std::collections::HashSet;
 
 use weft_core::ToolCallId;
-use weft_core::message::{Message, Part, Role};
+use weft_core::message::{Message, Part, Role, joined_model_text};
 
 /// The most messages the advisor sees.
 pub const MAX_MESSAGES: usize = 20;
@@ -96,11 +96,7 @@ pub fn as_text(messages: Vec<Message>) -> Vec<Message> {
                             .iter()
                             .find(|(id, _)| *id == tool_use_id)
                             .map_or("a tool", |(_, n)| n.as_str());
-                        let body = Message {
-                            role: Role::Tool,
-                            parts: content,
-                        }
-                        .joined_text();
+                        let body = joined_model_text(&content);
                         let verb = if is_error { "failed" } else { "returned" };
                         Some(Part::Text {
                             text: format!("[`{name}` {verb}: {body}]"),

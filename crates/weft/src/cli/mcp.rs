@@ -1,8 +1,9 @@
 //! `weft mcp serve <agent-file>`: the agent as an MCP server over stdio or
 //! streamable HTTP. The agent is one tool (a prompt in, its final answer
 //! out, each run event sent as a progress notification and, once the client
-//! sets a log level, as a log message; the client's cancellation cancels the
-//! run); `--expose-toolsets` adds the agent's own tools.
+//! sets a log level, as a log message; a question the run asks goes to the
+//! client as elicitation when it supports it, and cancels the run
+//! otherwise; the client's cancellation cancels the run); `--expose-toolsets` adds the agent's own tools.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -10,9 +11,13 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
+use weft_core::awaiting::AwaitItem;
 use weft_core::event::EventKind;
+use weft_core::ids::RunId;
 use weft_core::run::RunOutcome;
-use weft_mcp::serve::{AgentRunner, AgentTool, HttpServer, Progress, WeftServer, serve_stdio};
+use weft_mcp::serve::{
+    AgentRunner, AgentTool, Asker, HttpServer, Progress, WeftServer, serve_stdio,
+};
 use weft_runtime::{Runtime, StartRequest};
 
 use crate::agent_file::AgentFile;
@@ -44,6 +49,7 @@ impl AgentRunner for Runner {
         &self,
         prompt: String,
         mut progress: Progress,
+        asker: Asker,
         cancel: CancellationToken,
     ) -> Result<String, String> {
         let handle = self
@@ -62,14 +68,14 @@ impl AgentRunner for Runner {
             };
             let Some(Ok(event)) = event else { break };
             progress.event(&event).await;
-            if matches!(event.kind, EventKind::AwaitRequested { .. }) {
-                let _ = self
-                    .runtime
-                    .cancel(
-                        handle.run_id(),
-                        "the agent asked for input, which MCP callers cannot give",
-                    )
-                    .await;
+            if let EventKind::AwaitRequested { items } = &event.kind {
+                let asked = tokio::select! {
+                    asked = self.ask(handle.run_id(), items, &asker) => asked,
+                    () = cancel.cancelled() => Err("cancelled by the MCP client".to_owned()),
+                };
+                if let Err(reason) = asked {
+                    let _ = self.runtime.cancel(handle.run_id(), &reason).await;
+                }
             }
         }
         match handle.outcome().await.map_err(|e| e.to_string())? {
@@ -78,6 +84,24 @@ impl AgentRunner for Runner {
             RunOutcome::Failed { failure } => Err(format!("the run failed: {failure:?}")),
             RunOutcome::Cancelled { reason } => Err(format!("the run was cancelled: {reason}")),
         }
+    }
+}
+
+impl Runner {
+    /// Asks the client each of the run's `items` and gives the run the
+    /// answers; why not, when one cannot be asked or answered.
+    async fn ask(&self, run_id: &RunId, items: &[AwaitItem], asker: &Asker) -> Result<(), String> {
+        for item in items {
+            let answer = asker
+                .ask(item)
+                .await
+                .map_err(|why| format!("the agent asked for input: {why}"))?;
+            self.runtime
+                .answer(run_id, item.id(), answer)
+                .await
+                .map_err(|e| format!("the MCP client's answer was refused: {e}"))?;
+        }
+        Ok(())
     }
 }
 

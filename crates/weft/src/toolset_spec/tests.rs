@@ -39,6 +39,53 @@ fn an_http_toolset_takes_an_oauth_table() {
 }
 
 #[test]
+fn an_oauth_table_names_a_preregistered_client_and_its_grant() {
+    let spec = parse(
+        r#"
+        [[toolsets]]
+        type = "mcp"
+        name = "remote"
+        url = "https://mcp.example.com/mcp"
+        [toolsets.oauth]
+        grant = "client_credentials"
+        client_id = "nightly"
+        private_key_file = "/run/secrets/key.pem"
+        signing_algorithm = "ES256"
+        "#,
+    );
+    spec.check().unwrap();
+    let ToolsetSpec::Table(ToolsetTable::Mcp(m)) = &spec else {
+        panic!("an MCP table: {spec:?}");
+    };
+    let identity = m.config().unwrap().oauth.unwrap().identity;
+    assert_eq!(identity.grant, Grant::ClientCredentials);
+    assert_eq!(identity.client_id.as_deref(), Some("nightly"));
+    let key = identity.private_key.unwrap();
+    assert_eq!(key.file, PathBuf::from("/run/secrets/key.pem"));
+    assert_eq!(key.algorithm.as_deref(), Some("ES256"));
+
+    let both = parse(
+        r#"
+        [[toolsets]]
+        type = "mcp"
+        name = "remote"
+        url = "https://mcp.example.com/mcp"
+        [toolsets.oauth]
+        client_id = "pre"
+        client_secret_file = "/run/secrets/s"
+        client_secret_env = "S"
+        "#,
+    );
+    let message = both.check().unwrap_err();
+    assert!(message.contains("toolset `remote`"), "{message}");
+    assert!(message.contains("not both"), "{message}");
+    let no_id = parse(
+        "[[toolsets]]\ntype = \"mcp\"\nname = \"r\"\nurl = \"http://127.0.0.1:9/mcp\"\n[toolsets.oauth]\ngrant = \"client_credentials\"\n",
+    );
+    assert!(no_id.check().unwrap_err().contains("client_id"));
+}
+
+#[test]
 fn an_empty_oauth_table_takes_the_defaults_and_none_means_no_oauth() {
     let with = parse(
         "[[toolsets]]\ntype = \"mcp\"\nname = \"r\"\nurl = \"http://127.0.0.1:9/mcp\"\noauth = {}\n",

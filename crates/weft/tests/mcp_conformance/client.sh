@@ -42,6 +42,40 @@ text = "answered"'
     # behind it is `test-tool`.
     oauth='[toolsets.oauth]
 token_dir = "'"$dir"'/oauth"'
+    # A client registered beforehand: the suite passes its id and secret or
+    # private key in MCP_CONFORMANCE_CONTEXT (JSON); the secret and the key
+    # go to owner-only files, never into the agent file.
+    if [ -n "${MCP_CONFORMANCE_CONTEXT:-}" ]; then
+      # Node.js runs the suite, so it is here: on PATH or the suite's own.
+      node="$(command -v node || echo "$(dirname "$0")/../../../../scripts/mcp-conformance/node_modules/.bin/node")"
+      context() {
+        "$node" -e 'const v = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT)[process.argv[1]];
+          if (typeof v === "string") process.stdout.write(v);' "$1"
+      }
+      umask 077
+      client_id="$(context client_id)"
+      if [ -n "$client_id" ]; then
+        oauth="$oauth"'
+client_id = "'"$client_id"'"'
+      fi
+      context client_secret >"$dir/client-secret"
+      if [ -s "$dir/client-secret" ]; then
+        oauth="$oauth"'
+client_secret_file = "'"$dir"'/client-secret"'
+      fi
+      context private_key_pem >"$dir/client-key.pem"
+      if [ -s "$dir/client-key.pem" ]; then
+        oauth="$oauth"'
+private_key_file = "'"$dir"'/client-key.pem"'
+        algorithm="$(context signing_algorithm)"
+        [ -z "$algorithm" ] || oauth="$oauth"'
+signing_algorithm = "'"$algorithm"'"'
+      fi
+      case "$MCP_CONFORMANCE_SCENARIO" in
+        auth/client-credentials-*) oauth="$oauth"'
+grant = "client_credentials"' ;;
+      esac
+    fi
     turns='[[planner.turns]]
 tool_calls = [{ name = "server.test-tool", args = {} }]
 [[planner.turns]]

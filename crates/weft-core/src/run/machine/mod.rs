@@ -8,6 +8,7 @@
 //! (the machine split for storage: a small head and its append-only lists).
 //! See the module docs of [`crate::run`] for the driver loop.
 
+mod availability;
 mod awaits;
 mod batch;
 mod elicit;
