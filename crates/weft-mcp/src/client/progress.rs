@@ -23,6 +23,8 @@ use rmcp::model::{
 };
 use weft_core::tool::OutputSink;
 
+use crate::bound::truncate_str;
+
 /// Longest line published, in bytes.
 pub(crate) const MAX_LINE: usize = 1024;
 /// Most lines a call publishes per second.
@@ -190,11 +192,7 @@ fn number(x: f64) -> String {
 fn finish(mut line: String) -> String {
     line = line.replace(['\n', '\r'], " ");
     if line.len() > MAX_LINE {
-        let mut cut = MAX_LINE;
-        while !line.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        line.truncate(cut);
+        truncate_str(&mut line, MAX_LINE);
         line.push('…');
     }
     line.push('\n');

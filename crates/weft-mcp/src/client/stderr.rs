@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
+use crate::bound::truncate_str;
+
 /// Lines kept.
 const MAX_LINES: usize = 8;
 /// Longest line kept, in bytes.
@@ -38,11 +40,7 @@ impl StderrTail {
             return;
         }
         if line.len() > MAX_LINE {
-            let mut end = MAX_LINE;
-            while !line.is_char_boundary(end) {
-                end -= 1;
-            }
-            line.truncate(end);
+            truncate_str(&mut line, MAX_LINE);
             line.push('…');
         }
         let mut lines = self.lines.lock().unwrap_or_else(PoisonError::into_inner);
