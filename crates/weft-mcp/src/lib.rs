@@ -5,6 +5,7 @@
 //! - [`config`]: [`McpConfig`], how to reach a server (stdio child process or
 //!   streamable HTTP) and the limits applied to it.
 //! - [`client`]: [`McpToolSet`], an MCP server's tools as a weft toolset.
+//! - [`tenants`]: [`TenantScopedToolSet`], an OAuth server with one identity per tenant.
 //! - [`convert`]: MCP tools and results mapped to weft specs and replies.
 //! - [`bound`]: results cut to the payload budget, with bounds.
 //! - [`error`]: [`McpError`], every failure naming its toolset and tool.
@@ -18,6 +19,7 @@ pub mod config;
 pub mod convert;
 pub mod error;
 pub mod oauth;
+pub mod tenants;
 mod tls;
 mod trace;
 
@@ -25,4 +27,5 @@ pub use client::McpToolSet;
 pub use config::{Backoff, McpConfig, Transport};
 pub use error::McpError;
 pub use oauth::{OAuthConfig, OAuthFlowError};
+pub use tenants::TenantScopedToolSet;
 pub mod serve;

@@ -19,8 +19,8 @@ use common::{no_backoff, request, text};
 use oauth_server::{AuthServer, Preregistered};
 use serde_json::json;
 use weft_mcp::oauth::{
-    AuthorizationPresenter, AuthorizationPrompt, Clock, Grant, OAuthSession, PrivateKey,
-    SecretSource,
+    AuthorizationPresenter, AuthorizationPrompt, Clock, Grant, OAuthSession, PrivateKey, Refusal,
+    SecretSource, never_refused,
 };
 use weft_mcp::{McpConfig, McpToolSet, OAuthConfig, OAuthFlowError, Transport};
 use weft_tools::ToolSet;
@@ -38,12 +38,13 @@ impl Browser {
 }
 
 impl AuthorizationPresenter for Browser {
-    fn present(&self, prompt: &AuthorizationPrompt) {
+    fn present(&self, prompt: &AuthorizationPrompt) -> Refusal {
         self.prompts.lock().unwrap().push(prompt.clone());
         let url = prompt.url.clone();
         tokio::spawn(async move {
             let _ = rmcp_reqwest::get(url).await;
         });
+        never_refused()
     }
 }
 

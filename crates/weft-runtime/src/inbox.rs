@@ -1,5 +1,6 @@
 //! A driven run's inbox: what reaches its driver task while it executes a
-//! tool batch — a running tool's elicitation, and a human's answer to one.
+//! tool batch — a running tool's elicitation, a tool that stops waiting for
+//! one, and a human's answer to one.
 //! The driver opens the inbox for the batch and closes it after; a message
 //! that is never handled drops its reply, which the sender reads as "gone".
 
@@ -15,12 +16,16 @@ use crate::error::RuntimeError;
 
 /// One message for the driver.
 pub(crate) enum DriverMsg {
-    /// Running call `call` asks the human `request`; the tool waits on `reply`.
+    /// Running call `call` asks the human `request`; the tool waits on
+    /// `reply`. `ticket` names the question until it has an await item.
     Elicit {
         call: ToolCallId,
+        ticket: u64,
         request: ElicitationRequest,
         reply: oneshot::Sender<Result<ElicitationResponse, ElicitationError>>,
     },
+    /// The tool that asked question `ticket` stopped waiting for the answer.
+    Abandon { ticket: u64 },
     /// A human answers pending item `item`.
     Answer {
         item: AwaitItemId,

@@ -11,15 +11,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
-use weft_mcp::oauth::{ClientIdentity, Grant, PrivateKey, SecretSource};
-use weft_mcp::{McpConfig, McpToolSet, OAuthConfig, Transport};
+use weft_mcp::{McpConfig, McpToolSet, TenantScopedToolSet, Transport};
 use weft_tools::{StartableToolSet, ToolSet};
 
 use crate::builtin;
 
 mod agent;
+mod oauth;
 
 pub use agent::{AgentToolSpec, AgentToolsetSpec, MAX_AGENT_TOOLS};
+pub use oauth::McpOAuthSpec;
 
 /// One entry of an agent file's `toolsets`.
 #[derive(Debug, Clone)]
@@ -170,75 +171,6 @@ pub struct McpSpec {
     pub optional: bool,
 }
 
-/// The `oauth` table of an HTTP MCP toolset; every key is optional.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct McpOAuthSpec {
-    /// Where token files go (default `$XDG_CONFIG_HOME/weft/oauth` or `~/.config/weft/oauth`).
-    #[serde(default)]
-    pub token_dir: Option<PathBuf>,
-    /// The loopback callback port on 127.0.0.1 (default: any free port).
-    #[serde(default)]
-    pub redirect_port: u16,
-    /// The client name sent in dynamic client registration (default `weft`).
-    #[serde(default)]
-    pub client_name: Option<String>,
-    /// The scopes to ask for (default: the ones the server suggests).
-    #[serde(default)]
-    pub scopes: Vec<String>,
-    /// `authorization_code` (default: a human authorizes in a browser) or
-    /// `client_credentials` (no human; needs `client_id` and a secret or key).
-    #[serde(default)]
-    pub grant: Grant,
-    /// A client id registered beforehand; with one, no dynamic registration.
-    #[serde(default)]
-    pub client_id: Option<String>,
-    /// The file holding the client secret.
-    #[serde(default)]
-    pub client_secret_file: Option<PathBuf>,
-    /// The environment variable holding the client secret.
-    #[serde(default)]
-    pub client_secret_env: Option<String>,
-    /// The PEM private key for `private_key_jwt` (client_credentials only).
-    #[serde(default)]
-    pub private_key_file: Option<PathBuf>,
-    /// The key's JWS algorithm (default: the first the server lists, else ES256).
-    #[serde(default)]
-    pub signing_algorithm: Option<String>,
-}
-
-impl McpOAuthSpec {
-    /// The OAuth settings; the authorization URL is printed on stderr. The
-    /// message says which keys do not fit together.
-    pub fn config(&self) -> Result<OAuthConfig, String> {
-        let mut config = OAuthConfig::default()
-            .with_redirect_port(self.redirect_port)
-            .with_scopes(self.scopes.iter().cloned());
-        config.token_dir = self.token_dir.clone();
-        if let Some(name) = &self.client_name {
-            config = config.with_client_name(name.clone());
-        }
-        config.identity = ClientIdentity {
-            grant: self.grant,
-            client_id: self.client_id.clone(),
-            secret: match (&self.client_secret_file, &self.client_secret_env) {
-                (Some(_), Some(_)) => {
-                    return Err("set `client_secret_file` or `client_secret_env`, not both".into());
-                }
-                (Some(file), None) => Some(SecretSource::File(file.clone())),
-                (None, Some(name)) => Some(SecretSource::Env(name.clone())),
-                (None, None) => None,
-            },
-            private_key: self.private_key_file.clone().map(|file| PrivateKey {
-                file,
-                algorithm: self.signing_algorithm.clone(),
-            }),
-        };
-        config.identity.validate().map_err(|e| e.to_string())?;
-        Ok(config)
-    }
-}
-
 impl ToolsetSpec {
     /// The toolset's name.
     pub fn name(&self) -> &str {
@@ -334,10 +266,19 @@ impl ToolsetSpec {
             ToolsetSpec::Builtin(name) | ToolsetSpec::Table(ToolsetTable::Builtin { name }) => {
                 builtin::by_name(name)
             }
-            ToolsetSpec::Table(ToolsetTable::Mcp(m)) => {
-                let config = m.config().ok()?;
-                Some(Arc::new(StartableToolSet::new(McpToolSet::new(config))))
-            }
+            // An OAuth server: one identity per tenant.
+            ToolsetSpec::Table(ToolsetTable::Mcp(m)) => match &m.oauth {
+                Some(oauth) => {
+                    let mut set = TenantScopedToolSet::new(m.config().ok()?);
+                    if let Some(max) = oauth.max_tenants {
+                        set = set.with_max_tenants(max);
+                    }
+                    Some(Arc::new(StartableToolSet::new(set)))
+                }
+                None => Some(Arc::new(StartableToolSet::new(McpToolSet::new(
+                    m.config().ok()?,
+                )))),
+            },
             ToolsetSpec::Table(ToolsetTable::Registry(r)) => Some(r.toolset()),
             ToolsetSpec::Table(ToolsetTable::Agent(a)) => Some(Arc::new(a.toolset())),
         }

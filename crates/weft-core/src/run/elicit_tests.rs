@@ -389,3 +389,25 @@ fn an_out_of_range_answer_changes_nothing_and_defaults_are_recorded() {
     };
     assert_eq!(answer, &accept(json!({"quantity": 7, "plan": "free"})));
 }
+
+#[test]
+fn a_tool_that_stops_waiting_withdraws_only_its_question() {
+    let mut m = executing();
+    let a = m.elicit(&"c1".into(), form(), t(2)).unwrap();
+    let b = m.elicit(&"c1".into(), form(), t(2)).unwrap();
+    m.drain_events().for_each(drop);
+    assert!(m.withdraw_elicitation(&a));
+    let events: Vec<EventKind> = m.drain_events().collect();
+    assert!(matches!(
+        events.as_slice(),
+        [EventKind::AwaitWithdrawn { item_id }] if item_id == &a
+    ));
+    assert_eq!(m.elicitations().len(), 1);
+    assert_eq!(m.elicitations()[0].id, b);
+    // Gone already: nothing happens.
+    assert!(!m.withdraw_elicitation(&a));
+    assert_eq!(m.drain_events().count(), 0);
+    // The call still runs, and its result withdraws the other question.
+    m.tool_result(ok("c1"), t(3)).unwrap();
+    assert!(m.elicitations().is_empty());
+}

@@ -8,6 +8,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use futures_util::future::BoxFuture;
+use weft_core::elicitation::ElicitationAction;
+
 use super::identity::{ClientIdentity, Grant, PrivateKey, SecretSource};
 
 /// The default time one HTTP step (discovery, registration, token request) may take.
@@ -187,10 +190,23 @@ pub struct AuthorizationPrompt {
     pub url: String,
 }
 
-/// Shows the authorization URL to the human (prints it, opens a browser, ...).
+/// Resolves when the human refuses an authorization (with how they refused
+/// it), ending the flow at once; stays pending while they may still
+/// authorize. Dropped when the flow ends either way.
+pub type Refusal = BoxFuture<'static, ElicitationAction>;
+
+/// Shows the authorization URL to the human (prints it, opens a browser,
+/// asks through the run that needs the tool, ...).
 pub trait AuthorizationPresenter: Send + Sync {
-    /// Called once per authorization; must not block.
-    fn present(&self, prompt: &AuthorizationPrompt);
+    /// Called once per authorization; must not block. The future resolves
+    /// if the human refuses; a presenter that cannot tell returns [`never_refused`].
+    fn present(&self, prompt: &AuthorizationPrompt) -> Refusal;
+}
+
+/// The refusal of a presenter that cannot learn of one: the flow waits
+/// for the callback until its timeout.
+pub fn never_refused() -> Refusal {
+    Box::pin(std::future::pending())
 }
 
 /// Prints the authorization URL on stderr.
@@ -198,11 +214,12 @@ pub trait AuthorizationPresenter: Send + Sync {
 pub struct StderrPresenter;
 
 impl AuthorizationPresenter for StderrPresenter {
-    fn present(&self, prompt: &AuthorizationPrompt) {
+    fn present(&self, prompt: &AuthorizationPrompt) -> Refusal {
         eprintln!(
             "toolset `{}`: {} needs authorization; open this URL in a browser:\n  {}",
             prompt.toolset, prompt.server, prompt.url
         );
+        never_refused()
     }
 }
 

@@ -39,6 +39,14 @@ pub enum OAuthFlowError {
         /// The `error` (and description) of the redirect.
         error: String,
     },
+    /// The human refused to authorize when asked (declined or cancelled).
+    #[error(
+        "the authorization was refused: the human chose `{action}` when asked to open the authorization URL"
+    )]
+    Refused {
+        /// How they refused.
+        action: weft_core::elicitation::ElicitationAction,
+    },
     /// The token endpoint refused the authorization code or answered badly.
     #[error("token request failed: {message}")]
     TokenExchange {

@@ -89,12 +89,16 @@ pub(crate) async fn authorize(
         .ok_or_else(|| OAuthFlowError::Authorization {
             message: "the authorization URL carries no `state`".to_owned(),
         })?;
-    config.open.present(&AuthorizationPrompt {
+    let refusal = config.open.present(&AuthorizationPrompt {
         toolset: input.toolset.to_owned(),
         server: input.server.to_owned(),
         url,
     });
-    let code = listener.code(&state, config.authorize_timeout).await?;
+    // The question (if the presenter asked one) goes once the code is in.
+    let code = tokio::select! {
+        code = listener.code(&state, config.authorize_timeout) => code?,
+        action = refusal => return Err(OAuthFlowError::Refused { action }),
+    };
 
     OAuthFlowError::timed("token request", step, async {
         manager

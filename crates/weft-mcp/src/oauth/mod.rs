@@ -7,6 +7,7 @@
 //! refresh before expiry, and a new authorization when a refresh is refused.
 //!
 //! - [`config`]: [`OAuthConfig`], the presenter of the authorization URL, the clock.
+//! - [`ask`]: [`CallPresenter`], the URL asked of the run whose call needs it.
 //! - [`error`]: [`OAuthFlowError`], one variant per step.
 //! - [`identity`]: the grant, a pre-registered client id, its secret or key.
 //! - `credentials`: the client-credentials grant and `private_key_jwt`.
@@ -18,6 +19,7 @@
 //! - [`session`]: [`OAuthSession`], one toolset's tokens and their refresh.
 //! - [`http`]: [`BearerClient`], the MCP HTTP client signing requests.
 
+pub mod ask;
 mod callback;
 pub mod config;
 mod credentials;
@@ -30,8 +32,10 @@ mod legacy;
 pub mod session;
 mod store;
 
+pub use ask::CallPresenter;
 pub use config::{
-    AuthorizationPresenter, AuthorizationPrompt, Clock, OAuthConfig, StderrPresenter, SystemClock,
+    AuthorizationPresenter, AuthorizationPrompt, Clock, OAuthConfig, Refusal, StderrPresenter,
+    SystemClock, never_refused,
 };
 pub use error::OAuthFlowError;
 pub use http::BearerClient;

@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use super::AuthState;
 
 #[derive(Clone)]
-struct Echo;
+struct Echo(Arc<AuthState>);
 
 impl ServerHandler for Echo {
     async fn list_tools(
@@ -43,8 +43,15 @@ impl ServerHandler for Echo {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let token = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|p| p.headers.get(header::AUTHORIZATION))
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        self.0.calls.lock().unwrap().push(token);
         let args = request.arguments.unwrap_or_default();
         let text = args.get("text").and_then(Value::as_str).unwrap_or_default();
         Ok(CallToolResult::success(vec![ContentBlock::text(text)]).into())
@@ -56,8 +63,9 @@ impl ServerHandler for Echo {
 }
 
 pub fn router(state: Arc<AuthState>) -> axum::Router {
+    let echo = Echo(state.clone());
     let service = StreamableHttpService::new(
-        || Ok(Echo),
+        move || Ok(echo.clone()),
         LocalSessionManager::default().into(),
         StreamableHttpServerConfig::default(),
     );

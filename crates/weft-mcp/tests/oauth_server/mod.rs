@@ -55,6 +55,8 @@ pub struct AuthState {
     pub refresh: Mutex<HashSet<String>>,
     /// `Authorization` headers `/mcp` saw, in order.
     pub seen: Mutex<Vec<Option<String>>>,
+    /// The `Authorization` header of each `tools/call`.
+    pub calls: Mutex<Vec<Option<String>>>,
     pub registrations: AtomicUsize,
     pub authorizations: AtomicUsize,
     pub code_grants: AtomicUsize,
@@ -101,6 +103,10 @@ impl AuthState {
     }
 
     /// The `Authorization` headers `/mcp` saw.
+    pub fn calls(&self) -> Vec<Option<String>> {
+        self.calls.lock().unwrap().clone()
+    }
+
     pub fn seen(&self) -> Vec<Option<String>> {
         self.seen.lock().unwrap().clone()
     }

@@ -3,9 +3,11 @@
 //! records them in the machine (an await item the API shows), and hands a
 //! human's answer, routed through the same inbox by `Runtime::answer`, back
 //! to the waiting tool — after the answer is committed. A question whose
-//! call or run ended is withdrawn by the machine; its tool is told so.
+//! call or run ended is withdrawn by the machine; its tool is told so. A tool
+//! that stops waiting (drops the future) withdraws its question too.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio::sync::{mpsc, oneshot};
 use weft_core::AwaitItemId;
@@ -22,6 +24,8 @@ type AnswerReply = oneshot::Sender<Result<AwaitProgress, RuntimeError>>;
 #[derive(Default)]
 pub(super) struct Waiting {
     tools: HashMap<AwaitItemId, ToolReply>,
+    /// The await item of each question asked, by its ticket.
+    tickets: HashMap<u64, AwaitItemId>,
     answered: Vec<(ToolReply, ElicitationResponse)>,
     progress: Vec<(AnswerReply, AwaitProgress)>,
 }
@@ -39,24 +43,39 @@ impl Waiting {
         let pending = machine.elicitations();
         self.tools
             .retain(|id, _| pending.iter().any(|e| &e.id == id));
+        let tools = &self.tools;
+        self.tickets.retain(|_, id| tools.contains_key(id));
     }
 }
 
 impl RunTask {
     /// The elicitor of call `id`: its questions go to the driver's inbox.
     pub(super) fn elicitor(id: ToolCallId, inbox: mpsc::UnboundedSender<DriverMsg>) -> Elicitor {
+        static TICKETS: AtomicU64 = AtomicU64::new(0);
         Elicitor::new(move |request| {
             let (reply, answer) = oneshot::channel();
+            let ticket = TICKETS.fetch_add(1, Ordering::Relaxed);
             let sent = inbox.send(DriverMsg::Elicit {
                 call: id.clone(),
+                ticket,
                 request,
                 reply,
             });
+            let waiting = Abandon {
+                inbox: inbox.clone(),
+                ticket,
+                armed: sent.is_ok(),
+            };
             Box::pin(async move {
-                if sent.is_err() {
+                // The guard itself moves in (not a copy of its flag), so it
+                // drops with the future.
+                let mut waiting = waiting;
+                if !waiting.armed {
                     return Err(ElicitationError::Withdrawn);
                 }
-                answer.await.unwrap_or(Err(ElicitationError::Withdrawn))
+                let answer = answer.await.unwrap_or(Err(ElicitationError::Withdrawn));
+                waiting.armed = false;
+                answer
             })
         })
     }
@@ -67,17 +86,25 @@ impl RunTask {
         match msg {
             DriverMsg::Elicit {
                 call,
+                ticket,
                 request,
                 reply,
             } => match self.machine.elicit(&call, request, now) {
                 Ok(item) => {
                     super::spans::eliciting(&self.span, &call);
+                    waiting.tickets.insert(ticket, item.clone());
                     waiting.tools.insert(item, reply);
                 }
                 Err(e) => {
                     let _ = reply.send(Err(ElicitationError::Refused(e.to_string())));
                 }
             },
+            DriverMsg::Abandon { ticket } => {
+                if let Some(item) = waiting.tickets.remove(&ticket) {
+                    waiting.tools.remove(&item);
+                    self.machine.withdraw_elicitation(&item);
+                }
+            }
             DriverMsg::Answer {
                 item,
                 answer,
@@ -104,6 +131,24 @@ impl RunTask {
                     }
                 }
             }
+        }
+    }
+}
+
+/// Tells the driver when a tool stops waiting for its question's answer.
+struct Abandon {
+    inbox: mpsc::UnboundedSender<DriverMsg>,
+    ticket: u64,
+    /// Whether the question is still waiting.
+    armed: bool,
+}
+
+impl Drop for Abandon {
+    fn drop(&mut self) {
+        if self.armed {
+            let _ = self.inbox.send(DriverMsg::Abandon {
+                ticket: self.ticket,
+            });
         }
     }
 }

@@ -5,6 +5,7 @@
 //! cannot start stops it before the first turn ([`toolsets`]).
 
 pub mod answer;
+mod settled;
 mod toolsets;
 
 use std::io::{BufRead, IsTerminal, Write as _};
@@ -199,19 +200,25 @@ async fn answer_items(
         let answer = if fail {
             Err(AskError::NotAsked)
         } else {
-            let item = item.clone();
-            tokio::task::spawn_blocking(move || {
+            let asked = item.clone();
+            let reading = tokio::task::spawn_blocking(move || {
                 let stdin = std::io::stdin();
                 let mut input = stdin.lock();
                 if asking.terminal {
                     let mut err = std::io::stderr();
-                    ask::ask(&item, &mut input as &mut dyn BufRead, &mut err)
+                    ask::ask(&asked, &mut input as &mut dyn BufRead, &mut err)
                 } else {
-                    piped::read(&item, &mut input)
+                    piped::read(&asked, &mut input)
                 }
-            })
-            .await
-            .context("reading the answer")?
+            });
+            tokio::select! {
+                read = reading => read.context("reading the answer")?,
+                // The line being read, if one comes, goes unused.
+                () = settled::settled(runtime, run_id, item.id()) => {
+                    eprintln!("  item {} of run {run_id} is no longer asked", item.id());
+                    continue;
+                }
+            }
         };
         match answer {
             Ok(answer) => {

@@ -1,6 +1,7 @@
 //! Tests of the `toolsets` entries of agent files.
 
 use super::*;
+use weft_mcp::oauth::Grant;
 
 #[derive(Deserialize)]
 struct File {
@@ -51,12 +52,14 @@ fn an_oauth_table_names_a_preregistered_client_and_its_grant() {
         client_id = "nightly"
         private_key_file = "/run/secrets/key.pem"
         signing_algorithm = "ES256"
+        max_tenants = 3
         "#,
     );
     spec.check().unwrap();
     let ToolsetSpec::Table(ToolsetTable::Mcp(m)) = &spec else {
         panic!("an MCP table: {spec:?}");
     };
+    assert_eq!(m.oauth.as_ref().and_then(|o| o.max_tenants), Some(3));
     let identity = m.config().unwrap().oauth.unwrap().identity;
     assert_eq!(identity.grant, Grant::ClientCredentials);
     assert_eq!(identity.client_id.as_deref(), Some("nightly"));

@@ -105,7 +105,10 @@ if [ -z "${oauth:-}" ]; then
   "$weft" run --output jsonl "$dir/agent.toml" go
   exit
 fi
-"$weft" run --output jsonl "$dir/agent.toml" go 2>"$dir/stderr" &
+# An authorization during a call (a step-up) is the call's question, with
+# the URL: standard input answers `done` to each, and the URL is approved
+# below like the first one.
+yes done | "$weft" run --output jsonl "$dir/agent.toml" go 2>"$dir/stderr" &
 pid=$!
 # Approve each authorization URL weft prints (a step-up asks again), until
 # weft ends.

@@ -2,7 +2,8 @@
 //! input. Each becomes a pending await item of the run (announced by
 //! `AwaitRequested`) while the batch keeps executing; an answer removes it
 //! (`AwaitSatisfied`), and the end of its call, of the batch or of the run
-//! withdraws it (`AwaitWithdrawn`).
+//! withdraws it (`AwaitWithdrawn`), as does the tool that asked when it stops
+//! waiting.
 
 use super::*;
 use crate::awaiting::Elicitation;
@@ -65,6 +66,15 @@ impl RunMachine {
         let n = self.elicitations.len();
         self.withdraw_where(|_| true);
         n
+    }
+
+    /// Withdraws pending elicitation `item`: the tool that asked stopped
+    /// waiting for the answer (what it needed happened another way). Whether
+    /// it was pending.
+    pub fn withdraw_elicitation(&mut self, item: &AwaitItemId) -> bool {
+        let pending = self.elicitations.iter().any(|e| &e.id == item);
+        self.withdraw_where(|e| &e.id == item);
+        pending
     }
 
     /// Answers the pending elicitation at `i`, already checked to be `item`;
