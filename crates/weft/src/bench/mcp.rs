@@ -2,6 +2,7 @@
 //! stdio against the same server called directly with rmcp's client, in the
 //! same run. The server is `weft mcp serve --expose-toolsets` on an agent
 //! with the built-in `calc` toolset; each sample is one `calc.add` call.
+//! Both clients are open at once and take turns, a block of calls each.
 //! Prints one JSON line per client and one with the ratios.
 
 use std::path::Path;
@@ -40,8 +41,37 @@ pub fn run(settings: Settings) -> anyhow::Result<Vec<Value>> {
         .build()
         .context("starting the async runtime")?;
     tokio.block_on(async move {
-        let direct = direct(&exe, &agent, settings).await?;
-        let weft = through_weft(&exe, &agent, settings).await?;
+        // Both clients stay open and take turns, a block of calls each, so
+        // drift in the machine's load falls on both alike.
+        let mut cmd = tokio::process::Command::new(&exe);
+        cmd.args(args(&agent));
+        let client = ().serve(TokioChildProcess::new(cmd)?).await?;
+        let config = McpConfig::new(
+            "remote",
+            Transport::stdio(exe.display().to_string(), args(&agent)),
+        );
+        let set = StartableToolSet::new(McpToolSet::new(config));
+        let (mut direct, mut weft) = (Vec::new(), Vec::new());
+        let total = settings.warmup + settings.calls;
+        let mut i = 0;
+        while i < total {
+            let block = BLOCK.min(total - i);
+            for j in i..i + block {
+                let took = direct_call(&client, j).await?;
+                if j >= settings.warmup {
+                    direct.push(took);
+                }
+            }
+            for j in i..i + block {
+                let took = weft_call(&set, j).await?;
+                if j >= settings.warmup {
+                    weft.push(took);
+                }
+            }
+            i += block;
+        }
+        client.cancel().await?;
+        set.stop().await.map_err(|e| anyhow::anyhow!("{e}"))?;
         let (d, w) = (
             summary("rmcp_direct", &direct),
             summary("weft_toolset", &weft),
@@ -60,6 +90,9 @@ pub fn run(settings: Settings) -> anyhow::Result<Vec<Value>> {
     })
 }
 
+/// Calls per client before the other takes its turn.
+const BLOCK: usize = 100;
+
 fn args(agent: &Path) -> Vec<String> {
     vec![
         "mcp".into(),
@@ -76,56 +109,39 @@ fn add_args(i: usize) -> serde_json::Map<String, Value> {
     m
 }
 
-async fn direct(exe: &Path, agent: &Path, s: Settings) -> anyhow::Result<Vec<Duration>> {
-    let mut cmd = tokio::process::Command::new(exe);
-    cmd.args(args(agent));
-    let client = ().serve(TokioChildProcess::new(cmd)?).await?;
-    let mut samples = Vec::with_capacity(s.calls);
-    for i in 0..s.warmup + s.calls {
-        let started = Instant::now();
-        client
-            .call_tool(CallToolRequestParams::new("calc.add").with_arguments(add_args(i)))
-            .await?;
-        if i >= s.warmup {
-            samples.push(started.elapsed());
-        }
-    }
-    client.cancel().await?;
-    Ok(samples)
+/// One call with rmcp's client; how long it took.
+async fn direct_call(
+    client: &rmcp::service::RunningService<rmcp::RoleClient, ()>,
+    i: usize,
+) -> anyhow::Result<Duration> {
+    let started = Instant::now();
+    client
+        .call_tool(CallToolRequestParams::new("calc.add").with_arguments(add_args(i)))
+        .await?;
+    Ok(started.elapsed())
 }
 
-async fn through_weft(exe: &Path, agent: &Path, s: Settings) -> anyhow::Result<Vec<Duration>> {
-    let config = McpConfig::new(
-        "remote",
-        Transport::stdio(exe.display().to_string(), args(agent)),
-    );
-    let set = StartableToolSet::new(McpToolSet::new(config));
-    let mut samples = Vec::with_capacity(s.calls);
-    for i in 0..s.warmup + s.calls {
-        let request = ToolRequest {
-            // The server's tool is `calc.add`; the client toolset is `remote`.
-            name: ToolIdent::from_parts("remote", "calc.add"),
-            payload: Value::Object(add_args(i)).into(),
-            run_id: RunId::new("bench"),
-            session_id: SessionId::new("bench"),
-            turn_id: TurnId::new("bench"),
-            tool_call_id: ToolCallId::new("bench"),
-            parent_tool_call_id: None,
-            labels: Default::default(),
-            output: Default::default(),
-            elicit: Default::default(),
-            children: Default::default(),
-        };
-        let started = Instant::now();
-        set.call_tool(request)
-            .await
-            .map_err(|f| anyhow::anyhow!("{}", f.error))?;
-        if i >= s.warmup {
-            samples.push(started.elapsed());
-        }
-    }
-    set.stop().await.map_err(|e| anyhow::anyhow!("{e}"))?;
-    Ok(samples)
+/// One call through weft's toolset; how long it took.
+async fn weft_call(set: &StartableToolSet<McpToolSet>, i: usize) -> anyhow::Result<Duration> {
+    let request = ToolRequest {
+        // The server's tool is `calc.add`; the client toolset is `remote`.
+        name: ToolIdent::from_parts("remote", "calc.add"),
+        payload: Value::Object(add_args(i)).into(),
+        run_id: RunId::new("bench"),
+        session_id: SessionId::new("bench"),
+        turn_id: TurnId::new("bench"),
+        tool_call_id: ToolCallId::new("bench"),
+        parent_tool_call_id: None,
+        labels: Default::default(),
+        output: Default::default(),
+        elicit: Default::default(),
+        children: Default::default(),
+    };
+    let started = Instant::now();
+    set.call_tool(request)
+        .await
+        .map_err(|f| anyhow::anyhow!("{}", f.error))?;
+    Ok(started.elapsed())
 }
 
 fn summary(client: &str, samples: &[Duration]) -> Value {
