@@ -2,10 +2,12 @@
 //! text for clarifications, approve/deny for confirmations, JSON for
 //! external tool results, a form or a URL for a running tool's elicitation
 //! ([`elicit`]); without a terminal, one line per question ([`piped`]),
-//! and what is said of a question left unanswered ([`later`]).
+//! and what is said of a question left unanswered ([`later`]). Standard
+//! input is read a line at a time by one thread ([`lines`]).
 
 mod elicit;
 pub mod later;
+pub mod lines;
 pub mod piped;
 
 use std::collections::BTreeMap;

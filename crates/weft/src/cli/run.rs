@@ -23,6 +23,7 @@ use weft_runtime::{Agent, Runtime, StartRequest};
 use crate::agent_file::{ModelSettings, model_planner};
 use crate::builtin;
 use crate::cli::ask::later::{self, Resume, UNANSWERED};
+use crate::cli::ask::lines::Lines;
 use crate::cli::ask::{self, AskError, OnQuestion, piped};
 use crate::render::{OutputFormat, Renderer};
 
@@ -201,9 +202,9 @@ async fn answer_items(
             Err(AskError::NotAsked)
         } else {
             let asked = item.clone();
+            let mut input = Lines::stdin().reader();
+            let stop = input.stopper();
             let reading = tokio::task::spawn_blocking(move || {
-                let stdin = std::io::stdin();
-                let mut input = stdin.lock();
                 if asking.terminal {
                     let mut err = std::io::stderr();
                     ask::ask(&asked, &mut input as &mut dyn BufRead, &mut err)
@@ -213,8 +214,9 @@ async fn answer_items(
             });
             tokio::select! {
                 read = reading => read.context("reading the answer")?,
-                // The line being read, if one comes, goes unused.
+                // The reader lets go; the next line goes to the next question.
                 () = settled::settled(runtime, run_id, item.id()) => {
+                    stop.store(true, std::sync::atomic::Ordering::Release);
                     eprintln!("  item {} of run {run_id} is no longer asked", item.id());
                     continue;
                 }
