@@ -197,6 +197,10 @@ impl AgentBuilder {
     pub fn build(mut self) -> Agent {
         if self.agent.advisor.is_some() {
             self.agent.toolsets.push(Arc::new(AdvisorToolSet));
+            // The advisor is consulted alone: its advice is about the
+            // calls the model has not made yet.
+            let advisor = weft_core::tool::ToolIdent::new(crate::advisor::TOOL);
+            self.agent.policy.exclusive_tools.insert(advisor);
         }
         self.agent.started = AgentToolsets::new(&self.agent.toolsets);
         self.agent

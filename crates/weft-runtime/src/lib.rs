@@ -38,6 +38,7 @@ mod scripted;
 mod session;
 mod tools;
 mod toolsets;
+mod turn;
 
 pub use agent::{Agent, AgentBuilder, InvalidCallPolicy, RetryThenFail};
 pub use children::{AgentToolSet, INVALID_RESULT, PARENT_CALL_LABEL, PARENT_RUN_LABEL};

@@ -132,6 +132,8 @@ pub fn failure_kind(outcome: &RunOutcome) -> Option<&'static str> {
         RunFailure::InvalidToolCall { .. } => "invalid_tool_call",
         RunFailure::Planner { .. } => "planner",
         RunFailure::FinalizerTimeout { .. } => "finalizer_timeout",
+        RunFailure::SessionMemory { .. } => "session_memory",
+        RunFailure::Protocol { .. } => "protocol",
         RunFailure::Other { .. } => "other",
     })
 }

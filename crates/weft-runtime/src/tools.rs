@@ -58,11 +58,6 @@ impl AgentTools {
         self.specs.iter().find(|s| &s.name == tool)
     }
 
-    /// Whether `tool` may be re-executed after an interruption.
-    pub(crate) fn is_idempotent(&self, tool: &ToolIdent) -> bool {
-        self.spec(tool).is_some_and(|s| s.annotations.idempotent)
-    }
-
     /// Whether `tool`'s toolset can ask the user for input while a call runs
     /// (it answers the elicitation capability).
     pub(crate) fn can_elicit(&self, tool: &ToolIdent) -> bool {

@@ -291,7 +291,7 @@ async fn the_advisor_must_run_alone() {
         results(&events),
         vec![
             json!({"error_message": "`advisor` must be called alone"}),
-            json!({"error_message": "`t.noop` was skipped because the advisor must run alone"}),
+            json!({"error_message": "`t.noop` was skipped because `advisor` must be called alone"}),
         ]
     );
     assert!(model.requests().is_empty());

@@ -15,8 +15,8 @@ use weft_core::tool::Labels;
 
 use crate::await_schema::{AwaitAnswerSchema, AwaitItemSchema};
 use crate::error::ApiError;
-use crate::event_schema::RunOutcomeSchema;
 use crate::message_schema::RunInputSchema;
+use crate::outcome_schema::RunOutcomeSchema;
 
 pub use crate::session_bodies::{
     CreateSession, EndedSession, SessionList, SessionQuery, SessionView, SkippedSession,

@@ -1,6 +1,6 @@
-//! OpenAPI schemas of run events (each SSE event's `data`) and run
-//! outcomes. They document weft-core's serde shapes (which derive no
-//! schemas) and are never built.
+//! OpenAPI schemas of run events (each SSE event's `data`). They document
+//! weft-core's serde shapes (which derive no schemas) and are never built;
+//! outcomes are [`crate::outcome_schema`]'s.
 
 #![allow(dead_code)] // These types exist for their schemas only.
 
@@ -12,6 +12,7 @@ use utoipa::ToSchema;
 
 use crate::await_schema::{AwaitAnswerSchema, AwaitItemSchema, ToolOutputSchema};
 use crate::message_schema::MessageSchema;
+use crate::outcome_schema::{RunOutcomeSchema, TerminationSchema};
 
 /// One event of a run, tagged by `type` (also the SSE `event:` name); `seq`
 /// (also the SSE `id:`) numbers a run's events from 1 without gaps.
@@ -266,92 +267,6 @@ pub(crate) enum RunEventSchema {
         #[schema(nullable = false)]
         override_scope: Option<PromptScopeSchema>,
     },
-}
-
-/// How a run ended, tagged by `kind`.
-#[derive(Serialize, ToSchema)]
-#[schema(as = RunOutcome)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub(crate) enum RunOutcomeSchema {
-    /// The planner answered.
-    Response {
-        /// The answer.
-        message: MessageSchema,
-        /// The limit that forced the answer, if one did.
-        termination: Option<TerminationSchema>,
-    },
-    /// A nested run produced its parent's tool result.
-    ToolResult {
-        /// The result.
-        result: Value,
-        /// The limit that forced the answer, if one did.
-        termination: Option<TerminationSchema>,
-    },
-    /// The run failed.
-    Failed {
-        /// Why.
-        failure: RunFailureSchema,
-    },
-    /// The run was cancelled.
-    Cancelled {
-        /// Why.
-        reason: String,
-    },
-}
-
-/// Why a run failed, tagged by `kind`.
-#[derive(Serialize, ToSchema)]
-#[schema(as = RunFailure)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub(crate) enum RunFailureSchema {
-    /// A tool call stayed invalid under the invalid-call policy.
-    InvalidToolCall {
-        /// The tool named.
-        tool_name: String,
-        /// The call.
-        tool_call_id: String,
-        /// What was wrong with it.
-        #[schema(value_type = Object)]
-        reason: Value,
-    },
-    /// The planner failed.
-    Planner {
-        /// Its message.
-        message: String,
-    },
-    /// The forced final answer did not come in time.
-    FinalizerTimeout {
-        /// The limit that forced it.
-        termination: TerminationSchema,
-    },
-    /// Anything else.
-    Other {
-        /// What happened.
-        message: String,
-    },
-}
-
-/// The runtime forcing a run to finalize.
-#[derive(Serialize, ToSchema)]
-#[schema(as = Termination)]
-pub(crate) struct TerminationSchema {
-    /// Which limit.
-    reason: TerminationReasonSchema,
-    /// For humans.
-    message: String,
-}
-
-/// The limits that force finalization.
-#[derive(Serialize, ToSchema)]
-#[schema(as = TerminationReason)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum TerminationReasonSchema {
-    /// The run's time budget ran out.
-    TimeBudget,
-    /// Too many tool calls.
-    ToolCap,
-    /// Too many failed tool calls.
-    FailureCap,
 }
 
 /// Tokens used, and their cost when the model's price is known.

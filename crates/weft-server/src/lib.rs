@@ -100,6 +100,7 @@ mod listing;
 mod message_schema;
 pub mod metrics;
 mod openapi;
+mod outcome_schema;
 mod prompts;
 mod quota;
 mod requests;

@@ -31,13 +31,13 @@ use crate::elicit_schema::{
     ElicitationActionSchema, ElicitationAnswerSchema, ElicitationItemSchema, ElicitationModeSchema,
 };
 use crate::error::{FieldError, PROBLEM_JSON, Problem};
-use crate::event_schema::{
-    PromptScopeSchema, RunEventSchema, RunFailureSchema, RunOutcomeSchema, TerminationReasonSchema,
-    TerminationSchema, UsageSchema,
-};
+use crate::event_schema::{PromptScopeSchema, RunEventSchema, UsageSchema};
 use crate::message_schema::{
     MediaKindSchema, MediaSourceSchema, MessageSchema, PartSchema, ResourceBodySchema, RoleSchema,
     RunInputSchema,
+};
+use crate::outcome_schema::{
+    RunFailureSchema, RunOutcomeSchema, TerminationReasonSchema, TerminationSchema,
 };
 use crate::prompts::{ClearPrompt, PromptCleared, PromptList, PromptView, SetPrompt};
 use crate::{agents, control, events, metrics, prompts, runs, sessions};

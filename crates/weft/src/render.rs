@@ -333,7 +333,10 @@ fn describe_failure_text(f: &RunFailure) -> String {
         RunFailure::InvalidToolCall {
             tool_name, reason, ..
         } => reason.describe(tool_name),
-        RunFailure::Planner { message } | RunFailure::Other { message } => message.clone(),
+        RunFailure::Planner { message }
+        | RunFailure::SessionMemory { message }
+        | RunFailure::Protocol { message }
+        | RunFailure::Other { message } => message.clone(),
         RunFailure::FinalizerTimeout { termination } => {
             format!(
                 "no final answer within the grace period after: {}",

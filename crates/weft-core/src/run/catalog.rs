@@ -115,6 +115,18 @@ pub enum Resolution {
     },
 }
 
+impl Resolution {
+    /// The resolution's name: `fail`, `retry`, `repair` or `skip`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Resolution::Fail => "fail",
+            Resolution::Retry { .. } => "retry",
+            Resolution::Repair { .. } => "repair",
+            Resolution::Skip { .. } => "skip",
+        }
+    }
+}
+
 /// What feeding a plan result (or a resolution) led to.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
@@ -122,11 +134,12 @@ pub enum PlanOutcome {
     /// The decision was accepted; ask for the next step.
     Continue {
         /// The planner already streamed its final answer
-        /// (`PlanResult::streamed`), so the driver must not deliver it
-        /// again; unset, a driver shows a final response whole. As in
-        /// loom-mcp, whose runtime publishes the final assistant-message
-        /// hook only for an answer that was not streamed. Always unset
-        /// when the decision was not a final one.
+        /// (`PlanResult::streamed`). Unset for a final response, the
+        /// machine shows the answer itself: an `AssistantChunk` event with
+        /// its whole text comes before the run's end (as in loom-mcp, whose
+        /// runtime publishes the final assistant-message hook only for an
+        /// answer that was not streamed). Always unset when the decision
+        /// was not a final one.
         response_hook_suppressed: bool,
     },
     /// A tool call is invalid; answer with [`super::RunMachine::resolve`].

@@ -43,6 +43,8 @@ mod step;
 mod transcript;
 
 #[cfg(test)]
+mod decide_tests;
+#[cfg(test)]
 mod elicit_tests;
 #[cfg(test)]
 mod proptests;

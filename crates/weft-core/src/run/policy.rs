@@ -54,6 +54,11 @@ pub struct Policy {
     /// Calls of tools annotated destructive wait for a human's approval.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub confirm_destructive: bool,
+    /// Tools that must be called alone: a turn that calls one of them
+    /// beside other tools runs none of its calls, and each gets a
+    /// not-executed result saying why (the advisor is one).
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub exclusive_tools: BTreeSet<ToolIdent>,
     /// Most reminders active at once (see `ReminderSet`).
     #[serde(default = "default_max_reminders")]
     pub max_reminders: NonZeroU32,
@@ -76,6 +81,7 @@ impl Default for Policy {
             denied_tags: BTreeSet::new(),
             confirm_tags: BTreeSet::new(),
             confirm_destructive: false,
+            exclusive_tools: BTreeSet::new(),
             max_reminders: default_max_reminders(),
         }
     }

@@ -5,7 +5,8 @@
 //! checks the invariants. Policies allow and deny tools by name and tag, and
 //! clarifications restrict the next turn to one tool: the tools offered each
 //! turn are the ones the policy and the restriction allow, and no other is
-//! ever executed.
+//! ever executed; a tool the policy says must be called alone never runs
+//! beside another.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::num::NonZeroU32;
@@ -275,6 +276,12 @@ fn drive_at(
         Step::ExecuteTools { calls } => {
             let pending: Vec<ToolCall> = calls.iter().cloned().collect();
             obs.max_batch = obs.max_batch.max(pending.len());
+            // A tool that must be called alone only ever runs alone.
+            let exclusive = &m.policy().exclusive_tools;
+            prop_assert_ok(
+                pending.len() == 1 || !pending.iter().any(|c| exclusive.contains(&c.name)),
+                "a tool that must be called alone runs beside others",
+            );
             for call in &pending {
                 // Each call is executed once, when first seen; a recovering driver
                 // sees only calls still without a result.
@@ -605,6 +612,12 @@ fn policy_from(p: (u8, u8, u8, u16)) -> Policy {
         },
         denied_tags: if (p.3 / 15).is_multiple_of(4) {
             ["delegate".to_owned()].into()
+        } else {
+            Default::default()
+        },
+        // Some must call `calc.echo` alone (as the advisor is called).
+        exclusive_tools: if (p.0 / 48) % 3 == 1 {
+            ["calc.echo".into()].into_iter().collect()
         } else {
             Default::default()
         },

@@ -195,7 +195,20 @@ pub enum RunFailure {
         /// The termination being finalized.
         termination: Termination,
     },
-    /// The driver ended the run for another reason.
+    /// The session's memory could not be read before a turn, or the
+    /// turn's writes could not be stored.
+    SessionMemory {
+        /// What failed.
+        message: String,
+    },
+    /// The machine refused every answer to an invalid tool call, even
+    /// failing the run: a driver fed it out of turn.
+    Protocol {
+        /// What the machine said.
+        message: String,
+    },
+    /// Written by versions before the failures above had names: read from
+    /// old logs, never produced.
     Other {
         /// What happened.
         message: String,

@@ -48,6 +48,13 @@ impl TestCatalog {
         self
     }
 
+    /// Marks this catalog's tool `name` idempotent.
+    pub(crate) fn set_idempotent(&mut self, name: &str) {
+        for spec in self.specs.iter_mut().filter(|s| s.name.as_str() == name) {
+            spec.annotations.idempotent = true;
+        }
+    }
+
     /// This catalog with `tags` on its tool `name`.
     pub(crate) fn with_tags(mut self, name: &str, tags: &[&str]) -> Self {
         for spec in self.specs.iter_mut().filter(|s| s.name.as_str() == name) {

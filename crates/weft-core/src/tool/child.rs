@@ -40,6 +40,39 @@ pub struct ParentLink {
     pub turns_left: Option<u32>,
 }
 
+/// What a parent run lets a child run it starts use: what is left of the
+/// parent's caps when the call starts. The parent's machine says it
+/// ([`RunMachine::child_allowance`](crate::run::RunMachine::child_allowance)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ChildAllowance {
+    /// What is left of the parent's time budget; `None` without one.
+    pub time_left: Option<Duration>,
+    /// Tool calls the parent may still make once its current batch (the
+    /// calling call included) is counted; `None` without such a cap.
+    pub tool_calls_left: Option<u32>,
+    /// Planner turns the parent may still take after the current one;
+    /// `None` without such a cap.
+    pub turns_left: Option<u32>,
+}
+
+impl ParentLink {
+    /// The link from call `tool_call_id` of run `run_id`, under `allowance`.
+    pub fn new(run_id: RunId, tool_call_id: ToolCallId, allowance: ChildAllowance) -> Self {
+        let ChildAllowance {
+            time_left,
+            tool_calls_left,
+            turns_left,
+        } = allowance;
+        Self {
+            run_id,
+            tool_call_id,
+            time_left,
+            tool_calls_left,
+            turns_left,
+        }
+    }
+}
+
 /// The id of the child run that answers `parent`'s call.
 pub fn child_run_id(parent: &RunId, call: &ToolCallId) -> RunId {
     RunId::new(format!("{parent}.{call}"))

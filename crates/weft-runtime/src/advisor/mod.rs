@@ -15,8 +15,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use weft_core::model::ModelClient;
-use weft_core::run::ToolCall;
-use weft_core::tool::{ToolError, ToolOutput, ToolResultBody};
+use weft_core::tool::{ToolOutput, ToolResultBody};
 
 pub use ask::request;
 pub(crate) use ask::{AskInput, ask};
@@ -128,34 +127,6 @@ pub(crate) fn result(
         "advisor_model": model,
         "remaining_uses": remaining_uses,
     })
-}
-
-/// When a batch holds the advisor and other calls, none runs: the outputs
-/// that refuse every call, in order; `None` for a batch that may run.
-pub(crate) fn refuse_mixed(calls: &[ToolCall]) -> Option<Vec<ToolOutput>> {
-    if calls.len() < 2 || !calls.iter().any(|c| c.name.as_str() == TOOL) {
-        return None;
-    }
-    let refusals = calls
-        .iter()
-        .map(|c| {
-            let message = if c.name.as_str() == TOOL {
-                format!("`{TOOL}` must be called alone")
-            } else {
-                format!(
-                    "`{}` was skipped because the advisor must run alone",
-                    c.name
-                )
-            };
-            ToolOutput::error(
-                c.id.clone(),
-                c.name.clone(),
-                c.payload.clone(),
-                ToolError::new(ToolError::NOT_EXECUTED, message),
-            )
-        })
-        .collect();
-    Some(refusals)
 }
 
 #[cfg(test)]

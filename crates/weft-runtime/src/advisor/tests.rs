@@ -3,7 +3,6 @@ use std::sync::Arc;
 use serde_json::json;
 use weft_core::ToolCallId;
 use weft_core::message::{Message, Part, Role};
-use weft_core::run::ToolCall;
 
 use super::window::{MAX_BYTES, MAX_MESSAGES, recent};
 use super::*;
@@ -106,15 +105,6 @@ fn the_window_is_bounded_and_never_orphans_a_result_for_any_length() {
     }
 }
 
-fn call(id: &str, name: &str, payload: serde_json::Value) -> ToolCall {
-    ToolCall {
-        id: ToolCallId::new(id),
-        name: name.into(),
-        payload: Arc::new(payload),
-        parent_tool_call_id: None,
-    }
-}
-
 /// A model the pure tests never call.
 struct NoModel;
 
@@ -184,28 +174,4 @@ fn the_request_renders_tool_exchanges_as_text_and_defines_no_tools() {
     assert!(texts[1].starts_with("[called `t.x` with "), "{texts:?}");
     assert_eq!(texts[2], "[`t.x` returned: 5]");
     assert_eq!(req.messages[2].role, Role::User);
-}
-
-#[test]
-fn a_mixed_batch_is_refused_whole() {
-    let calls = vec![
-        call("1", TOOL, json!({"question": "q"})),
-        call("2", "t.x", json!({})),
-    ];
-    let outs = refuse_mixed(&calls).unwrap_or_default();
-    let errors: Vec<String> = outs
-        .iter()
-        .map(|o| match &o.result {
-            ToolResultBody::Error(e) => e.message.clone(),
-            other => format!("{other:?}"),
-        })
-        .collect();
-    assert_eq!(
-        errors,
-        vec![
-            "`advisor` must be called alone".to_owned(),
-            "`t.x` was skipped because the advisor must run alone".to_owned(),
-        ]
-    );
-    assert!(refuse_mixed(&calls[..1]).is_none());
 }

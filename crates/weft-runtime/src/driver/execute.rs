@@ -1,9 +1,8 @@
 //! Executing a batch of tool calls: concurrently, under their timeouts and
 //! the payload budget, raced against cancellation and the run's deadline,
 //! each result committed as it lands (the batch's last with the next plan,
-//! see `RunTask::defer`); calls cut by a crash are answered as
-//! interrupted unless their tool is idempotent. Running calls may ask the
-//! human meanwhile ([`super::elicit`]).
+//! see `RunTask::defer`). Running calls may ask the human meanwhile
+//! ([`super::elicit`]).
 //!
 //! Each call runs as a task of its own (aborted when the batch is dropped),
 //! never as a future the driver keeps polling: while the driver awaits a
@@ -41,11 +40,6 @@ impl RunTask {
             timeout: self.agent.tool_timeout,
             payload_budget: self.payload_budget,
         };
-        let recovering = std::mem::take(&mut self.recovering);
-        if recovering {
-            // The tools that asked died with the process that drove them.
-            self.machine.withdraw_elicitations();
-        }
         // Only a batch with a call that can ask the user opens the inbox.
         let eliciting = calls.iter().any(|c| self.tools.can_elicit(&c.name));
         let (inbox, mut messages) = if eliciting {
@@ -56,42 +50,14 @@ impl RunTask {
         };
         let mut waiting = Waiting::default();
         let mut running = JoinSet::new();
-        let mut interrupted = Vec::new();
         let turn_id = self.turn_id(self.machine.turn());
-        // What is left of the time budget: child runs get no more.
-        let time_left = self.machine.policy().time_budget.map(|budget| {
-            let used = Duration::from_millis(self.machine.active_ms(self.now()));
-            budget.saturating_sub(used)
-        });
-        // Nor more tool calls or turns than the parent has left.
-        let policy = self.machine.policy();
-        let tool_calls_left = policy
-            .max_tool_calls
-            .map(|cap| cap.get().saturating_sub(self.machine.tool_calls_made()));
-        let turns_left = policy
-            .max_turns
-            .map(|cap| cap.get().saturating_sub(self.machine.turn()));
-        let refused = self
-            .agent
-            .advisor
-            .as_ref()
-            .and_then(|_| advisor::refuse_mixed(&calls));
-        let to_run: &[ToolCall] = match refused {
-            Some(outputs) => {
-                interrupted.extend(outputs);
-                &[]
-            }
-            None => &calls,
-        };
+        // What the run's caps leave for the child runs its calls start.
+        let allowance = self.machine.child_allowance(self.now());
         // A lone call may be polled in place first; the calls of a larger
         // batch start as tasks at once, so they run side by side.
-        let inline = to_run.len() == 1;
+        let inline = calls.len() == 1;
         let mut ready = Vec::new();
-        for call in to_run {
-            if recovering && !self.tools.is_idempotent(&call.name) {
-                interrupted.push(interrupted_output(call));
-                continue;
-            }
+        for call in &calls {
             // The tool, the events and the output share the call's
             // arguments; a description argument is taken out of a copy.
             let mut payload = call.payload.clone();
@@ -131,13 +97,7 @@ impl RunTask {
                 },
                 children: Children::attached(
                     self.children.clone(),
-                    ParentLink {
-                        run_id: self.shared.run_id.clone(),
-                        tool_call_id: call.id.clone(),
-                        time_left,
-                        tool_calls_left,
-                        turns_left,
-                    },
+                    ParentLink::new(self.shared.run_id.clone(), call.id.clone(), allowance),
                 ),
             };
             let span = tracing::info_span!(
@@ -193,13 +153,7 @@ impl RunTask {
         }
         drop(inbox);
         let result = self
-            .run_batch(
-                &mut running,
-                interrupted,
-                ready,
-                messages.as_mut(),
-                &mut waiting,
-            )
+            .run_batch(&mut running, ready, messages.as_mut(), &mut waiting)
             .await;
         // Calls the batch abandoned (a cancel, the time budget, a failed
         // commit) end before the driver moves on, while it still holds the
@@ -217,15 +171,10 @@ impl RunTask {
     async fn run_batch(
         &mut self,
         running: &mut JoinSet<ToolOutput>,
-        interrupted: Vec<ToolOutput>,
         ready: Vec<ToolOutput>,
         mut messages: Option<&mut mpsc::UnboundedReceiver<DriverMsg>>,
         waiting: &mut Waiting,
     ) -> Result<(), RuntimeError> {
-        for out in interrupted {
-            self.finish_call(out);
-            self.commit().await?;
-        }
         for out in ready {
             self.finish_call(out);
             self.after_result(waiting).await?;
@@ -335,28 +284,6 @@ impl RunTask {
             }
         }
     }
-}
-
-fn interrupted_output(call: &ToolCall) -> ToolOutput {
-    let err = ToolError::new(
-        ToolError::UNAVAILABLE,
-        format!(
-            "`{}` was interrupted by a restart and is not idempotent, so it was not run again",
-            call.name
-        ),
-    );
-    let hint = RetryHint::new(RetryReason::ToolUnavailable)
-        .for_tool(call.name.clone())
-        .with_message(
-            "interrupted by restart: check whether it took effect before calling it again",
-        );
-    ToolOutput::error(
-        call.id.clone(),
-        call.name.clone(),
-        call.payload.clone(),
-        err,
-    )
-    .with_retry_hint(Some(hint))
 }
 
 /// When the flush timer fires; never, while it is not armed.

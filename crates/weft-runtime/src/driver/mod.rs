@@ -19,24 +19,18 @@ pub(crate) mod spans;
 
 use log::LogWriter;
 
-use std::borrow::Cow;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use tokio::sync::OwnedMutexGuard;
 use weft_core::event::EventKind;
-use weft_core::planner::{PlanInput, PlanResumeInput, PlannerError, RunContext, Termination};
-use weft_core::run::{
-    InvalidToolCallContext, PhaseName, PlanKind, PlanOutcome, Resolution, RunFailure, RunMachine,
-    RunOutcome, Step, ToolCall,
-};
+use weft_core::planner::{PlanInput, Termination};
+use weft_core::run::{PhaseName, PlanKind, RunFailure, RunMachine, RunOutcome, Step, ToolCall};
 use weft_core::session::FullStore;
 use weft_core::session::{PromptOverride, PromptStore};
 use weft_core::store::{RunStatus, RunStore, StoreError};
-use weft_core::tool::{
-    Labels, OutputSink, RetryHint, RetryReason, ToolError, ToolOutput, ToolRequest, ToolSpec,
-};
+use weft_core::tool::{Labels, OutputSink, ToolOutput, ToolRequest};
 use weft_core::{RunId, SessionId, Timestamp, ToolCallId, TurnId};
 
 use crate::agent::Agent;
@@ -49,6 +43,7 @@ use crate::observe::{Observation, Observer, StepKind};
 use crate::session::{self, SessionMemory};
 use crate::tools::{AgentTools, Limits};
 use crate::toolsets::remind_availability;
+use crate::turn;
 
 /// How a driver task ended.
 #[derive(Debug)]
@@ -91,7 +86,8 @@ pub(crate) struct RunTask {
     pub(crate) session_id: SessionId,
     pub(crate) labels: Arc<Labels>,
     pub(crate) machine: RunMachine,
-    /// Set when recovering after a crash: pending calls may have been in flight.
+    /// Set when recovering after a crash: pending calls may have been in
+    /// flight ([`RunMachine::recover`] is fed before the first step).
     pub(crate) recovering: bool,
     /// Whether the last tool refresh found every toolset available and
     /// brought the run's reminders in line with that.
@@ -173,6 +169,11 @@ impl RunTask {
     }
 
     async fn drive_inner(&mut self) -> DriveEnd {
+        if std::mem::take(&mut self.recovering) {
+            // The process that drove the run died in its batch: the
+            // machine says which calls run again.
+            self.machine.recover(&self.tools.catalog, self.clock.now());
+        }
         loop {
             let now = self.clock.now();
             // A cancel is taken before any further step: once it is asked
@@ -203,7 +204,8 @@ impl RunTask {
                 Step::Resolve { context } => {
                     step(&*self.observer, StepKind::Resolve);
                     let context = context.clone();
-                    self.resolve(context);
+                    let catalog = &self.tools.catalog;
+                    turn::resolve(&mut self.machine, &self.agent, context, now, catalog);
                 }
                 Step::ExecuteTools { calls } => {
                     // No tool starts under a lease that may have passed to
@@ -323,15 +325,6 @@ impl RunTask {
 /// Tells the observer the driver takes a step.
 fn step(observer: &dyn Observer, kind: StepKind) {
     observer.observe(&Observation::Step { kind });
-}
-
-fn resolution_name(r: &Resolution) -> &'static str {
-    match r {
-        Resolution::Fail => "fail",
-        Resolution::Retry { .. } => "retry",
-        Resolution::Repair { .. } => "repair",
-        Resolution::Skip { .. } => "skip",
-    }
 }
 
 /// The store status for the machine's phase.

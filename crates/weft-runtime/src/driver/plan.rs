@@ -1,5 +1,6 @@
-//! The planning steps: calling the planner (its streamed events committed
-//! as they come), refreshing the tool list, and resolving invalid calls.
+//! The planning step: calling the planner (its streamed events committed
+//! as they come, under cancellation and the run's deadline) and refreshing
+//! the tool list; the turn itself is [`crate::turn`]'s, shared with replay.
 
 use super::*;
 
@@ -13,32 +14,13 @@ impl RunTask {
         let reminders = self.machine.take_due_reminders();
         let turn_id = self.turn_id(self.machine.turn() + 1);
         let run_id: &RunId = &self.shared.run_id;
-        let run = RunContext {
-            agent_id: self.agent.id.clone(),
-            run_id: run_id.clone(),
-            session_id: self.session_id.clone(),
-            turn_id,
-            labels: self.labels.clone(),
-        };
-        // A finalizing turn declares the tools it forbids: see `is_offered`.
-        let tools: Cow<'_, [ToolSpec]> =
-            if self.tools.specs.iter().all(|s| self.machine.is_offered(s)) {
-                Cow::Borrowed(&self.tools.specs)
-            } else {
-                Cow::Owned(
-                    self.tools
-                        .specs
-                        .iter()
-                        .filter(|s| self.machine.is_offered(s))
-                        .cloned()
-                        .collect(),
-                )
-            };
+        let run = turn::run_context(&self.agent, run_id, &self.session_id, turn_id, &self.labels);
+        let tools = turn::offered_tools(&self.machine, &self.tools.specs);
         let sessions = self.sessions.as_deref();
         let memory = match SessionMemory::load(sessions, &self.session_id, &self.machine).await {
             Ok(memory) => memory,
             Err(e) => {
-                let _ = self.machine.fail(RunFailure::Other {
+                let _ = self.machine.fail(RunFailure::SessionMemory {
                     message: format!("the session's memory could not be read: {e}"),
                 });
                 return;
@@ -59,21 +41,7 @@ impl RunTask {
             reminders: &reminders,
             tools: &tools,
         };
-        let planner = &self.agent.planner;
-        let fut = async {
-            match kind {
-                PlanKind::Start => planner.plan_start(base).await,
-                PlanKind::Resume => {
-                    planner
-                        .plan_resume(PlanResumeInput {
-                            base,
-                            tool_outputs: self.machine.tool_outputs(),
-                            finalize: finalize.as_ref(),
-                        })
-                        .await
-                }
-            }
-        };
+        let fut = turn::call_planner(&self.agent, kind, base, &self.machine, finalize.as_ref());
         let deadline = self.machine.poll_timeout().map(|d| (d, self.clock.now()));
         let cancel = self.shared.cancel.clone();
         let log = self.log();
@@ -103,7 +71,7 @@ impl RunTask {
             && self.leases.is_trusted(&self.shared.run_id, self.epoch)
             && let Err(e) = memory.store_writes(store, &self.session_id, now).await
         {
-            let _ = self.machine.fail(RunFailure::Other {
+            let _ = self.machine.fail(RunFailure::SessionMemory {
                 message: format!("the session's memory could not be stored: {e}"),
             });
             return;
@@ -116,52 +84,25 @@ impl RunTask {
             None => {
                 let _ = self.machine.cancel(self.shared.cancel_reason());
             }
-            Some(Err(e)) => self.planner_failed(e),
-            Some(Ok(mut result)) => {
-                for text in std::mem::take(&mut result.notes) {
-                    self.emit(EventKind::PlannerThought {
-                        text,
-                        labels: Labels::default(),
-                    });
-                }
-                if let Some(usage) = &result.usage {
-                    self.observer.observe(&Observation::Tokens {
-                        model: self.agent.planner.model_id().unwrap_or("unknown"),
-                        usage,
-                    });
-                }
-                // What the plan's bookkeeping produced goes before the plan.
-                self.collect();
-                match self.machine.plan_result(result, now, &self.tools.catalog) {
-                    Ok(PlanOutcome::Continue {
-                        response_hook_suppressed,
-                    }) => {
-                        if !response_hook_suppressed {
-                            self.show_unstreamed_answer();
-                        }
+            Some(mut result) => {
+                if let Ok(result) = &mut result {
+                    for text in std::mem::take(&mut result.notes) {
+                        self.emit(EventKind::PlannerThought {
+                            text,
+                            labels: Labels::default(),
+                        });
                     }
-                    Ok(PlanOutcome::TurnRetried) => {}
-                    Ok(PlanOutcome::NeedsResolution(context)) => self.resolve(*context),
-                    Err(e) => {
-                        let _ = self.machine.fail(RunFailure::Planner {
-                            message: format!("the planner broke the run protocol: {e}"),
+                    if let Some(usage) = &result.usage {
+                        self.observer.observe(&Observation::Tokens {
+                            model: self.agent.planner.model_id().unwrap_or("unknown"),
+                            usage,
                         });
                     }
                 }
-            }
-        }
-    }
-
-    /// Shows a final answer the planner did not stream (the machine said
-    /// its response hook is not suppressed) whole, as one chunk, before the
-    /// events in which the machine recorded the run's end: recorded without
-    /// collecting them first.
-    fn show_unstreamed_answer(&mut self) {
-        if let Some(RunOutcome::Response { message, .. }) = self.machine.outcome() {
-            let text = message.joined_text();
-            if !text.is_empty() {
-                self.shared
-                    .emit(&*self.clock, EventKind::AssistantChunk { text });
+                // What the plan's bookkeeping produced goes before the plan.
+                self.collect();
+                let catalog = &self.tools.catalog;
+                turn::apply_plan(&mut self.machine, &self.agent, result, now, catalog);
             }
         }
     }
@@ -200,45 +141,6 @@ impl RunTask {
             Err(e) => {
                 tracing::warn!(run_id = %self.shared.run_id, error = %e, "reading prompt overrides failed; using the agent's prompts");
                 Vec::new()
-            }
-        }
-    }
-
-    fn planner_failed(&mut self, e: PlannerError) {
-        let _ = self
-            .machine
-            .fail(RunFailure::Planner { message: e.message });
-    }
-
-    /// Answers invalid tool calls with the agent's policy until none is left.
-    pub(super) fn resolve(&mut self, mut context: InvalidToolCallContext) {
-        loop {
-            let resolution = self.agent.invalid_calls.resolve(&context);
-            let mut labels = Labels::new();
-            labels.insert("kind".to_owned(), "invalid_tool_call".to_owned());
-            self.emit(EventKind::PlannerThought {
-                text: format!(
-                    "invalid call `{}` ({}): {}; resolution: {}",
-                    context.tool_name,
-                    context.tool_call_id,
-                    context.reason.describe(&context.tool_name),
-                    resolution_name(&resolution)
-                ),
-                labels,
-            });
-            let now = self.now();
-            match self
-                .machine
-                .resolve_or_fail(resolution, now, &self.tools.catalog)
-            {
-                Ok(PlanOutcome::NeedsResolution(next)) => context = *next,
-                Ok(_) => return,
-                Err(e) => {
-                    let _ = self.machine.fail(RunFailure::Other {
-                        message: format!("invalid-call resolution failed: {e}"),
-                    });
-                    return;
-                }
             }
         }
     }

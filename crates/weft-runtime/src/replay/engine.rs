@@ -9,12 +9,9 @@ use std::sync::Arc;
 use serde_json::Value;
 use weft_core::event::EventKind;
 use weft_core::model::{MODEL_SETUP_KEY, ModelSetup};
-use weft_core::planner::{NoopEvents, PlanInput, PlanResumeInput, RunContext, Termination};
-use weft_core::run::{
-    InvalidToolCallContext, PlanKind, PlanOutcome, RunConfig, RunFailure, RunMachine, RunOutcome,
-    Step, ToolCall,
-};
-use weft_core::tool::{Labels, ToolSpec};
+use weft_core::planner::{NoopEvents, PlanInput, Termination};
+use weft_core::run::{PlanKind, RunConfig, RunMachine, RunOutcome, Step, ToolCall};
+use weft_core::tool::Labels;
 use weft_core::{Timestamp, TurnId};
 
 use super::{Decision, Difference, Recording, ReplayReport, Verdict, agent_changes};
@@ -25,6 +22,7 @@ use crate::error::RuntimeError;
 use crate::session::{SessionMemory, mark_history};
 use crate::tools::AgentTools;
 use crate::toolsets::remind_availability;
+use crate::turn;
 
 /// Replays `recording` with `agent`; see the module docs. Fails only when
 /// the agent's tools cannot be listed.
@@ -125,7 +123,8 @@ impl Replayer<'_> {
                 }
                 Step::Resolve { context } => {
                     let context = context.clone();
-                    self.resolve(context, now);
+                    let catalog = &self.tools.catalog;
+                    turn::resolve(&mut self.machine, self.agent, context, now, catalog);
                 }
                 Step::ExecuteTools { calls } => {
                     let calls: Vec<ToolCall> = calls.iter().cloned().collect();
@@ -212,20 +211,10 @@ impl Replayer<'_> {
     async fn plan(&mut self, kind: PlanKind, finalize: Option<Termination>, now: Timestamp) {
         remind_availability(&mut self.machine, &self.tools);
         let run_id = &self.recording.run_id;
-        let run = RunContext {
-            agent_id: self.agent.id.clone(),
-            run_id: run_id.clone(),
-            session_id: self.recording.session_id.clone(),
-            turn_id: TurnId::from_fmt(format_args!("{run_id}/{}", self.machine.turn() + 1)),
-            labels: self.labels.clone(),
-        };
-        let tools: Vec<ToolSpec> = self
-            .tools
-            .specs
-            .iter()
-            .filter(|s| self.machine.is_offered(s))
-            .cloned()
-            .collect();
+        let turn_id = TurnId::from_fmt(format_args!("{run_id}/{}", self.machine.turn() + 1));
+        let session_id = &self.recording.session_id;
+        let run = turn::run_context(self.agent, run_id, session_id, turn_id, &self.labels);
+        let tools = turn::offered_tools(&self.machine, &self.tools.specs);
         let reminders = self.machine.take_due_reminders();
         let memory = SessionMemory::over(self.memory.clone(), &self.machine);
         let ctx = Ctx::new(self.agent, run_id, self.machine.state())
@@ -239,60 +228,21 @@ impl Replayer<'_> {
             reminders: &reminders,
             tools: &tools,
         };
-        let planner = &self.agent.planner;
-        let result = match kind {
-            PlanKind::Start => planner.plan_start(base).await,
-            PlanKind::Resume => {
-                planner
-                    .plan_resume(PlanResumeInput {
-                        base,
-                        tool_outputs: self.machine.tool_outputs(),
-                        finalize: finalize.as_ref(),
-                    })
-                    .await
-            }
-        };
+        let result =
+            turn::call_planner(self.agent, kind, base, &self.machine, finalize.as_ref()).await;
+        drop(tools);
         if let Some(changes) = ctx.into_changes() {
             changes.apply(&mut self.machine);
         }
         memory.record_reads(&mut self.machine);
         self.memory.extend(memory.take_writes());
-        let result = match result {
-            Ok(r) => r,
-            Err(e) => {
-                let _ = self
-                    .machine
-                    .fail(RunFailure::Planner { message: e.message });
-                return;
-            }
-        };
-        match self.machine.plan_result(result, now, &self.tools.catalog) {
-            Ok(PlanOutcome::NeedsResolution(context)) => self.resolve(*context, now),
-            Ok(_) => {}
-            Err(e) => {
-                let _ = self.machine.fail(RunFailure::Planner {
-                    message: format!("the planner broke the run protocol: {e}"),
-                });
-            }
-        }
-    }
-
-    /// Answers invalid calls with the agent's policy, as the driver does.
-    fn resolve(&mut self, mut context: InvalidToolCallContext, now: Timestamp) {
-        loop {
-            let resolution = self.agent.invalid_calls.resolve(&context);
-            let catalog = &self.tools.catalog;
-            match self.machine.resolve_or_fail(resolution, now, catalog) {
-                Ok(PlanOutcome::NeedsResolution(next)) => context = *next,
-                Ok(_) => return,
-                Err(e) => {
-                    let _ = self.machine.fail(RunFailure::Other {
-                        message: format!("invalid-call resolution failed: {e}"),
-                    });
-                    return;
-                }
-            }
-        }
+        turn::apply_plan(
+            &mut self.machine,
+            self.agent,
+            result,
+            now,
+            &self.tools.catalog,
+        );
     }
 
     /// Feeds each call its recorded output, in the order they were recorded.

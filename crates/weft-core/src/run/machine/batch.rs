@@ -187,6 +187,11 @@ impl RunMachine {
             role: Role::Assistant,
             parts,
         });
+        if let Some(refusals) = self.refuse_mixed(&calls) {
+            let results = refusals.into_iter().map(|o| Some(self.record(o))).collect();
+            self.complete_batch(Batch { calls, results });
+            return;
+        }
         let per_turn = self
             .policy
             .max_tool_calls_per_turn

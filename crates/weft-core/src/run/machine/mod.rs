@@ -11,9 +11,13 @@
 mod availability;
 mod awaits;
 mod batch;
+mod children;
+mod crash;
 mod elicit;
+mod exclusive;
 mod head;
 mod inputs;
+mod resolve;
 mod validate;
 mod view;
 
