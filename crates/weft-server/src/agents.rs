@@ -51,7 +51,6 @@ pub struct AgentQuery {
     get, path = "/v1/agents", tag = "agents", params(AgentQuery),
     responses(
         (status = 200, description = "The agents", body = AgentList),
-        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]

@@ -32,7 +32,6 @@ use crate::json::{JsonBody, OptionalJsonBody};
     responses(
         (status = 200, description = "Accepted", body = AnswerAccepted),
         (status = 400, description = "Unknown item, or an answer that does not fit it; the run stays paused", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such run for this tenant", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "The item is already answered, the run awaits nothing, or a running tool's question whose driver died (recovery withdraws it)", body = Problem, content_type = "application/problem+json"),
     ),
@@ -70,7 +69,6 @@ pub(crate) async fn answer_await(
     request_body(content = Option<NoOptions>, description = "Optional: none, or `{}`"),
     responses(
         (status = 200, description = "Paused, or pausing at the next step", body = RunView),
-        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such run for this tenant", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "Finished or already paused", body = Problem, content_type = "application/problem+json"),
     ),
@@ -92,7 +90,6 @@ pub(crate) async fn pause_run(
     request_body(content = Option<NoOptions>, description = "Optional: none, or `{}`"),
     responses(
         (status = 200, description = "Continued", body = RunView),
-        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such run for this tenant", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "Not paused, or finished", body = Problem, content_type = "application/problem+json"),
     ),
@@ -114,7 +111,6 @@ pub(crate) async fn continue_run(
     request_body(content = Option<CancelRun>, description = "Optional"),
     responses(
         (status = 200, description = "Cancelled, or cancelling", body = RunView),
-        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such run for this tenant", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "Finished; also a run whose stored data cannot be read (it is failed with reason `corrupt_state`)", body = Problem, content_type = "application/problem+json"),
     ),

@@ -53,7 +53,6 @@ const POLL_INTERVAL: Duration = Duration::from_millis(250);
     responses(
         (status = 200, description = "`text/event-stream`: each frame is `id: <seq>`, `event: <type>`, `data: <RunEvent JSON>`; the stream ends after `run_finished`. A failure while streaming is a last frame `event: error` whose data is a Problem", content_type = "text/event-stream", body = RunEventSchema),
         (status = 400, description = "Bad Last-Event-ID", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such run for this tenant", body = Problem, content_type = "application/problem+json"),
         (status = 429, description = "The tenant holds its maximum of open event streams; see `Retry-After`", body = Problem, content_type = "application/problem+json"),
     ),

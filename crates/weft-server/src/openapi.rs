@@ -1,7 +1,8 @@
 //! The OpenAPI document of the API (utoipa), served at `/openapi.json`.
 //!
 //! Each handler's annotation lists its success and the errors particular to
-//! it (409s, 429s, what a 404 or 400 means there). [`ProblemResponses`] then
+//! it (409s, 429s, what a 404 or 400 means there), never the ones every
+//! route of its kind gives alike (a 401 for a missing token). [`ProblemResponses`] then
 //! adds the errors every route of a kind can give, each an
 //! `application/problem+json` [`Problem`]: 400, 401 and 500 on every `/v1`
 //! route, 404 where the path names a resource, 408, 413 and 415 where a

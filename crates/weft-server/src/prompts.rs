@@ -119,7 +119,6 @@ pub struct PromptQuery {
     get, path = "/v1/prompts", tag = "prompts", params(PromptQuery),
     responses(
         (status = 200, description = "The overrides", body = PromptList),
-        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]
@@ -152,7 +151,6 @@ pub(crate) async fn list_prompts(
     responses(
         (status = 200, description = "The override, as stored", body = PromptView),
         (status = 400, description = "Malformed request, or a template that does not parse", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "The scope names a session this tenant does not have", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
@@ -180,7 +178,6 @@ pub(crate) async fn set_prompt(
     post, path = "/v1/prompts/clear", tag = "prompts", request_body = ClearPrompt,
     responses(
         (status = 200, description = "Whether the override existed", body = PromptCleared),
-        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "The scope names a session this tenant does not have", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))

@@ -39,7 +39,6 @@ pub(crate) async fn health() -> Json<Health> {
     responses(
         (status = 201, description = "Started", body = RunView),
         (status = 400, description = "Malformed request, unknown agent, or labels past a limit: at most 64 labels, keys of 1 to 128 bytes (no `\"`, `\\` or control characters, not `weft.*`), values of at most 1,024 bytes; the problem's `errors[].code` names the limit (`too_many_labels`, `bad_label_key`, `reserved_label`, `label_value_too_long`)", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "The session belongs to another tenant", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "The session has ended", body = Problem, content_type = "application/problem+json"),
         (status = 429, description = "The tenant has its maximum of unfinished runs, or started its runs per minute; see `Retry-After`", body = Problem, content_type = "application/problem+json"),
@@ -105,7 +104,6 @@ pub(crate) async fn start_run(
     params(("run_id" = String, Path, description = "The run")),
     responses(
         (status = 200, description = "The run", body = RunView),
-        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such run for this tenant", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
@@ -131,7 +129,6 @@ pub(crate) async fn get_run(
     responses(
         (status = 200, description = "The runs", body = RunList),
         (status = 400, description = "Unknown status, or a label filter that is not `key=value` pairs", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]

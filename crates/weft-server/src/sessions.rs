@@ -30,7 +30,6 @@ use crate::{AppState, control, listing, now};
     responses(
         (status = 201, description = "Created", body = SessionView),
         (status = 400, description = "Malformed request, or labels past a limit (as for a run: at most 64, keys of 1 to 128 bytes, values of at most 1,024 bytes; `errors[].code` names the limit)", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]
@@ -63,7 +62,6 @@ pub(crate) async fn create_session(
     get, path = "/v1/sessions", tag = "sessions", params(SessionQuery),
     responses(
         (status = 200, description = "The sessions", body = SessionList),
-        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
 )]
@@ -145,7 +143,6 @@ impl serde::Serialize for Entry {
     params(("session_id" = String, Path, description = "The session")),
     responses(
         (status = 200, description = "The session", body = SessionView),
-        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such session for this tenant", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
@@ -166,7 +163,6 @@ pub(crate) async fn get_session(
     request_body(content = Option<NoOptions>, description = "Optional: none, or `{}`"),
     responses(
         (status = 200, description = "The session ended; its runs were cancelled", body = EndedSession),
-        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such session for this tenant", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
@@ -187,7 +183,6 @@ pub(crate) async fn end_session(
     params(("session_id" = String, Path, description = "The session")),
     responses(
         (status = 200, description = "The session ended and its history and memory were erased; its runs were cancelled", body = EndedSession),
-        (status = 401, description = "Missing or unknown token", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such session for this tenant", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = []))
