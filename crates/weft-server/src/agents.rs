@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::auth::Tenant;
-use crate::error::{ApiError, Problem};
+use crate::error::ApiError;
 use crate::{AppState, listing};
 
 /// How many served agents a 400 for an unknown agent names.
