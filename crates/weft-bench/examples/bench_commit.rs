@@ -4,14 +4,12 @@
 //! schema). Each store is measured twice: one run committing step after step
 //! (latency), then 50 runs committing at once (throughput). Prints JSON lines.
 //!
-//! `cargo run --release -p weft-store --example bench_commit -- [STEPS] [POSTGRES_URL]`
+//! `cargo run --release -p weft-bench --example bench_commit -- [STEPS] [POSTGRES_URL]`
 
 use serde_json::{Value, json};
 use sqlx::Connection;
-use weft_store::{
-    PostgresOptions, PostgresStore, SqliteOptions, SqliteStore, Synchronous, bench_commit,
-    bench_commit_concurrent,
-};
+use weft_bench::store_commit::{bench_commit, bench_commit_concurrent};
+use weft_store::{PostgresOptions, PostgresStore, SqliteOptions, SqliteStore, Synchronous};
 
 /// Runs committing at once in the concurrent measurement.
 const RUNS: usize = 50;

@@ -1,7 +1,7 @@
 //! Prints SSE decode throughput per provider as JSON lines, the same records
 //! `weft bench sse-decode` prints.
 //!
-//! Run: `cargo run --release -p weft-models --example bench_sse [MB]` (default 50).
+//! Run: `cargo run --release -p weft-bench --example bench_sse [MB]` (default 50).
 
 use std::io::Write;
 
@@ -10,8 +10,8 @@ fn main() {
         .nth(1)
         .and_then(|a| a.parse().ok())
         .unwrap_or(50);
-    match weft_models::bench::bench_sse_decode(
-        &weft_models::bench::default_fixtures_dir(),
+    match weft_bench::sse_decode::bench_sse_decode(
+        &weft_bench::sse_decode::default_fixtures_dir(),
         mb * 1_000_000,
     ) {
         Ok(records) => {

@@ -25,7 +25,7 @@ use weft_runtime::{Agent, MemoryStore, Runtime, RuntimeError, StartRequest};
 use super::gate::Gate;
 use super::heap::HeapProbe;
 use super::{one_run, rss, runs_for};
-use crate::builtin;
+use weft_tools::builtin;
 
 /// The W(k) planner.
 #[derive(Debug, Clone, Default)]

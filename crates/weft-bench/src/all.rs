@@ -74,7 +74,7 @@ mod tests {
     use clap::{Parser, Subcommand};
 
     use super::BENCHES;
-    use crate::bench::BenchCommand;
+    use crate::BenchCommand;
 
     #[derive(Parser)]
     struct Bench {

@@ -220,8 +220,8 @@ impl BenchCommand {
                 println!("{}", stream_bench::run(&s)?);
             }
             BenchCommand::SseDecode { fixtures, bytes } => {
-                let dir = fixtures.unwrap_or_else(weft_models::bench::default_fixtures_dir);
-                for line in weft_models::bench::bench_sse_decode(&dir, bytes)? {
+                let dir = fixtures.unwrap_or_else(crate::sse_decode::default_fixtures_dir);
+                for line in crate::sse_decode::bench_sse_decode(&dir, bytes)? {
                     println!("{line}");
                 }
             }
@@ -233,7 +233,8 @@ impl BenchCommand {
                 prompt,
                 threads,
             } => {
-                use weft_local::{LocalModel, bench};
+                use crate::local_model as bench;
+                use weft_local::LocalModel;
                 let name = model
                     .strip_prefix("local/")
                     .ok_or_else(|| anyhow::anyhow!("`{model}` is not a local/ model id"))?;

@@ -12,7 +12,7 @@
 //! mean and largest batch). The durable stores' lines carry
 //! `snapshot_write_bytes`: what one commit of a run writes to
 //! `runs.snapshot` and its parts at step 10 and at step 1,000
-//! ([`weft_store::bench::snapshot_write_bytes`]), next to the bytes of the
+//! ([`crate::store_commit::snapshot_write_bytes`]), next to the bytes of the
 //! whole machine at those steps.
 
 use std::sync::Arc;
@@ -25,7 +25,7 @@ use weft_store::{Durability, GroupCommitStats, SqliteOptions, SqliteStore};
 
 use super::agent_loop::LoopPlanner;
 use super::runs_for;
-use crate::builtin;
+use weft_tools::builtin;
 
 /// Settings of the durable-loop benchmark.
 #[derive(Debug, Clone)]
@@ -149,7 +149,7 @@ async fn postgres(url: &str, mode: Durability, s: &Settings) -> anyhow::Result<V
 /// Runs the benchmark on every store, one JSON line each.
 pub fn run(s: &Settings) -> anyhow::Result<Vec<Value>> {
     let dir = tempfile::tempdir()?;
-    let fdatasync = weft_store::bench::fdatasync_p50(dir.path(), 200)?;
+    let fdatasync = crate::store_commit::fdatasync_p50(dir.path(), 200)?;
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -164,7 +164,7 @@ pub fn run(s: &Settings) -> anyhow::Result<Vec<Value>> {
             )
             .await?,
         );
-        let written = weft_store::bench::snapshot_write_bytes(&[10, 1000]);
+        let written = crate::store_commit::snapshot_write_bytes(&[10, 1000]);
         for mode in [Durability::Sync, Durability::Process] {
             let mut line = sqlite(dir.path(), mode, s).await?;
             line["fdatasync_p50_us"] = json!(round(fdatasync.as_secs_f64() * 1e6));

@@ -1,4 +1,12 @@
-//! Benchmarks behind `weft bench`: each prints JSON lines that anyone can rerun.
+//! weft's benchmarks, behind `weft bench`: each prints JSON lines that
+//! anyone can rerun (the README lists the commands). They reach the library
+//! crates through their public API only, so no library carries a benchmark.
+//!
+//! One module per benchmark: [`agent_loop`], [`durable_loop`] (with the
+//! store's commit benchmarks in [`store_commit`]), [`serve`], [`stream`],
+//! [`mcp`], [`registry`], [`sse_decode`] and, with the `local` feature,
+//! [`local_model`]; [`all`] runs them in turn. [`heap`], [`rss`], [`cpu`] and
+//! [`gate`] are the measuring kit they share.
 
 pub mod agent_loop;
 pub mod all;
@@ -7,11 +15,15 @@ pub mod cpu;
 pub mod durable_loop;
 pub mod gate;
 pub mod heap;
+#[cfg(feature = "local")]
+pub mod local_model;
 pub mod mcp;
 pub mod registry;
 mod registry_raw;
 pub mod rss;
 pub mod serve;
+pub mod sse_decode;
+pub mod store_commit;
 pub mod stream;
 
 pub use command::BenchCommand;

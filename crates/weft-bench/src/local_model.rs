@@ -22,11 +22,11 @@ use std::time::Instant;
 use serde_json::{Value, json};
 use weft_core::model::ModelError;
 
-use super::LocalModel;
-use super::generation::{Constraint, Generate, Replace, Sampling};
-use super::grammar::{GrammarTool, tool_call_grammar};
-use super::output::Piece;
-use super::prompt::Turn;
+use weft_local::LocalModel;
+use weft_local::generation::{Constraint, Generate, Replace, Sampling};
+use weft_local::grammar::{GrammarTool, tool_call_grammar};
+use weft_local::output::Piece;
+use weft_local::prompt::Turn;
 
 /// What to measure.
 #[derive(Debug, Clone)]
@@ -140,7 +140,7 @@ struct Timed {
 
 /// One warm-up run, then `runs` measured ones, each printed as a line.
 fn timed(
-    engine: &super::engine::Engine,
+    engine: &weft_local::engine::Engine,
     generate: &Generate,
     runs: u32,
     constraint: &str,

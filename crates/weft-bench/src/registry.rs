@@ -330,7 +330,7 @@ impl WeftSetup {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let url = format!("http://{}", listener.local_addr()?);
         let gateway = tokio::spawn(gw.serve(listener));
-        let tools: Arc<dyn ToolSet> = crate::builtin::calc();
+        let tools: Arc<dyn ToolSet> = weft_tools::builtin::calc();
         let config = ProviderConfig {
             max_concurrent: 128,
             ..ProviderConfig::default()

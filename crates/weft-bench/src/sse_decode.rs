@@ -8,11 +8,11 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
-use crate::anthropic::AnthropicDecoder;
-use crate::decode::{EventDecoder, StreamDecoder};
-use crate::openai_chat::ChatDecoder;
-use crate::openai_responses::ResponsesDecoder;
-use crate::sse::{SseDecoder, SseError, SseEvent};
+use weft_models::anthropic::AnthropicDecoder;
+use weft_models::decode::{EventDecoder, StreamDecoder};
+use weft_models::openai_chat::ChatDecoder;
+use weft_models::openai_responses::ResponsesDecoder;
+use weft_models::sse::{SseDecoder, SseError, SseEvent};
 
 /// Bytes handed to the decoder per call, like a network read.
 const READ_SIZE: usize = 16 * 1024;
@@ -44,7 +44,7 @@ pub enum BenchError {
 /// The fixtures directory of this source checkout
 /// (`crates/weft-models/fixtures/providers`).
 pub fn default_fixtures_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/providers")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../weft-models/fixtures/providers")
 }
 
 /// The streams benchmarked per provider: every recorded stream that completes.

@@ -172,23 +172,23 @@ pub fn snapshot_write_bytes(steps: &[usize]) -> Value {
     let last = steps.iter().copied().max().unwrap_or(0);
     let catalog = EchoCatalog::new();
     let mut m = machine();
-    let mut known = crate::parts::Counts::default();
+    let mut known = (0, 0);
     let mut report = serde_json::Map::new();
     for step in 1..=last {
         if let Err(e) = turn(&mut m, step, &catalog) {
             return json!({ "error": e });
         }
         m.drain_events().for_each(drop);
-        let encoded = match crate::parts::encode(&m, known) {
-            Ok(e) => e,
+        let written = match weft_store::commit_bytes(&m, known.0, known.1) {
+            Ok(bytes) => bytes,
             Err(e) => return json!({ "error": e.to_string() }),
         };
-        known = encoded.counts;
+        known = (m.transcript().len(), m.tool_outputs().len());
         if steps.contains(&step) {
             let whole = serde_json::to_vec(&m).map_or(0, |v| v.len());
             report.insert(
                 format!("step_{step}"),
-                json!({ "snapshot_and_parts": encoded.bytes(), "whole_snapshot": whole }),
+                json!({ "snapshot_and_parts": written, "whole_snapshot": whole }),
             );
         }
     }

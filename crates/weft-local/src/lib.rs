@@ -6,7 +6,6 @@
 //! `llama-cpp-2`); weft-models reaches it through [`loader`], which the
 //! `weft` binary plugs into `weft_models::ModelConfig::local_loader`.
 //!
-//! - [`bench`]: time to first token and decode speed (`weft bench local-model`).
 //! - [`weights`]: known models, the models directory, the fetch command.
 //! - [`engine`]: the llama.cpp engine (loading, chat template, sampling).
 //! - [`grammar`]: the tool-call grammar (llama.cpp's JSON-Schema converter per
@@ -25,7 +24,6 @@
 #![warn(missing_docs)]
 
 mod backend;
-pub mod bench;
 pub mod engine;
 pub mod generation;
 pub mod grammar;

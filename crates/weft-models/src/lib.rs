@@ -14,7 +14,6 @@
 //!   well-known models) and the cost of a call's usage.
 //! - [`names`]: reversible tool-name mapping (`toolset.tool` ⇄ provider names).
 //! - [`rules`]: the request rules providers enforce, kept by every builder.
-//! - [`bench`]: the SSE decode benchmark behind `weft bench sse-decode`.
 //! - [`scripted`]: the [`ScriptedModel`] for tests, examples and benchmarks.
 //! - `trace`: the `chat {model}` span of each model call (OpenTelemetry GenAI
 //!   conventions) and the W3C trace context on provider requests.
@@ -28,7 +27,6 @@
 #![warn(missing_docs)]
 
 pub mod anthropic;
-pub mod bench;
 pub mod client;
 pub mod config;
 pub mod decode;

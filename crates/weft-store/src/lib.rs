@@ -9,7 +9,6 @@
 //! Organization:
 //! - [`sqlite`]: [`SqliteStore`], the embedded default (one file, WAL mode).
 //! - [`postgres`]: [`PostgresStore`], for many processes on many hosts.
-//! - [`bench`]: [`bench_commit`] and [`bench_commit_concurrent`], the cost of a durable step.
 //! - `sql_runs`, `sql_sessions`, `sql_leases`: the SQL both backends share, as macros.
 //! - `sql_list`, `sql_session_rows`: listing runs and sessions row by row
 //!   (a corrupt row spoils only itself), and quarantining a run whose state
@@ -41,7 +40,6 @@
 //! versions. Opening a database migrates it; a database migrated by a newer
 //! weft is refused with [`OpenError::SchemaTooNew`].
 
-pub mod bench;
 mod checkpoint;
 mod codec;
 mod commit;
@@ -73,11 +71,11 @@ use std::sync::Arc;
 
 use weft_core::session::FullStore;
 
-pub use bench::{bench_commit, bench_commit_concurrent};
 pub use checkpoint::CheckpointStats;
 pub use durability::{Durability, UnknownDurability};
 pub use error::{MigrationFailure, OpenError};
 pub use group_stats::GroupCommitStats;
+pub use parts::commit_bytes;
 pub use postgres::{PostgresOptions, PostgresStore};
 pub use sqlite::{SqliteOptions, SqliteStore, Synchronous};
 

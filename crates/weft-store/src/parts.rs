@@ -74,6 +74,18 @@ impl EncodedSnapshot {
     }
 }
 
+/// The bytes of JSON one commit of `machine` stores (its head for
+/// `runs.snapshot`, and the transcript messages and tool outputs past the
+/// first `messages` and `outputs`, which the store already holds, for the
+/// parts table): what a durable step writes, whatever database it goes to.
+pub fn commit_bytes(
+    machine: &RunMachine,
+    messages: usize,
+    outputs: usize,
+) -> Result<usize, StoreError> {
+    encode(machine, Counts { messages, outputs }).map(|e| e.bytes())
+}
+
 /// `machine` as a head and the parts past `known`.
 pub(crate) fn encode(machine: &RunMachine, known: Counts) -> Result<EncodedSnapshot, StoreError> {
     let messages = machine.transcript();

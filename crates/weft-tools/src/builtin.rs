@@ -5,11 +5,11 @@ use std::io::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::{FnToolSet, ToolFailure, ToolSet};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 use weft_core::tool::{RetryHint, RetryReason, ToolError, ToolRequest};
-use weft_tools::{FnToolSet, ToolFailure, ToolSet};
 
 /// Two integer operands.
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -10,7 +10,9 @@
 //! - [`catalog`]: [`SchemaCatalog`], the run machine's [`weft_core::run::ToolCatalog`].
 //! - [`typed`]: [`FnToolSet`], tools built from async Rust functions.
 //! - [`describe`]: the optional `description` parameter injected into every tool.
+//! - [`builtin`]: the example toolsets agent files can name (`calc`, `text`, `journal`).
 
+pub mod builtin;
 pub mod capability;
 pub mod catalog;
 pub mod describe;

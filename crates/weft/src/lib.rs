@@ -2,8 +2,9 @@
 //!
 //! This facade re-exports the crates an application embeds — the contract
 //! ([`core`]), tools ([`tools`]) and the runtime ([`runtime`]) — and holds
-//! what the `weft` binary is made of: agent files ([`agent_file`]), the
-//! built-in example toolsets ([`builtin`]) and the benchmarks ([`bench`]).
+//! what the `weft` binary is made of: agent files ([`agent_file`]) and the
+//! built-in example toolsets ([`builtin`], from `weft-tools`). Its
+//! benchmarks are the `weft-bench` crate's.
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -25,10 +26,9 @@
 pub use weft_core as core;
 pub use weft_runtime as runtime;
 pub use weft_tools as tools;
+pub use weft_tools::builtin;
 
 pub mod agent_file;
-pub mod bench;
-pub mod builtin;
 pub mod cli;
 pub mod render;
 pub mod toolset_spec;

@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use weft::bench::BenchCommand;
 use weft::cli::admin::{self, RunsCommand, SessionsCommand};
 use weft::cli::logs::LogFormat;
 use weft::cli::mcp::{self, McpServeArgs};
@@ -18,6 +17,7 @@ use weft::cli::replay::{self, ReplayArgs};
 use weft::cli::run::answer::{self, AnswerCommand};
 use weft::cli::run::{self, RunCommand};
 use weft::cli::serve::{self, ServeArgs};
+use weft_bench::BenchCommand;
 use weft_core::store::RunStatus;
 
 /// mimalloc, not the system allocator: a run allocates many small, short-lived
@@ -25,8 +25,8 @@ use weft_core::store::RunStatus;
 /// serve faster than glibc's malloc. Wrapped so `weft bench` can count the
 /// heap in use (mimalloc keeps no such total).
 #[global_allocator]
-static GLOBAL: weft::bench::heap::Counting<mimalloc::MiMalloc> =
-    weft::bench::heap::Counting(mimalloc::MiMalloc);
+static GLOBAL: weft_bench::heap::Counting<mimalloc::MiMalloc> =
+    weft_bench::heap::Counting(mimalloc::MiMalloc);
 
 #[derive(Parser)]
 #[command(name = "weft", version, about = "weft: a durable agent runtime")]

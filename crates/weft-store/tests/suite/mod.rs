@@ -38,7 +38,6 @@ macro_rules! for_each_suite_test {
             runs::list_runs_filters_newest_first,
             runs::concurrent_commits_keep_every_log_gap_free,
             runs::one_bad_commit_does_not_sink_concurrent_ones,
-            runs::bench_commit_reports_timing,
             runs_status::statuses_follow_every_transition,
             snapshots::a_run_committed_step_by_step_reloads_equal,
             leases::a_superseded_epoch_cannot_commit,

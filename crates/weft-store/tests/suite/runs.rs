@@ -352,24 +352,7 @@ pub async fn list_runs_filters_newest_first(store: &dyn FullStore) {
 pub async fn concurrent_commits_keep_every_log_gap_free(store: &dyn FullStore) {
     const RUNS: u64 = 8;
     const STEPS: u64 = 10;
-    let snapshot = driven_machine();
-    join_all((0..RUNS).map(|r| {
-        let snapshot = &snapshot;
-        async move {
-            let rec = record(&format!("run-{r}"), &format!("s{}", r % 3), r);
-            store
-                .create_run(&rec, &events(1, 1), snapshot)
-                .await
-                .unwrap();
-            for step in 0..STEPS {
-                let evs = events(2 + step * 2, 3 + step * 2);
-                let mut c = commit(&rec.run_id, &evs, RunStatus::Running, step);
-                c.snapshot = Some(snapshot);
-                store.commit(c).await.unwrap();
-            }
-        }
-    }))
-    .await;
+    commit_concurrently(store, RUNS, STEPS).await;
     for r in 0..RUNS {
         let got = store
             .read_events(&RunId::new(format!("run-{r}")), 0, None)
@@ -377,20 +360,6 @@ pub async fn concurrent_commits_keep_every_log_gap_free(store: &dyn FullStore) {
             .unwrap();
         assert_eq!(got, events(1, 1 + STEPS * 2));
     }
-}
-
-pub async fn bench_commit_reports_timing(store: &dyn FullStore) {
-    let report = weft_store::bench_commit(store, 5).await;
-    assert_eq!(report["steps"], 5, "{report}");
-    assert!(report["us_per_commit"].as_f64().is_some(), "{report}");
-    // What a commit writes does not grow with the run; the whole machine does.
-    let bytes = &report["snapshot_write_bytes"];
-    let written = |step: &str| bytes[step]["snapshot_and_parts"].as_i64().unwrap_or(0);
-    let (at_10, at_1000) = (written("step_10"), written("step_1000"));
-    assert!(at_10 > 0 && (at_1000 - at_10).abs() <= 64, "{report}");
-    let whole = bytes["step_1000"]["whole_snapshot"].as_i64().unwrap_or(0);
-    assert!(whole > 50 * at_1000, "{report}");
-    println!("{bytes}");
 }
 
 /// Called after the harness installed a trigger that makes the database
@@ -476,4 +445,27 @@ pub async fn one_bad_commit_does_not_sink_concurrent_ones(store: &dyn FullStore)
             assert_eq!(loaded.snapshot, driven);
         }
     }
+}
+
+/// Runs `run-0` to `run-{runs - 1}` created and committed `steps` times
+/// each (two events a step), all at once.
+pub async fn commit_concurrently(store: &dyn FullStore, runs: u64, steps: u64) {
+    let snapshot = driven_machine();
+    join_all((0..runs).map(|r| {
+        let snapshot = &snapshot;
+        async move {
+            let rec = record(&format!("run-{r}"), &format!("s{}", r % 3), r);
+            store
+                .create_run(&rec, &events(1, 1), snapshot)
+                .await
+                .unwrap();
+            for step in 0..steps {
+                let evs = events(2 + step * 2, 3 + step * 2);
+                let mut c = commit(&rec.run_id, &evs, RunStatus::Running, step);
+                c.snapshot = Some(snapshot);
+                store.commit(c).await.unwrap();
+            }
+        }
+    }))
+    .await;
 }
