@@ -6,8 +6,9 @@
 //!
 //! One module per API owns its rules and its stream format:
 //! [`anthropic`] (Messages), [`chat`] (Chat Completions, and compatible
-//! servers such as llama.cpp's, which refuse `null` content) and
-//! [`responses`] (Responses). Each turns a request into a [`View`] (or a
+//! servers such as llama.cpp's, which refuse `null` content),
+//! [`responses`] (Responses) and [`gemini`] (Gemini's Generative Language
+//! API). Each turns a request into a [`View`] (or a
 //! [`Rejection`]); [`decide`] picks the answer from the view alone, so a
 //! fake plays any scenario without a script: call the tool until the
 //! [`Behaviour`] says enough, consult the advisor once when asked to, and
@@ -16,18 +17,18 @@
 
 pub mod anthropic;
 pub mod chat;
+pub mod gemini;
 pub mod responses;
+mod server;
 mod sse;
 
 use std::collections::HashMap;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 
-use axum::Router;
-use axum::body::{Body, Bytes};
-use axum::http::{Response, StatusCode, header};
-use axum::routing::post;
 use serde_json::Value;
+
+pub use server::{Fake, spawn};
 
 /// The API a fake speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,15 +42,19 @@ pub enum Api {
     Compat,
     /// OpenAI Responses (`POST /v1/responses`).
     OpenAiResponses,
+    /// Google Gemini (`POST /v1beta/models/{model}:streamGenerateContent?alt=sse`).
+    Gemini,
 }
 
 impl Api {
-    /// The path the API is served at.
+    /// The path the API is served at (the route: Gemini's names the model
+    /// and the method in its last segment, `{model}:{method}`).
     pub fn path(self) -> &'static str {
         match self {
             Api::Anthropic => "/v1/messages",
             Api::OpenAiChat | Api::Compat => "/v1/chat/completions",
             Api::OpenAiResponses => "/v1/responses",
+            Api::Gemini => "/v1beta/models/{target}",
         }
     }
 }
@@ -66,8 +71,9 @@ pub struct Behaviour {
     pub rounds: usize,
     /// Calls the `advisor` tool once, after the first tool result.
     pub advisor: bool,
-    /// Reasons before each tool call: a signed thinking block (Anthropic)
-    /// or an encrypted reasoning item (Responses), which the next request
+    /// Reasons before each tool call: a signed thinking block (Anthropic),
+    /// an encrypted reasoning item (Responses) or a thought summary
+    /// (Gemini, whose calls are always signed), which the next request
     /// must send back unchanged.
     pub thinking: bool,
     /// The request (counted from 1) whose answer is held back for a minute:
@@ -198,130 +204,6 @@ impl Stats {
     }
 }
 
-/// A running fake.
-pub struct Fake {
-    /// Its root URL (`http://127.0.0.1:port`).
-    pub url: String,
-    /// What it has seen.
-    pub stats: Arc<Stats>,
-}
-
-struct State {
-    api: Api,
-    behaviour: Behaviour,
-    stats: Arc<Stats>,
-    issued: Issued,
-}
-
-/// Starts a fake of `api` playing `behaviour` on a free loopback port.
-pub async fn spawn(api: Api, behaviour: Behaviour) -> std::io::Result<Fake> {
-    let stats = Arc::new(Stats::default());
-    let state = Arc::new(State {
-        api,
-        behaviour,
-        stats: stats.clone(),
-        issued: Mutex::new(HashMap::new()),
-    });
-    let app = Router::new().route(
-        api.path(),
-        post(move |body: Bytes| {
-            let state = state.clone();
-            async move {
-                let n = state.stats.requests.fetch_add(1, Ordering::SeqCst) + 1;
-                if state.behaviour.stall == Some(n) {
-                    tokio::time::sleep(std::time::Duration::from_secs(60)).await;
-                }
-                handle(&state, &body, n)
-            }
-        }),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let addr = listener.local_addr()?;
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    Ok(Fake {
-        url: format!("http://{addr}"),
-        stats,
-    })
-}
-
-fn handle(state: &State, body: &[u8], n: usize) -> Response<Body> {
-    let outcome = serde_json::from_slice::<Value>(body)
-        .map_err(|e| invalid_json(state.api, &e.to_string()))
-        .and_then(|req| {
-            if let Ok(mut bodies) = state.stats.bodies.lock() {
-                bodies.push(req.clone());
-            }
-            answer(state, &req, n)
-        });
-    match outcome {
-        Ok(stream) => Response::builder()
-            .header(header::CONTENT_TYPE, "text/event-stream")
-            .body(Body::from(stream)),
-        Err(r) => {
-            if let Ok(mut rejections) = state.stats.rejections.lock() {
-                rejections.push(r.message().to_owned());
-            }
-            Response::builder()
-                .status(StatusCode::from_u16(r.status).unwrap_or(StatusCode::BAD_REQUEST))
-                .header(header::CONTENT_TYPE, "application/json")
-                .body(Body::from(r.body.to_string()))
-        }
-    }
-    .unwrap_or_else(|_| Response::new(Body::empty()))
-}
-
-/// Checks `req` and streams the answer to it, as request `n`.
-fn answer(state: &State, req: &Value, n: usize) -> Result<String, Rejection> {
-    let b = &state.behaviour;
-    match state.api {
-        Api::Anthropic => {
-            let view = anthropic::check(req, &state.issued)?;
-            require_stream(state.api, req)?;
-            Ok(anthropic::stream(
-                &decide(b, &view),
-                b.thinking,
-                n,
-                &state.issued,
-            ))
-        }
-        Api::OpenAiChat | Api::Compat => {
-            let view = chat::check(req, state.api == Api::Compat)?;
-            require_stream(state.api, req)?;
-            Ok(chat::stream(&decide(b, &view), n))
-        }
-        Api::OpenAiResponses => {
-            let view = responses::check(req, &state.issued)?;
-            require_stream(state.api, req)?;
-            Ok(responses::stream(
-                &decide(b, &view),
-                b.thinking,
-                n,
-                &state.issued,
-            ))
-        }
-    }
-}
-
-/// The fakes answer streamed requests only (weft streams by default).
-fn require_stream(api: Api, req: &Value) -> Result<(), Rejection> {
-    if req["stream"] == Value::Bool(true) {
-        return Ok(());
-    }
-    Err(invalid(
-        api,
-        "stream",
-        "this fake answers streamed requests only (`stream: true`)",
-    ))
-}
-
-fn invalid_json(api: Api, detail: &str) -> Rejection {
-    invalid(
-        api,
-        "",
-        &format!("The request body is not valid JSON: {detail}"),
-    )
-}
-
 /// The tools an OpenAI request defines (each named by `name`), and whether
 /// it forbids their use; `tool_choice` without tools is refused, as both
 /// OpenAI APIs refuse it.
@@ -371,6 +253,7 @@ pub(crate) fn invalid(api: Api, param: &str, message: &str) -> Rejection {
             body: serde_json::json!({"error": {"message": message, "type": "invalid_request_error",
                 "param": if param.is_empty() { Value::Null } else { Value::from(param) }, "code": null}}),
         },
+        Api::Gemini => gemini::error(400, "INVALID_ARGUMENT", message),
         Api::Compat => Rejection {
             status: 500,
             body: serde_json::json!({"error": {"message": message, "type": "internal_server_error",

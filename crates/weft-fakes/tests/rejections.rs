@@ -4,6 +4,9 @@
 use serde_json::{Value, json};
 use weft_fakes::{Api, Behaviour, spawn};
 
+#[path = "rejections/gemini.rs"]
+mod gemini;
+
 /// Posts `body` to a fresh fake of `api`: the status and the response body.
 async fn post(api: Api, body: Value) -> (u16, String) {
     let fake = spawn(api, Behaviour::default()).await.unwrap();

@@ -7,7 +7,8 @@
 //! error mapping), turns an SSE response into a chunk stream, and folds a
 //! whole response into a [`ModelSummary`] with its usage.
 //!
-//! The provider clients (`AnthropicClient`, `ChatClient`, `ResponsesClient`)
+//! The provider clients (`AnthropicClient`, `ChatClient`, `ResponsesClient`,
+//! `GeminiClient`)
 //! are this type with their API filled in; each provider module owns its
 //! [`WireApi`] and its constructor.
 
@@ -33,11 +34,25 @@ pub trait WireApi: std::fmt::Debug + Clone + Send + Sync + 'static {
     /// The path appended to the base URL, e.g. `/v1/messages`.
     const PATH: &'static str;
 
+    /// The URL a request for `model` goes to, streamed or not: by default
+    /// the base URL and [`WireApi::PATH`], the same for both.
+    fn url(&self, base_url: &str, model: &str, stream: bool) -> String {
+        let _ = (model, stream);
+        format!("{}{}", base_url.trim_end_matches('/'), Self::PATH)
+    }
+
     /// The provider prefix of model ids, e.g. `anthropic`.
     fn prefix(&self) -> &'static str;
 
-    /// The body asking `model` for `request`, streamed or not.
-    fn body(&self, model: &str, request: &ModelRequest, stream: bool) -> Self::Body;
+    /// The body asking `model` for `request`, streamed or not; an error
+    /// when the request cannot be expressed in the API (a tool schema
+    /// using what the API does not accept).
+    fn body(
+        &self,
+        model: &str,
+        request: &ModelRequest,
+        stream: bool,
+    ) -> Result<Self::Body, ModelError>;
 
     /// A fresh decoder for one streamed response.
     fn decoder(&self) -> Self::Decoder;
@@ -52,7 +67,10 @@ pub struct HttpModelClient<A> {
     api: A,
     id: String,
     model: String,
+    /// Where streamed requests go.
     url: String,
+    /// Where requests for a whole answer go.
+    whole_url: String,
     /// The endpoint's host and port, for traces.
     server: Option<(String, u16)>,
     headers: HeaderMap,
@@ -68,12 +86,14 @@ impl<A: WireApi> HttpModelClient<A> {
         headers: HeaderMap,
         http: HttpConfig,
     ) -> Result<Self, ModelError> {
-        let url = format!("{}{}", base_url.trim_end_matches('/'), A::PATH);
+        let url = api.url(base_url, model, true);
+        let whole_url = api.url(base_url, model, false);
         Ok(Self {
             id: format!("{}/{model}", api.prefix()),
             model: model.to_owned(),
             server: server_of(&url),
             url,
+            whole_url,
             headers,
             transport: Transport::new(http)?,
             api,
@@ -102,8 +122,9 @@ impl<A: WireApi> HttpModelClient<A> {
         request: &ModelRequest,
         stream: bool,
     ) -> Result<reqwest::Response, ModelError> {
-        let body = self.api.body(&self.model, request, stream);
-        self.transport.post(&self.url, &self.headers, &body).await
+        let body = self.api.body(&self.model, request, stream)?;
+        let url = if stream { &self.url } else { &self.whole_url };
+        self.transport.post(url, &self.headers, &body).await
     }
 }
 

@@ -1,9 +1,10 @@
 //! Model configuration: parsing model ids (`anthropic/<m>`, `openai/<m>`,
-//! `openai-responses/<m>`, `compat/<m>`, `scripted/<script file>`, `local/<name or .gguf path>`),
-//! finding API keys and base URLs
+//! `openai-responses/<m>`, `gemini/<m>`, `compat/<m>`, `scripted/<script file>`,
+//! `local/<name or .gguf path>`), finding API keys and base URLs
 //! (explicit config first, then the variable the config names in
-//! `api_key_env`, else `ANTHROPIC_API_KEY` / `OPENAI_API_KEY`, and
-//! `ANTHROPIC_BASE_URL` / `OPENAI_BASE_URL`), and a registry of built clients.
+//! `api_key_env`, else `ANTHROPIC_API_KEY` / `OPENAI_API_KEY` /
+//! `GEMINI_API_KEY` (then `GOOGLE_API_KEY`), and `ANTHROPIC_BASE_URL` /
+//! `OPENAI_BASE_URL` / `GEMINI_BASE_URL`), and a registry of built clients.
 //!
 //! Keys are held in [`ApiKey`], whose `Debug` never shows them, and are sent
 //! in header values marked sensitive; no error message contains one.
@@ -15,6 +16,7 @@ use std::sync::Arc;
 use weft_core::model::{ModelClient, ModelError};
 
 use crate::anthropic::{self, AnthropicClient};
+use crate::gemini::{self, GeminiClient};
 use crate::http::HttpConfig;
 pub use crate::key::ApiKey;
 use crate::openai_chat::{self, ChatClient, ChatFlavor};
@@ -30,6 +32,8 @@ pub enum Provider {
     OpenAi,
     /// OpenAI Responses (`openai-responses/`).
     OpenAiResponses,
+    /// Google Gemini, the Generative Language API (`gemini/`).
+    Gemini,
     /// Any server speaking Chat Completions (`compat/`), at a given base URL.
     Compat,
     /// A [`crate::ScriptedModel`] playing a JSON or YAML script file (`scripted/<path>`).
@@ -44,6 +48,7 @@ impl Provider {
         match self {
             Provider::Anthropic => Some("ANTHROPIC_API_KEY"),
             Provider::OpenAi | Provider::OpenAiResponses => Some("OPENAI_API_KEY"),
+            Provider::Gemini => Some("GEMINI_API_KEY"),
             Provider::Compat | Provider::Scripted | Provider::Local => None,
         }
     }
@@ -53,7 +58,17 @@ impl Provider {
         match self {
             Provider::Anthropic => Some("ANTHROPIC_BASE_URL"),
             Provider::OpenAi | Provider::OpenAiResponses => Some("OPENAI_BASE_URL"),
+            Provider::Gemini => Some("GEMINI_BASE_URL"),
             Provider::Compat | Provider::Scripted | Provider::Local => None,
+        }
+    }
+
+    /// The variable read for the key when [`Provider::key_var`] is not set
+    /// (`GOOGLE_API_KEY` for Gemini, as Google's SDKs read it).
+    pub fn fallback_key_var(self) -> Option<&'static str> {
+        match self {
+            Provider::Gemini => Some("GOOGLE_API_KEY"),
+            _ => None,
         }
     }
 }
@@ -61,19 +76,20 @@ impl Provider {
 /// Splits a model id into its provider and model name.
 pub fn parse_model_id(id: &str) -> Result<(Provider, &str), ModelError> {
     let (prefix, model) = id.split_once('/').ok_or_else(|| ModelError::Config {
-        message: format!("model id `{id}` has no provider prefix (anthropic/, openai/, openai-responses/, compat/, scripted/, local/)"),
+        message: format!("model id `{id}` has no provider prefix (anthropic/, openai/, openai-responses/, gemini/, compat/, scripted/, local/)"),
     })?;
     let provider = match prefix {
         "anthropic" => Provider::Anthropic,
         "openai" => Provider::OpenAi,
         "openai-responses" => Provider::OpenAiResponses,
+        "gemini" => Provider::Gemini,
         "compat" => Provider::Compat,
         "scripted" => Provider::Scripted,
         "local" => Provider::Local,
         other => {
             return Err(ModelError::Config {
                 message: format!(
-                    "unknown model provider `{other}` in `{id}` (expected anthropic, openai, openai-responses, compat, scripted or local)"
+                    "unknown model provider `{other}` in `{id}` (expected anthropic, openai, openai-responses, gemini, compat, scripted or local)"
                 ),
             });
         }
@@ -149,15 +165,23 @@ pub fn build_model_with_env(
                 ),
             },
         )?)),
-        (None, None, Some(var)) => Some(ApiKey::new(from_env(Some(var)).ok_or_else(|| {
-            ModelError::Config {
-                message: format!(
-                    "no API key for `{}`: set {var}, or name the variable that holds the key \
-                     with `api_key_env` in the agent file's [planner] (or [advisor])",
-                    config.id
-                ),
-            }
-        })?)),
+        (None, None, Some(var)) => Some(ApiKey::new(
+            from_env(Some(var))
+                .or_else(|| from_env(provider.fallback_key_var()))
+                .ok_or_else(|| {
+                    let set = match provider.fallback_key_var() {
+                        Some(other) => format!("{var} (or {other})"),
+                        None => var.to_owned(),
+                    };
+                    ModelError::Config {
+                        message: format!(
+                            "no API key for `{}`: set {set}, or name the variable that holds the key \
+                             with `api_key_env` in the agent file's [planner] (or [advisor])",
+                            config.id
+                        ),
+                    }
+                })?,
+        )),
         (None, None, None) => None,
     };
     let http = config.http;
@@ -180,6 +204,11 @@ pub fn build_model_with_env(
         Provider::OpenAiResponses => {
             let url = base_url.as_deref().unwrap_or(openai_chat::DEFAULT_BASE_URL);
             Arc::new(ResponsesClient::new(model, key.as_ref(), url, http)?)
+        }
+        Provider::Gemini => {
+            let key = key.unwrap_or_else(|| ApiKey::new(""));
+            let url = base_url.as_deref().unwrap_or(gemini::DEFAULT_BASE_URL);
+            Arc::new(GeminiClient::new(model, &key, url, http)?)
         }
         Provider::Compat => {
             let url = base_url.ok_or_else(|| ModelError::Config {
@@ -281,6 +310,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn gemini_keys_come_from_gemini_api_key_else_google_api_key() {
+        let config = ModelConfig::new("gemini/gemini-2.5-flash");
+        let model = build_model_with_env(&config, &|v| {
+            (v == "GOOGLE_API_KEY").then(|| "g-key".to_owned())
+        })
+        .unwrap();
+        assert_eq!(model.id(), "gemini/gemini-2.5-flash");
+        let Err(ModelError::Config { message }) = build_model_with_env(&config, &|_| None) else {
+            panic!("a missing key is a config error");
+        };
+        assert!(
+            message.contains("set GEMINI_API_KEY (or GOOGLE_API_KEY)"),
+            "{message}"
+        );
+    }
+
+    #[test]
     fn scripted_ids_load_script_files() {
         let dir = std::env::temp_dir().join(format!("weft-models-script-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -306,6 +352,10 @@ mod tests {
         assert_eq!(
             parse_model_id("compat/qwen/qwen3:8b").unwrap(),
             (Provider::Compat, "qwen/qwen3:8b")
+        );
+        assert_eq!(
+            parse_model_id("gemini/gemini-2.5-flash").unwrap(),
+            (Provider::Gemini, "gemini-2.5-flash")
         );
         assert!(parse_model_id("gpt-4o").is_err());
         assert!(parse_model_id("anthropic/").is_err());

@@ -3,9 +3,9 @@
 //! Organization:
 //! - [`sse`]: the incremental Server-Sent Events decoder.
 //! - [`decode`]: the provider decoder contract and the bytes-to-chunks driver.
-//! - [`anthropic`], [`openai_chat`], [`openai_responses`]: one module per API,
+//! - [`anthropic`], [`openai_chat`], [`openai_responses`], [`gemini`]: one module per API,
 //!   each with its request builder, its stream/body decoder and its [`WireApi`].
-//! - [`client`]: [`HttpModelClient`], the client skeleton the three APIs fill in
+//! - [`client`]: [`HttpModelClient`], the client skeleton the APIs fill in
 //!   through [`WireApi`].
 //! - [`http`]: the shared transport (retries, timeouts, error mapping).
 //! - [`config`]: model ids, keys, base URLs and the [`ModelRegistry`].
@@ -30,6 +30,7 @@ pub mod anthropic;
 pub mod client;
 pub mod config;
 pub mod decode;
+pub mod gemini;
 pub mod http;
 mod key;
 pub mod names;

@@ -281,7 +281,9 @@ pub fn thinking_allowed(req: &ModelRequest) -> bool {
     // The first block the builder will send: unsigned thinking is dropped.
     let first = last.parts.iter().find(|p| match p {
         Part::Thinking(Thinking::Text { signature, .. }) => signature.is_some(),
-        Part::Thinking(Thinking::Redacted { .. }) => true,
+        Part::Thinking(Thinking::Redacted { data }) => {
+            !crate::gemini::signature::is_signature(data)
+        }
         Part::Thinking(_) | Part::Audio(_) => false,
         p => !is_empty_text(p),
     });

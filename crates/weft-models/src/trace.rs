@@ -165,6 +165,7 @@ fn split_model_id(id: &str) -> (&str, &str) {
     let (prefix, model) = id.split_once('/').unwrap_or(("unknown", id));
     let provider = match prefix {
         "openai-responses" => "openai",
+        "gemini" => "gcp.gemini",
         other => other,
     };
     (provider, model)

@@ -5,7 +5,7 @@
 //! end with an answer and no refused request: a tool loop, a finalization
 //! forced by a cap (the finalizing request keeps the tool definitions and
 //! forbids their use), thinking beside tool calls (its signed blocks or
-//! reasoning items sent back unchanged), both at once, the advisor after a
+//! reasoning items or thought signatures sent back unchanged), both at once, the advisor after a
 //! tool exchange, and a session's second run.
 
 use std::path::Path;
@@ -13,11 +13,12 @@ use std::path::Path;
 use serde_json::Value;
 use weft_fakes::{ADVICE, ANSWER, Api, Behaviour, FINAL, spawn};
 
-const APIS: [Api; 4] = [
+const APIS: [Api; 5] = [
     Api::Anthropic,
     Api::OpenAiChat,
     Api::OpenAiResponses,
     Api::Compat,
+    Api::Gemini,
 ];
 
 /// The model id and base URL of `api` served at `url`.
@@ -27,6 +28,7 @@ fn model(api: Api, url: &str) -> (&'static str, String) {
         Api::OpenAiChat => ("openai/gpt-fake", format!("{url}/v1")),
         Api::OpenAiResponses => ("openai-responses/gpt-fake", format!("{url}/v1")),
         Api::Compat => ("compat/llama-fake", format!("{url}/v1")),
+        Api::Gemini => ("gemini/gemini-fake", format!("{url}/v1beta")),
     }
 }
 
@@ -52,8 +54,10 @@ fn run(api: Api, agent: &Path, args: &[&str]) -> Vec<Value> {
         .args(args)
         .env("ANTHROPIC_API_KEY", "sk-ant-fake")
         .env("OPENAI_API_KEY", "sk-fake")
+        .env("GEMINI_API_KEY", "g-fake")
         .env_remove("ANTHROPIC_BASE_URL")
-        .env_remove("OPENAI_BASE_URL");
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("GEMINI_BASE_URL");
     let out = cmd.output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -303,6 +307,7 @@ async fn a_run_killed_in_a_model_call_is_recovered_and_answers() {
             .arg("What is 2 + 3?")
             .env("ANTHROPIC_API_KEY", "sk-ant-fake")
             .env("OPENAI_API_KEY", "sk-fake")
+            .env("GEMINI_API_KEY", "g-fake")
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
@@ -336,6 +341,7 @@ async fn a_run_killed_in_a_model_call_is_recovered_and_answers() {
                 .arg(&agent2)
                 .env("ANTHROPIC_API_KEY", "sk-ant-fake")
                 .env("OPENAI_API_KEY", "sk-fake")
+                .env("GEMINI_API_KEY", "g-fake")
                 .output()
                 .unwrap();
             assert!(

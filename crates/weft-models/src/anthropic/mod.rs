@@ -33,8 +33,8 @@ impl WireApi for MessagesApi {
         "anthropic"
     }
 
-    fn body(&self, model: &str, request: &ModelRequest, stream: bool) -> Value {
-        build_request(model, request, stream)
+    fn body(&self, model: &str, request: &ModelRequest, stream: bool) -> Result<Value, ModelError> {
+        Ok(build_request(model, request, stream))
     }
 
     fn decoder(&self) -> AnthropicDecoder {

@@ -3,7 +3,8 @@
 //! Tool results travel as user-role `tool_result` blocks (consecutive user
 //! messages are merged, results first, as the API requires); signed thinking
 //! and redacted thinking are carried back verbatim, while unsigned thinking
-//! (cut off by an error) and other providers' reasoning are dropped. Prompt
+//! (cut off by an error) and other providers' reasoning (OpenAI reasoning
+//! items, Gemini thought signatures) are dropped. Prompt
 //! caching breakpoints go after the system prompt and after the last tool.
 //! The API's request rules ([`crate::rules`]) are kept before anything is
 //! encoded.
@@ -12,6 +13,7 @@ use serde_json::{Map, Value, json};
 use weft_core::message::{Media, MediaSource, Message, Part, Role, Thinking};
 use weft_core::model::{ModelRequest, ToolChoice};
 
+use crate::gemini;
 use crate::rules;
 use crate::util::insert_sampling;
 
@@ -127,7 +129,8 @@ fn block(part: &Part) -> Option<Value> {
             text,
             signature: Some(signature),
         }) => json!({"type": "thinking", "thinking": text, "signature": signature}),
-        Part::Thinking(Thinking::Redacted { data }) => {
+        // Gemini's thought signatures travel as redacted blocks too; not Anthropic's.
+        Part::Thinking(Thinking::Redacted { data }) if !gemini::signature::is_signature(data) => {
             json!({"type": "redacted_thinking", "data": data})
         }
         Part::Thinking(_) => return None,

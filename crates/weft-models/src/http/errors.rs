@@ -1,7 +1,8 @@
-//! Provider HTTP error responses (Anthropic and OpenAI shapes) mapped to
-//! [`ModelError::Http`]: error type, message, whether to retry (status, the
-//! `x-should-retry` hint, and quota codes that must never be retried) and
-//! how long the provider asked to wait.
+//! Provider HTTP error responses (Anthropic, OpenAI and Google shapes)
+//! mapped to [`ModelError::Http`]: error type, message, whether to retry
+//! (status, the `x-should-retry` hint, and quota codes that must never be
+//! retried) and how long the provider asked to wait (`retry-after`
+//! headers, or a Google `RetryInfo` detail's `retryDelay`).
 
 use std::time::Duration;
 
@@ -30,6 +31,11 @@ struct ErrorBody {
     message: Option<String>,
     #[serde(default)]
     code: Option<serde_json::Value>,
+    /// Google's canonical status, e.g. `RESOURCE_EXHAUSTED`.
+    #[serde(default)]
+    status: Option<String>,
+    #[serde(default)]
+    details: Option<serde_json::Value>,
 }
 
 /// Error codes that share a retryable status but must not be retried.
@@ -40,12 +46,17 @@ const NOT_RETRYABLE_CODES: &[&str] = &[
     "billing_hard_limit_reached",
 ];
 
-/// Maps an HTTP error response (Anthropic or OpenAI shape) to a [`ModelError`].
+/// Maps an HTTP error response (Anthropic, OpenAI or Google shape) to a [`ModelError`].
 pub fn http_error(status: u16, headers: &HeaderMap, body: &str) -> ModelError {
     let parsed = serde_json::from_str::<ErrorEnvelope>(body)
         .ok()
         .map(|e| e.error);
     let kind = parsed.as_ref().and_then(|e| e.kind.clone());
+    let status_name = parsed.as_ref().and_then(|e| e.status.clone());
+    let retry_delay = parsed
+        .as_ref()
+        .and_then(|e| e.details.as_ref())
+        .and_then(google_retry_delay);
     let code = parsed
         .as_ref()
         .and_then(|e| e.code.as_ref())
@@ -76,11 +87,29 @@ pub fn http_error(status: u16, headers: &HeaderMap, body: &str) -> ModelError {
     let retryable = !quota && hint.unwrap_or(by_status);
     ModelError::Http {
         status,
-        error_type: kind.or(code),
+        error_type: kind.or(code).or(status_name),
         message,
         retryable,
-        retry_after: retry_after(headers),
+        retry_after: retry_after(headers).or(retry_delay),
     }
+}
+
+/// The `retryDelay` of a `google.rpc.RetryInfo` among an error's details
+/// (a protobuf duration: `"12s"`, `"0.5s"`).
+fn google_retry_delay(details: &serde_json::Value) -> Option<Duration> {
+    details
+        .as_array()?
+        .iter()
+        .find(|d| {
+            d.get("@type").and_then(serde_json::Value::as_str)
+                == Some("type.googleapis.com/google.rpc.RetryInfo")
+        })?
+        .get("retryDelay")?
+        .as_str()?
+        .strip_suffix('s')?
+        .parse::<f64>()
+        .ok()
+        .and_then(|s| Duration::try_from_secs_f64(s).ok())
 }
 
 /// The wait a response asks for, from `retry-after-ms` or `retry-after` (seconds).
@@ -155,6 +184,21 @@ mod tests {
             }
         );
         assert!(!http_error(400, &HeaderMap::new(), "{}").is_retryable());
+    }
+
+    #[test]
+    fn google_errors_name_their_status_and_retry_delay() {
+        let body = r#"{"error":{"code":429,"message":"Quota exceeded","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"1.5s"}]}}"#;
+        assert_eq!(
+            http_error(429, &HeaderMap::new(), body),
+            ModelError::Http {
+                status: 429,
+                error_type: Some("RESOURCE_EXHAUSTED".into()),
+                message: "Quota exceeded".into(),
+                retryable: true,
+                retry_after: Some(Duration::from_millis(1500)),
+            }
+        );
     }
 
     #[test]

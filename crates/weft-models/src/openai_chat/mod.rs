@@ -47,8 +47,8 @@ impl WireApi for ChatApi {
         }
     }
 
-    fn body(&self, model: &str, request: &ModelRequest, stream: bool) -> Value {
-        build_request(self.flavor, model, request, stream)
+    fn body(&self, model: &str, request: &ModelRequest, stream: bool) -> Result<Value, ModelError> {
+        Ok(build_request(self.flavor, model, request, stream))
     }
 
     fn decoder(&self) -> ChatDecoder {

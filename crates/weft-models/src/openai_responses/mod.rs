@@ -27,8 +27,13 @@ impl WireApi for ResponsesApi {
         "openai-responses"
     }
 
-    fn body(&self, model: &str, request: &ModelRequest, stream: bool) -> ResponsesBody {
-        build_request(model, request, stream)
+    fn body(
+        &self,
+        model: &str,
+        request: &ModelRequest,
+        stream: bool,
+    ) -> Result<ResponsesBody, ModelError> {
+        Ok(build_request(model, request, stream))
     }
 
     fn decoder(&self) -> ResponsesDecoder {

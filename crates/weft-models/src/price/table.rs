@@ -53,6 +53,33 @@ pub const ANTHROPIC: &[(&str, ModelPrice)] = &[
     ("claude-3-5-haiku", anthropic(0.80, 4.0)),
 ];
 
+/// Gemini models (`gemini/...`): input, output (thinking tokens are billed
+/// as output) and cached input, from Google's "Gemini Developer API
+/// pricing" page (ai.google.dev/gemini-api/docs/pricing, standard paid
+/// tier, text input). Gemini 2.5 Pro's prices are those of prompts up to
+/// 200k tokens (longer prompts cost twice the input and 1.5 times the
+/// output); cached input is 10% of the input price on the 2.5 models and
+/// 25% on 2.0 Flash.
+pub const GEMINI: &[(&str, ModelPrice)] = &[
+    (
+        "gemini-2.5-pro",
+        ModelPrice::new(1.25, 10.0).cached_input(0.125),
+    ),
+    (
+        "gemini-2.5-flash",
+        ModelPrice::new(0.30, 2.50).cached_input(0.03),
+    ),
+    (
+        "gemini-2.5-flash-lite",
+        ModelPrice::new(0.10, 0.40).cached_input(0.01),
+    ),
+    (
+        "gemini-2.0-flash",
+        ModelPrice::new(0.10, 0.40).cached_input(0.025),
+    ),
+    ("gemini-2.0-flash-lite", ModelPrice::new(0.075, 0.30)),
+];
+
 /// Anthropic's cache prices follow from the input price: reads cost a
 /// tenth of it, five-minute writes a quarter more.
 const fn anthropic(input: f64, output: f64) -> ModelPrice {

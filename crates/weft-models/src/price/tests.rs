@@ -40,6 +40,21 @@ fn known_models_have_list_prices_with_or_without_a_date() {
 }
 
 #[test]
+fn gemini_models_have_list_prices_and_count_cached_tokens_in_the_input() {
+    let flash = builtin_price("gemini/gemini-2.5-flash").unwrap();
+    assert_eq!((flash.input, flash.output), (0.30, 2.50));
+    assert_ne!(builtin_price("gemini/gemini-2.5-flash-lite"), Some(flash));
+    assert!(builtin_price("gemini/gemini-2.5-pro").is_some());
+    assert!(builtin_price("gemini/gemini-2.0-flash").is_some());
+    assert_eq!(builtin_price("gemini/gemini-fake"), None);
+    let pricing = Pricing::for_model("gemini/gemini-2.5-flash", None).unwrap();
+    assert_eq!(pricing.cache, CacheAccounting::InInput);
+    // 1M prompt tokens of which 400k cached, 100k output.
+    let cost = pricing.cost(&usage(1_000_000, 100_000, 400_000, 0));
+    assert!(close(cost, 0.6 * 0.30 + 0.4 * 0.03 + 0.1 * 2.50), "{cost}");
+}
+
+#[test]
 fn an_unknown_model_without_a_price_has_no_cost() {
     for id in [
         "openai/gpt-unknown",

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::Response;
 use axum::routing::post;
 use serde_json::Value;
@@ -120,6 +120,8 @@ pub struct Seen {
     pub bodies: Vec<Value>,
     pub raw_bodies: Vec<String>,
     pub headers: Vec<HeaderMap>,
+    /// Each request's path and query.
+    pub uris: Vec<String>,
     pub times: Vec<std::time::Instant>,
 }
 
@@ -134,7 +136,7 @@ impl Server {
         let queue = Arc::new(Mutex::new(VecDeque::from(replies)));
         let seen = Arc::new(Mutex::new(Seen::default()));
         let (q, s) = (queue.clone(), seen.clone());
-        let handler = move |headers: HeaderMap, body: Bytes| {
+        let handler = move |headers: HeaderMap, uri: Uri, body: Bytes| {
             let (q, s) = (q.clone(), s.clone());
             async move {
                 {
@@ -144,6 +146,7 @@ impl Server {
                     s.bodies
                         .push(serde_json::from_slice(&body).unwrap_or(Value::Null));
                     s.headers.push(headers);
+                    s.uris.push(uri.to_string());
                     s.times.push(std::time::Instant::now());
                 }
                 let reply = q
@@ -215,6 +218,7 @@ pub enum Api {
     Anthropic,
     Chat,
     Responses,
+    Gemini,
 }
 
 /// Asserts `summary` matches `expected` exactly on text, tool calls
@@ -266,6 +270,12 @@ pub fn check_summary(api: Api, summary: &ModelSummary, expected: &Value) {
             "stop" => "end_turn".to_owned(),
             "tool_calls" => "tool_use".to_owned(),
             other => other.to_owned(),
+        }),
+        Api::Gemini => expected["finish_reason"].as_str().map(|s| match s {
+            "STOP" if summary.tool_calls.is_empty() => "end_turn".to_owned(),
+            "STOP" => "tool_use".to_owned(),
+            "MAX_TOKENS" => "max_tokens".to_owned(),
+            other => other.to_ascii_lowercase(),
         }),
         Api::Responses => expected["status"].as_str().map(|s| {
             assert_eq!(s, "completed");

@@ -2,7 +2,7 @@
 //! and structured bytes (see the `weft-fuzz` crate for the generators):
 //!
 //! - `sse`: the SSE line and event parser, against a reference model.
-//! - `anthropic`, `openai_chat`, `openai_responses`: each provider's stream
+//! - `anthropic`, `openai_chat`, `openai_responses`, `gemini`: each provider's stream
 //!   decoder (SSE framing included) and its whole-body decoder.
 //!
 //! Every target checks that decoding never panics and fails only with a
@@ -19,6 +19,7 @@ mod seeds;
 mod stream;
 
 mod anthropic;
+mod gemini;
 mod openai_chat;
 mod openai_responses;
 mod sse;

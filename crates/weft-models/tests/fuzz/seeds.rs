@@ -56,7 +56,7 @@ pub fn load(dir: &str) -> Seeds {
 
 /// Every `.sse` fixture of every provider.
 pub fn all_streams() -> Vec<Vec<u8>> {
-    ["anthropic", "openai_chat", "openai_responses"]
+    ["anthropic", "openai_chat", "openai_responses", "gemini"]
         .into_iter()
         .flat_map(|dir| load(dir).streams)
         .collect()

@@ -42,9 +42,12 @@ fn fast_http() -> HttpConfig {
 fn client(id: &str, server: &Server) -> Arc<dyn ModelClient> {
     let url = server.url();
     let env = move |name: &str| match name {
-        "ANTHROPIC_API_KEY" | "OPENAI_API_KEY" => Some("sk-test-secret".to_owned()),
+        "ANTHROPIC_API_KEY" | "OPENAI_API_KEY" | "GEMINI_API_KEY" => {
+            Some("sk-test-secret".to_owned())
+        }
         "ANTHROPIC_BASE_URL" => Some(url.clone()),
         "OPENAI_BASE_URL" => Some(format!("{url}/v1")),
+        "GEMINI_BASE_URL" => Some(format!("{url}/v1beta")),
         _ => None,
     };
     let mut config = ModelConfig::new(id);

@@ -34,6 +34,16 @@ async fn every_stream_fixture_decodes_over_http_split_mid_line() {
                 "r3_reasoning_summary_function_call",
             ],
         ),
+        (
+            "gemini/gemini-test",
+            "gemini",
+            Api::Gemini,
+            &[
+                "g1_text_stream",
+                "g2_function_call_signature",
+                "g4_max_tokens_thought_text_signature",
+            ],
+        ),
     ];
     for (id, dir, api, names) in cases {
         for name in *names {
@@ -77,6 +87,12 @@ async fn every_body_fixture_decodes_over_http() {
             Api::Responses,
             &["r4_nonstream_function_call"],
         ),
+        (
+            "gemini/gemini-test",
+            "gemini",
+            Api::Gemini,
+            &["g3_parallel_function_calls"],
+        ),
     ];
     for (id, dir, api, names) in cases {
         for name in *names {
@@ -111,6 +127,30 @@ async fn request_carries_auth_headers_and_paths() {
     let seen = server.seen.lock().unwrap();
     assert_eq!(seen.headers[0]["authorization"], "Bearer sk-test-secret");
     assert_eq!(seen.bodies[0]["stream_options"]["include_usage"], true);
+}
+
+#[tokio::test]
+async fn gemini_sends_its_key_header_to_the_models_method_and_waits_its_retry_delay() {
+    let bytes = fixture("gemini/g1_text_stream.sse");
+    let limited = r#"{"error": {"code": 429, "message": "Quota exceeded", "status": "RESOURCE_EXHAUSTED",
+        "details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "0.2s"}]}}"#;
+    let server = Server::start(vec![
+        Reply::json(429, limited.as_bytes().to_vec()),
+        Reply::sse(split(&bytes, SPLITS)),
+        Reply::json(200, fixture("gemini/g3_parallel_function_calls.body.json")),
+    ])
+    .await;
+    let c = client("gemini/gemini-test", &server);
+    run(&*c).await.1.unwrap();
+    c.complete(&request()).await.unwrap();
+    let seen = server.seen.lock().unwrap();
+    let stream = "/v1beta/models/gemini-test:streamGenerateContent?alt=sse";
+    let whole = "/v1beta/models/gemini-test:generateContent";
+    assert_eq!(seen.uris, [stream, stream, whole]);
+    assert_eq!(seen.headers[0]["x-goog-api-key"], "sk-test-secret");
+    assert!(seen.headers[0].get("authorization").is_none());
+    assert!(seen.times[1] - seen.times[0] >= Duration::from_millis(200));
+    assert_eq!(seen.bodies[0]["contents"][0]["role"], "user");
 }
 
 #[tokio::test]

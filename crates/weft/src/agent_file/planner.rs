@@ -31,7 +31,7 @@ pub enum PlannerSpec {
         #[serde(default)]
         base_url: Option<String>,
         /// The environment variable holding the key, instead of the
-        /// provider's (`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`): the file
+        /// provider's (`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`, `GEMINI_API_KEY`): the file
         /// names where the key is, never the key.
         #[serde(default)]
         api_key_env: Option<String>,

@@ -54,8 +54,8 @@ pub struct RunCommand {
     /// The agent file (optional with --model), then the prompt.
     #[arg(num_args = 1..=2, required = true, value_name = "ARGS")]
     pub args: Vec<String>,
-    /// A model id (`anthropic/<m>`, `openai/<m>`, `openai-responses/<m>`, `compat/<m>`,
-    /// `local/<name>` or `local/<path>.gguf`).
+    /// A model id (`anthropic/<m>`, `openai/<m>`, `openai-responses/<m>`, `gemini/<m>`,
+    /// `compat/<m>`, `local/<name>` or `local/<path>.gguf`).
     #[arg(long)]
     pub model: Option<String>,
     /// A durable store: a SQLite file path or a `postgres://` URL.

@@ -1,0 +1,182 @@
+//! The HTTP server of a fake: its route, the request count (and the
+//! request held back to stall a run), and each request checked and answered
+//! by its API's module, a refusal recorded in the [`Stats`].
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderMap, Response, StatusCode, Uri, header};
+use axum::routing::post;
+use serde_json::Value;
+
+use crate::{
+    Api, Behaviour, Issued, Rejection, Stats, anthropic, chat, decide, gemini, invalid, responses,
+};
+
+/// A running fake.
+pub struct Fake {
+    /// Its root URL (`http://127.0.0.1:port`).
+    pub url: String,
+    /// What it has seen.
+    pub stats: Arc<Stats>,
+}
+
+struct State {
+    api: Api,
+    behaviour: Behaviour,
+    stats: Arc<Stats>,
+    issued: Issued,
+}
+
+/// Starts a fake of `api` playing `behaviour` on a free loopback port.
+pub async fn spawn(api: Api, behaviour: Behaviour) -> std::io::Result<Fake> {
+    let stats = Arc::new(Stats::default());
+    let state = Arc::new(State {
+        api,
+        behaviour,
+        stats: stats.clone(),
+        issued: Mutex::new(HashMap::new()),
+    });
+    let app = Router::new().route(
+        api.path(),
+        post(move |headers: HeaderMap, uri: Uri, body: Bytes| {
+            let state = state.clone();
+            async move {
+                let n = state.stats.requests.fetch_add(1, Ordering::SeqCst) + 1;
+                if state.behaviour.stall == Some(n) {
+                    tokio::time::sleep(std::time::Duration::from_secs(60)).await;
+                }
+                let request = Request {
+                    headers: &headers,
+                    uri: &uri,
+                    body: &body,
+                };
+                handle(&state, &request, n)
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    Ok(Fake {
+        url: format!("http://{addr}"),
+        stats,
+    })
+}
+
+/// One request as the fake sees it.
+struct Request<'a> {
+    headers: &'a HeaderMap,
+    uri: &'a Uri,
+    body: &'a [u8],
+}
+
+fn handle(state: &State, request: &Request<'_>, n: usize) -> Response<Body> {
+    let outcome = serde_json::from_slice::<Value>(request.body)
+        .map_err(|e| invalid_json(state.api, &e.to_string()))
+        .and_then(|req| {
+            if let Ok(mut bodies) = state.stats.bodies.lock() {
+                bodies.push(req.clone());
+            }
+            answer(state, request, &req, n)
+        });
+    match outcome {
+        Ok(stream) => Response::builder()
+            .header(header::CONTENT_TYPE, "text/event-stream")
+            .body(Body::from(stream)),
+        Err(r) => {
+            if let Ok(mut rejections) = state.stats.rejections.lock() {
+                rejections.push(r.message().to_owned());
+            }
+            Response::builder()
+                .status(StatusCode::from_u16(r.status).unwrap_or(StatusCode::BAD_REQUEST))
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(Body::from(r.body.to_string()))
+        }
+    }
+    .unwrap_or_else(|_| Response::new(Body::empty()))
+}
+
+/// Checks `req` and streams the answer to it, as request `n`.
+fn answer(
+    state: &State,
+    request: &Request<'_>,
+    req: &Value,
+    n: usize,
+) -> Result<String, Rejection> {
+    let b = &state.behaviour;
+    match state.api {
+        Api::Anthropic => {
+            let view = anthropic::check(req, &state.issued)?;
+            require_stream(state.api, req)?;
+            Ok(anthropic::stream(
+                &decide(b, &view),
+                b.thinking,
+                n,
+                &state.issued,
+            ))
+        }
+        Api::OpenAiChat | Api::Compat => {
+            let view = chat::check(req, state.api == Api::Compat)?;
+            require_stream(state.api, req)?;
+            Ok(chat::stream(&decide(b, &view), n))
+        }
+        Api::OpenAiResponses => {
+            let view = responses::check(req, &state.issued)?;
+            require_stream(state.api, req)?;
+            Ok(responses::stream(
+                &decide(b, &view),
+                b.thinking,
+                n,
+                &state.issued,
+            ))
+        }
+        Api::Gemini => {
+            let key = request.headers.get("x-goog-api-key");
+            gemini::check_key(key.and_then(|k| k.to_str().ok()))?;
+            let view = gemini::check(req, &state.issued)?;
+            let target = request.uri.path().rsplit('/').next().unwrap_or_default();
+            let streamed = target.ends_with(":streamGenerateContent")
+                && request
+                    .uri
+                    .query()
+                    .is_some_and(|q| q.split('&').any(|p| p == "alt=sse"));
+            if !streamed {
+                return Err(invalid(
+                    state.api,
+                    "",
+                    "this fake answers `models/{model}:streamGenerateContent?alt=sse` only",
+                ));
+            }
+            Ok(gemini::stream(
+                &decide(b, &view),
+                b.thinking,
+                n,
+                &state.issued,
+            ))
+        }
+    }
+}
+
+/// The fakes answer streamed requests only (weft streams by default).
+fn require_stream(api: Api, req: &Value) -> Result<(), Rejection> {
+    if req["stream"] == Value::Bool(true) {
+        return Ok(());
+    }
+    Err(invalid(
+        api,
+        "stream",
+        "this fake answers streamed requests only (`stream: true`)",
+    ))
+}
+
+fn invalid_json(api: Api, detail: &str) -> Rejection {
+    invalid(
+        api,
+        "",
+        &format!("The request body is not valid JSON: {detail}"),
+    )
+}
