@@ -712,11 +712,29 @@ async fn recovery_reruns_only_idempotent_calls_that_were_in_flight() {
         }
     }
     // A second process cannot take the run over while the first holds it,
-    // and does once the first one dies.
-    let second = build(false);
+    // and does once the first one dies. It dies too, while the idempotent
+    // call runs again: the interrupted call's result it recorded must be
+    // stored with the run's state by then, or a third process would answer
+    // that call a second time.
+    let second = build(true);
     assert!(second.recover(handle.run_id()).await.is_err());
     first.shutdown().await;
     assert!(second.recover(handle.run_id()).await.unwrap());
+    let mut events = second.subscribe(handle.run_id(), 0).await.unwrap();
+    let mut seen = 0;
+    while seen < 2 {
+        match events.next().await.unwrap().unwrap().kind {
+            EventKind::ToolFinished { .. } | EventKind::ToolStarted { .. } => seen += 1,
+            _ => {}
+        }
+    }
+    // Past the batch's first flush of events (a real timer of the driver,
+    // which stores the events of running calls without a snapshot).
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    second.shutdown().await;
+    let third = build(false);
+    assert!(third.recover(handle.run_id()).await.unwrap());
+    let second = third;
     let outcome = second.outcome(handle.run_id()).await.unwrap();
     assert!(
         matches!(outcome, RunOutcome::Response { .. }),
@@ -729,9 +747,15 @@ async fn recovery_reruns_only_idempotent_calls_that_were_in_flight() {
     );
     assert_eq!(
         idem_runs.load(Ordering::SeqCst),
-        2,
-        "the idempotent call is run again"
+        3,
+        "the idempotent call is run again, by each process"
     );
+    let log = collect(second.subscribe(handle.run_id(), 0).await.unwrap()).await;
+    let finished_once = log
+        .iter()
+        .filter(|e| matches!(&e.kind, EventKind::ToolFinished { output } if output.name.as_str() == "t.once"))
+        .count();
+    assert_eq!(finished_once, 1, "the interrupted call is answered once");
     let stored = second
         .store()
         .load_run(handle.run_id())

@@ -171,8 +171,17 @@ impl RunTask {
     async fn drive_inner(&mut self) -> DriveEnd {
         if std::mem::take(&mut self.recovering) {
             // The process that drove the run died in its batch: the
-            // machine says which calls run again.
+            // machine says which calls run again. What it recorded (the
+            // interrupted calls' results, the withdrawn questions) is
+            // stored with its state before any call runs: the batch's
+            // flushes store events without a snapshot, and a crash after
+            // one would have the next process record them again.
             self.machine.recover(&self.tools.catalog, self.clock.now());
+            if self.machine.has_events()
+                && let Err(e) = self.commit().await
+            {
+                return DriveEnd::failed(e);
+            }
         }
         loop {
             let now = self.clock.now();
