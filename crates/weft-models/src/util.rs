@@ -57,3 +57,16 @@ pub(crate) fn image_url(media: &Media) -> String {
         MediaSource::Url(url) => url.clone(),
     }
 }
+
+/// The request's system text: its system prompt, then the text of any
+/// system-role messages, joined by blank lines; `None` when there is none.
+pub(crate) fn system_text(req: &ModelRequest) -> Option<String> {
+    let mut system: Vec<String> = req.system.iter().cloned().collect();
+    system.extend(
+        req.messages
+            .iter()
+            .filter(|m| m.role == weft_core::message::Role::System)
+            .map(weft_core::message::Message::joined_text),
+    );
+    (!system.is_empty()).then(|| system.join("\n\n"))
+}

@@ -15,7 +15,7 @@ use weft_core::model::{ModelRequest, ToolChoice};
 
 use crate::gemini;
 use crate::rules;
-use crate::util::insert_sampling;
+use crate::util::{insert_sampling, system_text};
 
 /// Output token limit used when the request sets none.
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;
@@ -37,17 +37,10 @@ pub fn build(model: &str, req: &ModelRequest, stream: bool) -> Value {
         .max_tokens
         .unwrap_or_else(|| thinking_budget.map_or(DEFAULT_MAX_TOKENS, |b| b + DEFAULT_MAX_TOKENS));
     body.insert("max_tokens".into(), json!(max_tokens));
-    let mut system: Vec<String> = req.system.iter().cloned().collect();
-    system.extend(
-        req.messages
-            .iter()
-            .filter(|m| m.role == Role::System)
-            .map(Message::joined_text),
-    );
-    if !system.is_empty() {
+    if let Some(system) = system_text(req) {
         body.insert(
             "system".into(),
-            json!([{"type": "text", "text": system.join("\n\n"), "cache_control": {"type": "ephemeral"}}]),
+            json!([{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}]),
         );
     }
     body.insert("messages".into(), Value::Array(messages(&req.messages)));

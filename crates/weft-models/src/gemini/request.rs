@@ -22,6 +22,7 @@ use weft_core::model::{ModelError, ModelRequest, ToolChoice};
 use super::schema;
 use super::signature::{self, Anchor};
 use crate::rules;
+use crate::util::system_text;
 
 /// Call ids weft made up for calls Gemini sent without one; they are not
 /// sent back.
@@ -37,17 +38,10 @@ pub fn build(req: &ModelRequest) -> Result<Value, ModelError> {
         None => (req.tools.as_slice(), &req.tool_choice),
     };
     let mut body = Map::new();
-    let mut system: Vec<String> = req.system.iter().cloned().collect();
-    system.extend(
-        req.messages
-            .iter()
-            .filter(|m| m.role == Role::System)
-            .map(Message::joined_text),
-    );
-    if !system.is_empty() {
+    if let Some(system) = system_text(req) {
         body.insert(
             "systemInstruction".into(),
-            json!({"parts": [{"text": system.join("\n\n")}]}),
+            json!({"parts": [{"text": system}]}),
         );
     }
     body.insert("contents".into(), Value::Array(contents(&req.messages)));
