@@ -15,6 +15,11 @@ use crate::run::RunOutcome;
 use crate::time::Timestamp;
 use crate::tool::{Labels, ToolIdent, ToolOutput};
 
+/// The reason of the `RunPaused` that logs written before awaits stopped
+/// pausing have right after each blocking `AwaitRequested`; a person's pause
+/// there has another reason.
+pub const OLD_AWAIT_PAUSE_REASON: &str = "awaiting answers";
+
 /// One event of a run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunEvent {
@@ -40,7 +45,11 @@ pub enum EventKind {
         /// The input messages.
         input: Vec<Message>,
     },
-    /// The run paused, waiting for an await or a human.
+    /// A person paused the run (the `pause` control); it goes on at
+    /// `RunContinued`. A run awaiting answers says so with `AwaitRequested`
+    /// alone: logs written before the two were told apart also have a
+    /// `RunPaused` (reason "awaiting answers") right after each blocking
+    /// `AwaitRequested`, which readers of old logs skip.
     RunPaused {
         /// Why.
         reason: String,

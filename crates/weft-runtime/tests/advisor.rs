@@ -389,8 +389,17 @@ async fn a_call_cut_by_a_crash_is_asked_again_and_charged_once(store: Arc<dyn Ru
         vec![(json!("One."), json!(1)), (json!("Two."), json!(0))]
     );
     assert_eq!(
-        stored.snapshot.state().get(advisor::USES_KEY),
-        Some(&json!(2))
+        stored
+            .snapshot
+            .uses_of(&weft_core::tool::ToolIdent::new(advisor::TOOL)),
+        2
+    );
+    assert!(
+        stored
+            .snapshot
+            .state()
+            .get(advisor::LEGACY_USES_KEY)
+            .is_none()
     );
     assert_eq!(second_model.requests().len(), 2);
 }

@@ -160,6 +160,9 @@ pub(crate) struct ToolOutputSchema {
     /// Timings and the like.
     #[schema(value_type = Option<Object>)]
     telemetry: Option<Value>,
+    /// Whether the output spent one of the run's uses of its tool (an
+    /// advice); absent when it did not.
+    charged: Option<bool>,
 }
 
 /// A tool result: `{"kind": ..., "value": ...}`.

@@ -33,7 +33,9 @@ pub(crate) enum RunEventSchema {
         /// The input messages.
         input: Vec<MessageSchema>,
     },
-    /// The run paused, waiting for an await or a human.
+    /// A person paused the run; a run awaiting answers says so with
+    /// `await_requested` alone (logs written before that also have a
+    /// `run_paused` right after each blocking `await_requested`).
     RunPaused {
         /// Position in the run's log.
         seq: u64,

@@ -173,7 +173,7 @@ async fn shutdown_ends_open_event_streams() {
     f.wait_status(TOKEN_A, &run, "awaiting").await;
     let mut stream = server.events(&run, None, "").await;
     while let Some(frame) = stream.next().await {
-        if frame.event == "run_paused" {
+        if frame.event == "await_requested" {
             break;
         }
     }

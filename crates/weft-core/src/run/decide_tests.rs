@@ -232,3 +232,79 @@ fn resolving_an_invalid_call_says_which_call_why_and_how() {
     assert!(text.starts_with("invalid call `calc.nope` (1):"), "{text}");
     assert!(text.ends_with("resolution: retry"), "{text}");
 }
+
+#[test]
+fn charged_outputs_are_counted_per_tool_and_survive_a_snapshot() {
+    let cat = TestCatalog::new();
+    let mut m = machine(Policy::default());
+    let echo = ToolIdent::new("calc.echo");
+    for (turn, id) in ["1", "2", "3"].into_iter().enumerate() {
+        let now = t(10 * turn as u64);
+        let _ = m.next_step(now);
+        m.plan_result(
+            PlanResult::tool_calls(vec![call(id, "calc.echo")]),
+            now,
+            &cat,
+        )
+        .unwrap();
+        let calls = pending(&mut m, now);
+        let out = ToolOutput::ok(calls[0].id.clone(), echo.clone(), json!({}), json!("ok"));
+        // The second call's output spends nothing (a failed advice, say).
+        let out = if id == "2" { out } else { out.charged() };
+        m.tool_result(out, now).unwrap();
+        assert_eq!(m.uses_of(&ToolIdent::new("calc.add")), 0);
+    }
+    assert_eq!(m.uses_of(&echo), 2);
+    let restored: RunMachine = serde_json::from_value(serde_json::to_value(&m).unwrap()).unwrap();
+    assert_eq!(restored.uses_of(&echo), 2);
+    assert!(m.state().is_empty(), "the count is typed, not a state key");
+}
+
+#[test]
+fn an_await_is_not_a_pause_and_old_logs_are_read_the_same() {
+    use crate::awaiting::{AwaitItem, Clarification};
+    let cat = TestCatalog::new();
+    let mut m = machine(Policy::default());
+    let _ = m.next_step(t(0));
+    let item = AwaitItem::Clarification(Clarification {
+        id: crate::AwaitItemId::new("q1"),
+        question: "which?".into(),
+        missing_fields: vec![],
+        restrict_to_tool: None,
+        example_input: None,
+        clarifying_prompt: None,
+    });
+    m.plan_result(PlanResult::await_items(vec![item]), t(1), &cat)
+        .unwrap();
+    let mut log: Vec<EventKind> = m.drain_events().collect();
+    assert!(
+        log.iter()
+            .any(|e| matches!(e, EventKind::AwaitRequested { .. }))
+    );
+    assert!(
+        !log.iter().any(|e| matches!(e, EventKind::RunPaused { .. })),
+        "awaiting answers is said by the await alone: {log:?}"
+    );
+    let p = RunProjection::of(&log);
+    assert!(!p.paused);
+    assert_eq!(p.awaiting.len(), 1);
+
+    // A log written before the split has the await's pause right after it.
+    let at = log
+        .iter()
+        .position(|e| matches!(e, EventKind::AwaitRequested { .. }))
+        .unwrap();
+    let mut old = log.clone();
+    old.insert(
+        at + 1,
+        EventKind::RunPaused {
+            reason: "awaiting answers".into(),
+        },
+    );
+    assert!(!RunProjection::of(&old).paused);
+
+    // A person's pause, while the run awaits, is one.
+    m.pause(t(2)).unwrap();
+    log.extend(m.drain_events());
+    assert!(RunProjection::of(&log).paused);
+}

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use crate::awaiting::AwaitItem;
-use crate::event::EventKind;
+use crate::event::{EventKind, OLD_AWAIT_PAUSE_REASON};
 use crate::ids::{AgentId, AwaitItemId, RunId, SessionId, ToolCallId};
 use crate::planner::Termination;
 use crate::run::step::RunOutcome;
@@ -36,7 +36,9 @@ pub struct RunProjection {
     /// The child runs its calls started (agents called as tools), in order,
     /// each once.
     pub children: Vec<(ToolCallId, RunId)>,
-    /// The last event was `AwaitRequested`, whose `RunPaused` follows it.
+    /// The last event was a blocking `AwaitRequested`: in logs written
+    /// before awaits stopped pausing, a `RunPaused` that follows it is the
+    /// await's, not a person's.
     await_pause_due: bool,
 }
 
@@ -89,9 +91,11 @@ impl RunProjection {
                     self.answered.clear();
                 }
             }
-            // An await is reported as `AwaitRequested` then `RunPaused`;
-            // only a pause on its own is a human's.
-            EventKind::RunPaused { .. } => self.paused |= !await_pause_due,
+            // A pause is a person's, except the one old logs wrote right
+            // after a blocking await.
+            EventKind::RunPaused { reason } => {
+                self.paused |= !(await_pause_due && reason == OLD_AWAIT_PAUSE_REASON);
+            }
             EventKind::RunContinued => self.paused = false,
             EventKind::Termination { termination } => {
                 self.termination = Some(termination.clone());

@@ -187,6 +187,11 @@ pub struct ToolOutput {
     /// How the call went.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub telemetry: Option<Telemetry>,
+    /// Whether this output spends one of the uses a run may make of its
+    /// tool (the advisor's per-run budget); the run machine counts them
+    /// ([`RunMachine::uses_of`](crate::run::RunMachine::uses_of)).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub charged: bool,
 }
 
 impl ToolOutput {
@@ -233,7 +238,14 @@ impl ToolOutput {
             bounds: None,
             retry_hint: None,
             telemetry: None,
+            charged: false,
         }
+    }
+
+    /// Marks the output as spending one of the run's uses of its tool.
+    pub fn charged(mut self) -> Self {
+        self.charged = true;
+        self
     }
 
     /// Whether the call failed.

@@ -104,8 +104,9 @@ pub(crate) async fn ask(input: AskInput) -> ToolOutput {
         }
     };
     match outcome {
+        // An advice spends one of the run's uses, in the commit of its result.
         Ok(text) if !text.trim().is_empty() => {
-            answer(result("advice", Some(text.trim()), None, &model, left - 1))
+            answer(result("advice", Some(text.trim()), None, &model, left - 1)).charged()
         }
         Ok(_) => answer(result(
             "error",

@@ -15,7 +15,8 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use weft_core::model::ModelClient;
-use weft_core::tool::{ToolOutput, ToolResultBody};
+use weft_core::run::RunMachine;
+use weft_core::tool::ToolIdent;
 
 pub use ask::request;
 pub(crate) use ask::{AskInput, ask};
@@ -27,8 +28,9 @@ pub const TOOL: &str = "advisor";
 pub const MAX_QUESTION_CHARS: u64 = 2_000;
 /// The default output token limit of one advice.
 pub const DEFAULT_MAX_OUTPUT_TOKENS: u32 = 16_384;
-/// The run state key holding how many advices the run has used.
-pub const USES_KEY: &str = "weft.advisor.uses";
+/// The run state key under which runs started before advices were charged
+/// outputs kept their count; still read, never written.
+pub const LEGACY_USES_KEY: &str = "weft.advisor.uses";
 /// The output stream of advice deltas (`ToolOutputDelta` events).
 pub const ADVICE_STREAM: &str = "advice";
 /// The output stream that says the advice streamed so far is void: the
@@ -97,19 +99,17 @@ pub fn strip_guidance(text: &str) -> String {
     text.replace(GUIDANCE, "").trim().to_owned()
 }
 
-/// How many advices a run with `state` has used.
-pub(crate) fn uses(state: &std::collections::BTreeMap<String, Value>) -> u32 {
-    state
-        .get(USES_KEY)
+/// How many advices the run of `machine` has used: its charged advisor
+/// outputs, plus the count a run started before them kept in its state.
+pub(crate) fn uses(machine: &RunMachine) -> u32 {
+    let legacy = machine
+        .state()
+        .get(LEGACY_USES_KEY)
         .and_then(Value::as_u64)
         .and_then(|n| u32::try_from(n).ok())
-        .unwrap_or(0)
-}
-
-/// Whether `out` is an advice that used one of the run's uses.
-pub(crate) fn charged(out: &ToolOutput) -> bool {
-    out.name.as_str() == TOOL
-        && matches!(&out.result, ToolResultBody::Json(v) if v.get("type") == Some(&json!("advice")))
+        .unwrap_or(0);
+    let tool = ToolIdent::new(TOOL);
+    machine.uses_of(&tool).saturating_add(legacy)
 }
 
 /// The advisor's result JSON.

@@ -114,7 +114,7 @@ impl RunTask {
                     Either::Left(advisor::ask(advisor::AskInput {
                         config: config.clone(),
                         messages: self.machine.transcript().shared().cloned().collect(),
-                        used: advisor::uses(self.machine.state()),
+                        used: advisor::uses(&self.machine),
                         id: call.id.clone(),
                         name: call.name.clone(),
                         payload: call.payload.clone(),
@@ -269,14 +269,7 @@ impl RunTask {
 
     fn finish_call(&mut self, out: ToolOutput) {
         let now = self.now();
-        // An advice uses one of the run's uses, in the commit of its result.
-        let charged = self.agent.advisor.is_some() && advisor::charged(&out);
         match self.machine.tool_result(out, now) {
-            Ok(_) if charged => {
-                let used = advisor::uses(self.machine.state()).saturating_add(1);
-                self.machine
-                    .set_state(advisor::USES_KEY.to_owned(), serde_json::json!(used));
-            }
             Ok(_) => {}
             // The call was abandoned (time budget, cancel) before it finished.
             Err(e) => {

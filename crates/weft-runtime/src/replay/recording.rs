@@ -10,7 +10,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use weft_core::awaiting::{AwaitAnswer, AwaitItem};
-use weft_core::event::{EventKind, RunEvent};
+use weft_core::event::{EventKind, OLD_AWAIT_PAUSE_REASON, RunEvent};
 use weft_core::message::Message;
 use weft_core::model::{ModelSetup, ModelSummary};
 use weft_core::prompt::{PromptOverride, PromptRendered};
@@ -147,8 +147,12 @@ impl Recording {
         let mut previous: Option<&EventKind> = None;
         for e in &events[1..] {
             match &e.kind {
-                EventKind::RunPaused { .. }
-                    if !matches!(previous, Some(EventKind::AwaitRequested { .. })) =>
+                // Logs written before awaits stopped pausing have a
+                // `RunPaused` right after each await: that one is not a
+                // person's.
+                EventKind::RunPaused { reason }
+                    if !(matches!(previous, Some(EventKind::AwaitRequested { .. }))
+                        && reason == OLD_AWAIT_PAUSE_REASON) =>
                 {
                     paused_at = Some(e.at);
                 }

@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use serde_json::json;
+use weft_core::awaiting::AwaitItem;
 use weft_core::event::EventKind;
 use weft_core::session::{FullStore, SessionFilter};
 use weft_core::store::{RunFilter, RunStatus, RunStore};
@@ -191,6 +192,15 @@ pub fn runs(db: &str, cmd: RunsCommand) -> anyhow::Result<ExitCode> {
                         }
                         EventKind::RunPaused { reason } => {
                             println!("‖ {reason}");
+                            break;
+                        }
+                        // A running call's question does not stop the run.
+                        EventKind::AwaitRequested { items }
+                            if items
+                                .iter()
+                                .any(|i| !matches!(i, AwaitItem::Elicitation(_))) =>
+                        {
+                            println!("‖ awaiting answers");
                             break;
                         }
                         _ => {}

@@ -27,9 +27,6 @@ impl RunMachine {
         self.outbox.push(EventKind::AwaitRequested {
             items: items.clone(),
         });
-        self.outbox.push(EventKind::RunPaused {
-            reason: "awaiting answers".to_owned(),
-        });
         self.phase = Phase::Awaiting(Box::new(Awaiting {
             items,
             answers,

@@ -52,6 +52,24 @@ impl RunMachine {
         &self.outputs
     }
 
+    /// How many of the run's outputs of `tool` were charged: the uses the run
+    /// has made of a tool with a per-run budget (the advisor), counted from
+    /// what the machine recorded, so a restarted or replayed run counts the
+    /// same.
+    pub fn uses_of(&self, tool: &ToolIdent) -> u32 {
+        let pending = match &self.phase {
+            Phase::Executing(batch) => batch.results.iter().flatten().collect::<Vec<_>>(),
+            _ => Vec::new(),
+        };
+        let n = self
+            .outputs
+            .iter()
+            .chain(pending)
+            .filter(|o| o.charged && &o.name == tool)
+            .count();
+        u32::try_from(n).unwrap_or(u32::MAX)
+    }
+
     /// The termination being finalized, if any.
     pub fn termination(&self) -> Option<&Termination> {
         self.finalize.as_ref().map(|f| &f.termination)
