@@ -157,7 +157,10 @@ pub enum EventKind {
         termination: Termination,
     },
     /// A tool call started (or, after a crash, found again) the child run
-    /// that answers it: an agent called as a tool.
+    /// that answers it: an agent called as a tool. Recorded by the parent's
+    /// machine when the call reports its child
+    /// ([`RunMachine::child_linked`](crate::run::RunMachine::child_linked)),
+    /// committed before any of the child's events are shown.
     ChildRunLinked {
         /// The parent's call.
         tool_call_id: ToolCallId,

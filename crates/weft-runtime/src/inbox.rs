@@ -1,6 +1,6 @@
 //! A driven run's inbox: what reaches its driver task while it executes a
 //! tool batch — a running tool's elicitation, a tool that stops waiting for
-//! one, and a human's answer to one.
+//! one, a human's answer to one, and the child run a call started.
 //! The driver opens the inbox for the batch and closes it after; a message
 //! that is never handled drops its reply, which the sender reads as "gone".
 
@@ -10,7 +10,7 @@ use tokio::sync::{mpsc, oneshot};
 use weft_core::awaiting::AwaitAnswer;
 use weft_core::elicitation::{ElicitationError, ElicitationRequest, ElicitationResponse};
 use weft_core::run::AwaitProgress;
-use weft_core::{AwaitItemId, ToolCallId};
+use weft_core::{AgentId, AwaitItemId, RunId, ToolCallId};
 
 use crate::error::RuntimeError;
 
@@ -26,6 +26,14 @@ pub(crate) enum DriverMsg {
     },
     /// The tool that asked question `ticket` stopped waiting for the answer.
     Abandon { ticket: u64 },
+    /// Running call `call` started (or found again) child run `child` of
+    /// `agent`; `reply` is told once the link is committed.
+    ChildLinked {
+        call: ToolCallId,
+        child: RunId,
+        agent: AgentId,
+        reply: oneshot::Sender<()>,
+    },
     /// A human answers pending item `item`.
     Answer {
         item: AwaitItemId,

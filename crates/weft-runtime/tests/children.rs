@@ -158,6 +158,17 @@ async fn the_child_s_answer_is_the_call_s_result_and_the_runs_are_linked() {
         projection.children,
         [(output.tool_call_id.clone(), child.clone())]
     );
+    // The parent's machine recorded the link, committed before any of the
+    // child's events showed.
+    let linked = events
+        .iter()
+        .position(|e| matches!(&e.kind, EventKind::ChildRunLinked { child_run_id, .. } if child_run_id == &child))
+        .expect("the link is in the parent's log");
+    let first_shown = events
+        .iter()
+        .position(|e| matches!(&e.kind, EventKind::ChildEvent { .. }))
+        .expect("the child's events show");
+    assert!(linked < first_shown, "{events:?}");
     // The child's events show in the parent's log, marked with its id.
     assert!(events.iter().any(|e| matches!(
         &e.kind,

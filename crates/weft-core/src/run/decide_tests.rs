@@ -308,3 +308,45 @@ fn an_await_is_not_a_pause_and_old_logs_are_read_the_same() {
     log.extend(m.drain_events());
     assert!(RunProjection::of(&log).paused);
 }
+
+#[test]
+fn a_running_call_s_child_is_linked_by_the_machine_and_only_while_it_runs() {
+    let cat = TestCatalog::new();
+    let mut m = machine(Policy::default());
+    let _ = m.next_step(t(0));
+    let (child, agent) = (crate::RunId::new("p.1"), crate::AgentId::new("helper"));
+    // Nothing runs yet: no call to link.
+    assert!(
+        m.child_linked(&"1".into(), child.clone(), agent.clone())
+            .is_err()
+    );
+    m.plan_result(
+        PlanResult::tool_calls(vec![call("1", "calc.echo")]),
+        t(1),
+        &cat,
+    )
+    .unwrap();
+    let calls = pending(&mut m, t(1));
+    let _ = m.drain_events().count();
+    assert!(
+        m.child_linked(&"9".into(), child.clone(), agent.clone())
+            .is_err()
+    );
+    m.child_linked(&calls[0].id, child.clone(), agent.clone())
+        .unwrap();
+    let events: Vec<EventKind> = m.drain_events().collect();
+    assert!(matches!(
+        events.as_slice(),
+        [EventKind::ChildRunLinked { tool_call_id, child_run_id, agent_id }]
+            if tool_call_id == &calls[0].id && child_run_id == &child && agent_id == &agent
+    ));
+    let out = ToolOutput::ok(
+        calls[0].id.clone(),
+        ToolIdent::new("calc.echo"),
+        json!({}),
+        json!("ok"),
+    );
+    m.tool_result(out, t(2)).unwrap();
+    // The call has its result: a late link is refused.
+    assert!(m.child_linked(&calls[0].id, child, agent).is_err());
+}

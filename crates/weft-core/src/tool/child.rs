@@ -5,9 +5,13 @@
 //!
 //! A child run's id is its parent's run id and the parent's call id
 //! ([`child_run_id`]), so a call that runs again after a crash finds the
-//! child it started instead of starting another.
+//! child it started instead of starting another. The runner reports the
+//! child it started through the link's [`ChildLinker`]; the parent's machine
+//! records it (`ChildRunLinked`).
 
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -38,6 +42,8 @@ pub struct ParentLink {
     /// child's own turn cap is clipped to it. `None` when the parent has no
     /// such cap.
     pub turns_left: Option<u32>,
+    /// Where the runner reports the child it started for the call.
+    pub linker: ChildLinker,
 }
 
 /// What a parent run lets a child run it starts use: what is left of the
@@ -69,9 +75,67 @@ impl ParentLink {
             time_left,
             tool_calls_left,
             turns_left,
+            linker: ChildLinker::detached(),
+        }
+    }
+
+    /// The link, reporting the children it starts to `linker`.
+    pub fn with_linker(mut self, linker: ChildLinker) -> Self {
+        self.linker = linker;
+        self
+    }
+}
+
+/// What a [`ChildLinker`] runs: resolves once the parent recorded the link.
+pub type LinkFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// Receives the child runs a call started (or found again).
+pub type LinkFn = dyn Fn(RunId, AgentId) -> LinkFuture + Send + Sync;
+
+/// Where a child runner reports the child run it started (or found again)
+/// for a parent's call: the parent's driver hands it to the parent's
+/// machine, which records `ChildRunLinked` before the child's events are
+/// shown. Cheap to clone; detached outside a runtime.
+#[derive(Clone, Default)]
+pub struct ChildLinker(Option<Arc<LinkFn>>);
+
+impl ChildLinker {
+    /// A linker that hands every link to `f`.
+    pub fn new(f: impl Fn(RunId, AgentId) -> LinkFuture + Send + Sync + 'static) -> Self {
+        Self(Some(Arc::new(f)))
+    }
+
+    /// A linker that records nothing.
+    pub fn detached() -> Self {
+        Self(None)
+    }
+
+    /// Reports that the call's child is `child`, run by `agent`; resolves
+    /// once the parent recorded it (at once when detached).
+    pub async fn link(&self, child: RunId, agent: AgentId) {
+        if let Some(f) = &self.0 {
+            f(child, agent).await;
         }
     }
 }
+
+impl fmt::Debug for ChildLinker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self.0 {
+            Some(_) => "ChildLinker(attached)",
+            None => "ChildLinker(detached)",
+        })
+    }
+}
+
+/// Linkers never make two links differ: equality is about the call.
+impl PartialEq for ChildLinker {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for ChildLinker {}
 
 /// The id of the child run that answers `parent`'s call.
 pub fn child_run_id(parent: &RunId, call: &ToolCallId) -> RunId {

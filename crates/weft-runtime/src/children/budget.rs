@@ -97,6 +97,7 @@ mod tests {
             time_left: Some(Duration::from_secs(5)),
             tool_calls_left,
             turns_left,
+            linker: weft_core::child::ChildLinker::detached(),
         }
     }
 

@@ -5,12 +5,17 @@
 //! to the waiting tool — after the answer is committed. A question whose
 //! call or run ended is withdrawn by the machine; its tool is told so. A tool
 //! that stops waiting (drops the future) withdraws its question too.
+//!
+//! A call that starts a child run reports it through the same inbox (its
+//! [`ChildLinker`]); the machine records the link, and the call goes on
+//! once it is committed, so the link precedes the child's events.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio::sync::{mpsc, oneshot};
 use weft_core::AwaitItemId;
+use weft_core::child::ChildLinker;
 use weft_core::elicitation::{ElicitationError, ElicitationResponse, Elicitor};
 use weft_core::run::AwaitProgress;
 
@@ -28,6 +33,8 @@ pub(super) struct Waiting {
     tickets: HashMap<u64, AwaitItemId>,
     answered: Vec<(ToolReply, ElicitationResponse)>,
     progress: Vec<(AnswerReply, AwaitProgress)>,
+    /// Calls waiting for their child's link to be committed.
+    linked: Vec<oneshot::Sender<()>>,
 }
 
 impl Waiting {
@@ -40,6 +47,9 @@ impl Waiting {
         for (answerer, progress) in self.progress.drain(..) {
             let _ = answerer.send(Ok(progress));
         }
+        for call in self.linked.drain(..) {
+            let _ = call.send(());
+        }
         let pending = machine.elicitations();
         self.tools
             .retain(|id, _| pending.iter().any(|e| &e.id == id));
@@ -50,6 +60,26 @@ impl Waiting {
 
 impl RunTask {
     /// The elicitor of call `id`: its questions go to the driver's inbox.
+    /// The linker of call `id`: the child runs it starts go to the driver's
+    /// inbox, and each report resolves once the link is committed (or the
+    /// driver is gone).
+    pub(super) fn linker(id: ToolCallId, inbox: mpsc::UnboundedSender<DriverMsg>) -> ChildLinker {
+        ChildLinker::new(move |child, agent| {
+            let (reply, committed) = oneshot::channel();
+            let sent = inbox.send(DriverMsg::ChildLinked {
+                call: id.clone(),
+                child,
+                agent,
+                reply,
+            });
+            Box::pin(async move {
+                if sent.is_ok() {
+                    let _ = committed.await;
+                }
+            })
+        })
+    }
+
     pub(super) fn elicitor(id: ToolCallId, inbox: mpsc::UnboundedSender<DriverMsg>) -> Elicitor {
         static TICKETS: AtomicU64 = AtomicU64::new(0);
         Elicitor::new(move |request| {
@@ -99,6 +129,20 @@ impl RunTask {
                     let _ = reply.send(Err(ElicitationError::Refused(e.to_string())));
                 }
             },
+            DriverMsg::ChildLinked {
+                call,
+                child,
+                agent,
+                reply,
+            } => {
+                match self.machine.child_linked(&call, child, agent) {
+                    Ok(()) => waiting.linked.push(reply),
+                    // The call ended meanwhile: nothing to link, nothing waits.
+                    Err(e) => {
+                        tracing::debug!(run_id = %self.shared.run_id, error = %e, "child link dropped");
+                    }
+                }
+            }
             DriverMsg::Abandon { ticket } => {
                 if let Some(item) = waiting.tickets.remove(&ticket) {
                     waiting.tools.remove(&item);

@@ -28,7 +28,7 @@ use crate::inbox::DriverMsg;
 use futures_util::FutureExt as _;
 use futures_util::future::Either;
 use tracing::Instrument as _;
-use weft_core::child::{Children, ParentLink};
+use weft_core::child::{ChildLinker, Children, ParentLink};
 use weft_core::elicitation::Elicitor;
 use weft_core::tool::ToolResultBody;
 
@@ -97,7 +97,11 @@ impl RunTask {
                 },
                 children: Children::attached(
                     self.children.clone(),
-                    ParentLink::new(self.shared.run_id.clone(), call.id.clone(), allowance),
+                    ParentLink::new(self.shared.run_id.clone(), call.id.clone(), allowance)
+                        .with_linker(match &inbox {
+                            Some(tx) => Self::linker(call.id.clone(), tx.clone()),
+                            None => ChildLinker::detached(),
+                        }),
                 ),
             };
             let span = tracing::info_span!(

@@ -8,8 +8,9 @@
 //!   process takes it over), so the child never runs twice.
 //! - The child's caps are clipped to what is left of the parent's: its
 //!   time budget, tool calls and turns (see `crate::children::budget`).
-//! - The parent's log records `ChildRunLinked`, then the child's events as
-//!   `ChildEvent`s while it runs.
+//! - The child is reported through the parent's link; the parent's machine
+//!   records `ChildRunLinked`, and once that is committed the child's events
+//!   are shown in the parent's log as `ChildEvent`s while it runs.
 //! - A child that waits on a human makes the parent's call ask the same
 //!   question (see `crate::children::ask`); the answer goes to the child. A
 //!   question the human dismisses cancels the child.
@@ -57,22 +58,15 @@ impl ChildRunner for ChildRuns {
         let runtime = Runtime { inner };
         let child = child_run_id(&parent.run_id, &parent.tool_call_id);
         let agent_id = request.agent.clone();
-        start_or_find(&runtime, parent, &child, request).await?;
-        runtime.inner.emit_to(
-            &parent.run_id,
-            EventKind::ChildRunLinked {
-                tool_call_id: parent.tool_call_id.clone(),
-                child_run_id: child.clone(),
-                agent_id,
-            },
-        );
+        let started = start_or_find(&runtime, parent, &child, request).await?;
+        parent.linker.link(child.clone(), agent_id).await;
         let guard = CancelUnlessDone {
             runtime: runtime.clone(),
             parent: parent.run_id.clone(),
             child: child.clone(),
             done: false,
         };
-        let outcome = follow(&runtime, &parent.run_id, &child, ask).await;
+        let outcome = follow(&runtime, &parent.run_id, &child, ask, started).await;
         let mut guard = guard;
         guard.done = outcome.is_ok();
         outcome.map(end_of)
@@ -99,14 +93,14 @@ fn failed(child: &RunId, e: impl std::fmt::Display) -> ToolError {
     ToolError::new(CHILD_FAILED, format!("child run `{child}`: {e}"))
 }
 
-/// Starts the child, or takes over the one an earlier attempt started when
-/// nobody drives it any more.
+/// Starts the child (true), or takes over the one an earlier attempt started
+/// when nobody drives it any more (false).
 async fn start_or_find(
     runtime: &Runtime,
     parent: &ParentLink,
     child: &RunId,
     request: ChildRequest,
-) -> Result<(), ToolError> {
+) -> Result<bool, ToolError> {
     let agent = runtime
         .inner
         .agent(request.agent.as_str())
@@ -120,12 +114,12 @@ async fn start_or_find(
         policy: Some(policy),
     };
     match runtime.start(request.agent.as_str(), start).await {
-        Ok(_) => Ok(()),
+        Ok(_) => Ok(true),
         Err(RuntimeError::Store(StoreError::RunExists { .. })) => {
             match runtime.recover(child).await {
                 // Driven here or by a live process (which the store tells
                 // us about), or not running (finished, awaiting, paused).
-                Ok(_) | Err(RuntimeError::DrivenElsewhere(_)) => Ok(()),
+                Ok(_) | Err(RuntimeError::DrivenElsewhere(_)) => Ok(false),
                 Err(e) => Err(failed(child, e)),
             }
         }
@@ -135,12 +129,15 @@ async fn start_or_find(
 
 /// Follows the child to its outcome: catches up on its log (asking what
 /// it still waits for), then shows its live events in the parent's log and
-/// asks each new question.
+/// asks each new question. The events of a child this call just started,
+/// made while its link was committed, are shown too (`fresh`); a child
+/// found again after a crash showed them before.
 async fn follow(
     runtime: &Runtime,
     parent: &RunId,
     child: &RunId,
     ask: &Elicitor,
+    fresh: bool,
 ) -> Result<RunOutcome, ToolError> {
     let store = &runtime.inner.store;
     let mut past = RunProjection::default();
@@ -154,6 +151,9 @@ async fn follow(
         seen = last.seq;
         for e in &page {
             past.apply(&e.kind);
+            if fresh {
+                show(runtime, parent, child, e);
+            }
         }
         if page.len() < PAGE as usize {
             break;
@@ -176,18 +176,9 @@ async fn follow(
         .await
         .map_err(|e| failed(child, e))?;
     while let Some(event) = events.next().await {
-        let RunEvent { seq, kind, .. } = event.map_err(|e| failed(child, e))?;
-        if !matches!(kind, EventKind::ModelOutput { .. }) {
-            runtime.inner.emit_to(
-                parent,
-                EventKind::ChildEvent {
-                    child_run_id: child.clone(),
-                    child_seq: seq,
-                    event: Box::new(kind.clone()),
-                },
-            );
-        }
-        match kind {
+        let event = event.map_err(|e| failed(child, e))?;
+        show(runtime, parent, child, &event);
+        match event.kind {
             EventKind::RunFinished { outcome } => return Ok(outcome),
             EventKind::AwaitRequested { items } => {
                 for item in &items {
@@ -198,6 +189,21 @@ async fn follow(
         }
     }
     runtime.outcome(child).await.map_err(|e| failed(child, e))
+}
+
+/// Shows the child's `event` in the parent's log (model outputs stay in the
+/// child's own).
+fn show(runtime: &Runtime, parent: &RunId, child: &RunId, event: &RunEvent) {
+    if !matches!(event.kind, EventKind::ModelOutput { .. }) {
+        runtime.inner.emit_to(
+            parent,
+            EventKind::ChildEvent {
+                child_run_id: child.clone(),
+                child_seq: event.seq,
+                event: Box::new(event.kind.clone()),
+            },
+        );
+    }
 }
 
 /// Asks the human the child's `item` through the parent's call and answers

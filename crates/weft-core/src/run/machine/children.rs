@@ -1,9 +1,11 @@
-//! What a run lets the child runs its calls start use: the rest of its
-//! caps, read when a batch's calls start.
+//! Child runs of a run's calls: what they may use (the rest of its caps,
+//! read when a batch's calls start) and the record of each one a call
+//! started (`ChildRunLinked`).
 
 use std::time::Duration;
 
 use super::*;
+use crate::ids::RunId;
 use crate::tool::child::ChildAllowance;
 
 impl RunMachine {
@@ -25,5 +27,34 @@ impl RunMachine {
                 .max_turns
                 .map(|cap| cap.get().saturating_sub(self.turn)),
         }
+    }
+
+    /// Records that running call `call` started (or found again) child run
+    /// `child` of agent `agent`: a `ChildRunLinked` event, before any of the
+    /// child's events are shown. Refused unless `call` is a call of the
+    /// current batch that has no result yet.
+    pub fn child_linked(
+        &mut self,
+        call: &ToolCallId,
+        child: RunId,
+        agent: AgentId,
+    ) -> Result<(), RunError> {
+        let Phase::Executing(batch) = &self.phase else {
+            return Err(self.wrong_phase("child_linked"));
+        };
+        let running = batch
+            .calls
+            .iter()
+            .zip(&batch.results)
+            .any(|(c, r)| &c.id == call && r.is_none());
+        if !running {
+            return Err(RunError::UnknownToolCall(call.clone()));
+        }
+        self.outbox.push(EventKind::ChildRunLinked {
+            tool_call_id: call.clone(),
+            child_run_id: child,
+            agent_id: agent,
+        });
+        Ok(())
     }
 }
