@@ -28,6 +28,7 @@
 //! - [`history`]: history policies: what a run in a session starts from.
 
 pub mod awaiting;
+pub mod backoff;
 pub mod elicitation;
 pub mod event;
 pub mod history;

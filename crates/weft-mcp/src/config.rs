@@ -6,6 +6,8 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use weft_core::backoff::BackoffPolicy;
+
 use crate::oauth::OAuthConfig;
 
 /// The default time a server gets to start and answer `initialize` and `tools/list`.
@@ -225,13 +227,10 @@ impl Default for Backoff {
 impl Backoff {
     /// The delay after `failures` failures in a row (none after zero).
     pub fn delay(&self, failures: u32) -> Duration {
-        if failures == 0 {
-            return Duration::ZERO;
+        match failures {
+            0 => Duration::ZERO,
+            n => BackoffPolicy::new(self.initial, self.max).delay(n - 1),
         }
-        let factor = 1u32
-            .checked_shl(failures.saturating_sub(1).min(16))
-            .unwrap_or(u32::MAX);
-        self.initial.saturating_mul(factor).min(self.max)
     }
 }
 

@@ -19,13 +19,17 @@
 use std::future::Future;
 use std::time::Duration;
 
+use weft_core::backoff::BackoffPolicy;
+
 use crate::error::Failure;
 
 /// How many times an operation is retried after a connection error.
 pub(crate) const RETRIES: u32 = 5;
 
-/// The wait before the first retry; it doubles for each following one.
-const FIRST_DELAY: Duration = Duration::from_millis(50);
+/// The waits between attempts: 50 ms before the first retry, doubled for
+/// each following one.
+const BACKOFF: BackoffPolicy =
+    BackoffPolicy::new(Duration::from_millis(50), Duration::from_millis(800));
 
 /// Runs `op`, and again (up to [`RETRIES`] times) while it fails with a
 /// connection error.
@@ -34,15 +38,14 @@ where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, Failure>>,
 {
-    let mut delay = FIRST_DELAY;
+    let mut backoff = BACKOFF.start();
     let mut retries = 0;
     loop {
         match op().await {
             Err(e) if e.is_retryable() && retries < RETRIES => {
                 retries += 1;
                 tracing::warn!(store = label, error = ?e, retry = retries, "store operation failed transiently; retrying");
-                tokio::time::sleep(delay).await;
-                delay *= 2;
+                tokio::time::sleep(backoff.next_delay()).await;
             }
             other => return other,
         }

@@ -27,6 +27,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use tokio::sync::{Notify, mpsc};
+use weft_core::backoff::BackoffPolicy;
 
 use crate::conn::{Blocking, Redis};
 use crate::error::{RegistryError, is_busygroup, is_nogroup};
@@ -251,7 +252,7 @@ impl Drop for Registration {
 /// The reader's loop; it ends once the [`Reader`] is gone.
 async fn run(reader: std::sync::Weak<Reader>) {
     let mut conn: Option<Blocking> = None;
-    let mut backoff = Duration::from_millis(20);
+    let mut backoff = BackoffPolicy::new(Duration::from_millis(20), Duration::from_secs(1)).start();
     let mut wake_ready = false;
     // The last read failed with a server error.
     let mut cut_short = false;
@@ -274,8 +275,7 @@ async fn run(reader: std::sync::Weak<Reader>) {
                 Ok(()) => wake_ready = true,
                 Err(e) => {
                     tracing::warn!(error = %e, "creating the result reader's wake group failed; retrying");
-                    tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 2).min(Duration::from_secs(1));
+                    tokio::time::sleep(backoff.next_delay()).await;
                     continue;
                 }
             }
@@ -285,8 +285,7 @@ async fn run(reader: std::sync::Weak<Reader>) {
                 Ok(c) => conn = Some(c),
                 Err(e) => {
                     tracing::warn!(error = %e, "connecting to Redis failed; retrying");
-                    tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 2).min(Duration::from_secs(1));
+                    tokio::time::sleep(backoff.next_delay()).await;
                     continue;
                 }
             }
@@ -317,7 +316,7 @@ async fn run(reader: std::sync::Weak<Reader>) {
         }
         match reply {
             Ok(reply) => {
-                backoff = Duration::from_millis(20);
+                backoff.reset();
                 match pulse::parse_read(reply) {
                     Ok(streams) => {
                         for (key, entries) in streams {
@@ -334,8 +333,7 @@ async fn run(reader: std::sync::Weak<Reader>) {
                 Some(key) => r.gone(&key),
                 None => {
                     tracing::warn!(error = %e, "a result stream is gone; cannot tell which");
-                    tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 2).min(Duration::from_secs(1));
+                    tokio::time::sleep(backoff.next_delay()).await;
                 }
             },
             // A stream deleted while the read blocked on it (a call that
@@ -344,8 +342,7 @@ async fn run(reader: std::sync::Weak<Reader>) {
                 tracing::debug!(error = %e, "a result read was cut short; reading again");
                 // Once at once; an error that repeats backs off.
                 if cut_short {
-                    tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 2).min(Duration::from_secs(1));
+                    tokio::time::sleep(backoff.next_delay()).await;
                 }
                 cut_short = true;
                 continue;
@@ -354,8 +351,7 @@ async fn run(reader: std::sync::Weak<Reader>) {
                 tracing::warn!(error = %e, "reading results failed; reconnecting");
                 conn = None;
                 wake_ready = false;
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(Duration::from_secs(1));
+                tokio::time::sleep(backoff.next_delay()).await;
             }
         }
     }

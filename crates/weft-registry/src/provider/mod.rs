@@ -27,6 +27,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::Semaphore;
+use weft_core::backoff::BackoffPolicy;
 use weft_core::tool::ToolIdent;
 use weft_tools::{ArgsValidator, ToolSet};
 
@@ -345,7 +346,8 @@ impl Shared {
     async fn pong(&self, ping_id: &str) {
         let Some(gw) = &self.gateway else { return };
         let give_up = tokio::time::Instant::now() + PONG_PATIENCE;
-        let mut backoff = Duration::from_millis(100);
+        let mut backoff =
+            BackoffPolicy::new(Duration::from_millis(100), Duration::from_secs(5)).start();
         loop {
             let reply = tokio::time::timeout(
                 Duration::from_secs(5),
@@ -364,13 +366,13 @@ impl Shared {
                 Ok(Err(e)) => e.to_string(),
                 Err(_) => "timed out".to_owned(),
             };
-            if tokio::time::Instant::now() + backoff > give_up {
+            let delay = backoff.next_delay();
+            if tokio::time::Instant::now() + delay > give_up {
                 tracing::warn!(toolset = %self.registry_toolset, error = %failed, "pong failed; giving up on this ping");
                 return;
             }
             tracing::debug!(toolset = %self.registry_toolset, error = %failed, "pong failed; sending it again");
-            tokio::time::sleep(backoff).await;
-            backoff = (backoff * 2).min(Duration::from_secs(5));
+            tokio::time::sleep(delay).await;
         }
     }
 

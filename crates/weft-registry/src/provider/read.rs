@@ -7,14 +7,20 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use weft_core::backoff::BackoffPolicy;
+
 use super::Shared;
 use crate::error::{RegistryError, is_nogroup};
 use crate::{pulse, wire};
 
+/// Waits between attempts to reach Redis again.
+const RECONNECT: BackoffPolicy =
+    BackoffPolicy::new(Duration::from_millis(20), Duration::from_secs(2));
+
 /// Reads new calls while there are free workers; recreates the group when
 /// Redis lost it and reconnects with backoff when Redis is down.
 pub(super) async fn read_loop(shared: Arc<Shared>) -> Result<(), RegistryError> {
-    let mut backoff = Duration::from_millis(20);
+    let mut backoff = RECONNECT.start();
     let mut conn = None;
     // Set while Redis is lost: logged when lost and when back, not per retry.
     let mut lost = false;
@@ -36,8 +42,7 @@ pub(super) async fn read_loop(shared: Arc<Shared>) -> Result<(), RegistryError> 
                     } else {
                         tracing::debug!(error = %e, "connecting to Redis failed again");
                     }
-                    tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 2).min(Duration::from_secs(2));
+                    tokio::time::sleep(backoff.next_delay()).await;
                     continue;
                 }
             }
@@ -59,7 +64,7 @@ pub(super) async fn read_loop(shared: Arc<Shared>) -> Result<(), RegistryError> 
                 if std::mem::replace(&mut lost, false) {
                     tracing::info!(toolset = %shared.registry_toolset, "Redis is reachable again; reading calls");
                 }
-                backoff = Duration::from_millis(20);
+                backoff.reset();
                 match pulse::parse_read(reply) {
                     Ok(streams) => {
                         for (_, entries) in streams {
@@ -75,8 +80,7 @@ pub(super) async fn read_loop(shared: Arc<Shared>) -> Result<(), RegistryError> 
                 tracing::warn!(toolset = %shared.registry_toolset, "the request group is gone (Redis lost its state); recreating it");
                 if let Err(e) = shared.register().await {
                     tracing::warn!(error = %e, "recreating the group failed");
-                    tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 2).min(Duration::from_secs(2));
+                    tokio::time::sleep(backoff.next_delay()).await;
                 }
             }
             Err(e) => {
@@ -86,8 +90,7 @@ pub(super) async fn read_loop(shared: Arc<Shared>) -> Result<(), RegistryError> 
                     tracing::debug!(error = %e, "reading calls failed again");
                 }
                 conn = None;
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(Duration::from_secs(2));
+                tokio::time::sleep(backoff.next_delay()).await;
             }
         }
     }
