@@ -113,11 +113,11 @@ pub fn bench_sse_decode(fixtures: &Path, target_bytes: usize) -> Result<Vec<Valu
         let mut events = 0;
         let mut chunks = 0usize;
         for _ in 0..PASSES {
-            let start = Clock::now();
+            let start = Stopwatch::now();
             events = frame_only(&all);
             sse_secs = sse_secs.min(start.elapsed());
 
-            let start = Clock::now();
+            let start = Stopwatch::now();
             chunks = 0;
             for _ in 0..rounds {
                 for (name, b) in &streams {
@@ -142,42 +142,42 @@ pub fn bench_sse_decode(fixtures: &Path, target_bytes: usize) -> Result<Vec<Valu
             "events": events,
             "chunks": chunks,
             "mb_per_s": round1(mb / sse_secs),
-            "clock": Clock::now().name(),
+            "clock": Stopwatch::now().name(),
             "full_decode_mb_per_s": round1(mb / full_secs),
         }));
     }
     Ok(records)
 }
 
-/// The time a measurement is taken in: this thread's CPU time where the OS
+/// What a measurement is timed with: this thread's CPU time where the OS
 /// tells it (Linux `schedstat`, nanoseconds), so that other processes on a
 /// busy machine do not skew the figure; wall time elsewhere.
-enum Clock {
+enum Stopwatch {
     ThreadCpu(u64),
     Wall(Instant),
 }
 
-impl Clock {
+impl Stopwatch {
     fn now() -> Self {
         match thread_cpu_ns() {
-            Some(ns) => Clock::ThreadCpu(ns),
-            None => Clock::Wall(Instant::now()),
+            Some(ns) => Stopwatch::ThreadCpu(ns),
+            None => Stopwatch::Wall(Instant::now()),
         }
     }
 
     fn elapsed(&self) -> f64 {
         match self {
-            Clock::ThreadCpu(start) => thread_cpu_ns().map_or(f64::INFINITY, |now| {
+            Stopwatch::ThreadCpu(start) => thread_cpu_ns().map_or(f64::INFINITY, |now| {
                 (now.saturating_sub(*start)) as f64 / 1e9
             }),
-            Clock::Wall(start) => start.elapsed().as_secs_f64(),
+            Stopwatch::Wall(start) => start.elapsed().as_secs_f64(),
         }
     }
 
     fn name(&self) -> &'static str {
         match self {
-            Clock::ThreadCpu(_) => "thread_cpu",
-            Clock::Wall(_) => "wall",
+            Stopwatch::ThreadCpu(_) => "thread_cpu",
+            Stopwatch::Wall(_) => "wall",
         }
     }
 }

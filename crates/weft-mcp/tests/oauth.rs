@@ -13,7 +13,7 @@ mod oauth_server;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use common::{no_backoff, request, text};
 use oauth_server::{AuthServer, Preregistered};
@@ -61,8 +61,9 @@ impl TestClock {
 }
 
 impl Clock for TestClock {
-    fn now(&self) -> SystemTime {
-        SystemTime::now() + Duration::from_secs(self.ahead_secs.load(Ordering::SeqCst))
+    fn now(&self) -> weft_core::Timestamp {
+        let ahead = Duration::from_secs(self.ahead_secs.load(Ordering::SeqCst));
+        weft_core::time::SystemClock.now().saturating_add(ahead)
     }
 }
 

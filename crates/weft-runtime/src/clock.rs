@@ -1,28 +1,9 @@
 //! Where the runtime gets `now`: the machine never reads a clock, the runtime
-//! does, through this trait, so tests can substitute their own.
-
-use std::time::{SystemTime, UNIX_EPOCH};
+//! does, through weft-core's [`Clock`], so tests can substitute their own;
+//! [`TokioClock`] follows tokio's (pausable) time.
 
 use weft_core::Timestamp;
-
-/// A source of the current time.
-pub trait Clock: Send + Sync + 'static {
-    /// The current time.
-    fn now(&self) -> Timestamp;
-}
-
-/// The system's wall clock.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct SystemClock;
-
-impl Clock for SystemClock {
-    fn now(&self) -> Timestamp {
-        let ms = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-        Timestamp::from_millis(ms)
-    }
-}
+pub use weft_core::time::{Clock, SystemClock};
 
 /// A clock that follows tokio's time: the wall-clock time when it was made,
 /// plus the tokio time elapsed since. Under tokio's paused time

@@ -29,9 +29,9 @@
 //! format carries [`FORMAT_VERSION`]) and a deserialized copy continues
 //! exactly where the original was.
 
+mod active_time;
 mod append_only;
 mod catalog;
-mod clock;
 mod error;
 mod machine;
 mod outbox;

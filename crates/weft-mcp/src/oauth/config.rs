@@ -6,7 +6,9 @@
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
+
+use weft_core::time::{Clock, SystemClock};
 
 use futures_util::future::BoxFuture;
 use weft_core::elicitation::ElicitationAction;
@@ -220,21 +222,5 @@ impl AuthorizationPresenter for StderrPresenter {
             prompt.toolset, prompt.server, prompt.url
         );
         never_refused()
-    }
-}
-
-/// The current time, for token expiry.
-pub trait Clock: Send + Sync {
-    /// Now.
-    fn now(&self) -> SystemTime;
-}
-
-/// The system clock.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct SystemClock;
-
-impl Clock for SystemClock {
-    fn now(&self) -> SystemTime {
-        SystemTime::now()
     }
 }

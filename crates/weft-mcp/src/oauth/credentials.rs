@@ -5,8 +5,6 @@
 //! an RFC 7523 client assertion signed here and sent in a token request
 //! built here. Either way the token lands in the server's token store.
 
-use std::time::UNIX_EPOCH;
-
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use oauth2::TokenResponse;
 use rmcp::transport::auth::{
@@ -156,13 +154,7 @@ fn assertion(
         _ => EncodingKey::from_rsa_pem(pem.as_bytes()),
     }
     .map_err(bad_key)?;
-    let now = input
-        .config
-        .clock
-        .now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_secs();
+    let now = input.config.clock.now().as_millis() / 1_000;
     let audience = metadata
         .issuer
         .as_deref()

@@ -34,10 +34,12 @@ mod store;
 
 pub use ask::CallPresenter;
 pub use config::{
-    AuthorizationPresenter, AuthorizationPrompt, Clock, OAuthConfig, Refusal, StderrPresenter,
-    SystemClock, never_refused,
+    AuthorizationPresenter, AuthorizationPrompt, OAuthConfig, Refusal, StderrPresenter,
+    never_refused,
 };
 pub use error::OAuthFlowError;
 pub use http::BearerClient;
 pub use identity::{ClientIdentity, Grant, PrivateKey, SecretSource};
 pub use session::OAuthSession;
+/// Token expiry reads weft's one clock.
+pub use weft_core::time::{Clock, SystemClock};

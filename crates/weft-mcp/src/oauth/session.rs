@@ -6,6 +6,8 @@
 
 use std::time::{Duration, UNIX_EPOCH};
 
+use weft_core::Timestamp;
+
 use async_trait::async_trait;
 use oauth2::TokenResponse;
 use rmcp::transport::auth::{AuthError, AuthorizationManager, WWWAuthenticateParams};
@@ -195,8 +197,9 @@ impl OAuthSession {
             return false;
         };
         let margin = REFRESH_MARGIN.min(lifetime / 2);
-        let expires_at = UNIX_EPOCH + Duration::from_secs(received_at) + lifetime;
-        self.config.clock.now() + margin >= expires_at
+        let expires_at =
+            Timestamp::from_millis(received_at.saturating_mul(1_000)).saturating_add(lifetime);
+        self.config.clock.now().saturating_add(margin) >= expires_at
     }
 
     async fn refresh_locked(

@@ -8,14 +8,13 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::UNIX_EPOCH;
 
 use async_trait::async_trait;
 use rmcp::transport::auth::{AuthError, AuthorizationMetadata, CredentialStore, StoredCredentials};
 use serde::{Deserialize, Serialize};
 
-use super::config::Clock;
 use super::error::OAuthFlowError;
+use weft_core::time::Clock;
 
 /// The largest token file read.
 const MAX_FILE_BYTES: u64 = 256 * 1024;
@@ -123,13 +122,7 @@ impl TokenStore {
 
     /// Writes `credentials`, stamped with the clock's now, with the context.
     pub async fn write(&self, mut credentials: StoredCredentials) -> Result<(), OAuthFlowError> {
-        let now = self
-            .inner
-            .clock
-            .now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_secs();
+        let now = self.inner.clock.now().as_millis() / 1_000;
         credentials.token_received_at = Some(now);
         let file = TokenFile {
             version: VERSION,

@@ -15,7 +15,7 @@ use super::{Finalize, Format, Phase, RunMachine, is_zero};
 use crate::awaiting::Elicitation;
 use crate::message::Message;
 use crate::run::AppendOnly;
-use crate::run::clock::Clock;
+use crate::run::active_time::ActiveTime;
 use crate::run::outbox::Outbox;
 use crate::run::policy::Policy;
 use crate::run::reminders::ReminderSet;
@@ -38,7 +38,7 @@ pub struct SnapshotHead {
     calls_made: u32,
     failures_in_row: u32,
     next_call_seq: u64,
-    clock: Clock,
+    clock: ActiveTime,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     finalize: Option<Finalize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -38,11 +38,11 @@ use crate::message::{Message, Part, Role};
 use crate::planner::{
     CallArguments, Decision, PlanResult, Reminder, Termination, TerminationReason,
 };
+use crate::run::active_time::ActiveTime;
 use crate::run::append_only::AppendOnly;
 use crate::run::catalog::{
     InvalidReason, InvalidToolCallContext, PlanOutcome, Resolution, ToolCatalog,
 };
-use crate::run::clock::Clock;
 use crate::run::error::RunError;
 use crate::run::outbox::Outbox;
 use crate::run::policy::Policy;
@@ -114,7 +114,7 @@ pub struct RunMachine {
     calls_made: u32,
     failures_in_row: u32,
     next_call_seq: u64,
-    clock: Clock,
+    clock: ActiveTime,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     finalize: Option<Finalize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -225,7 +225,7 @@ impl RunMachine {
             calls_made: 0,
             failures_in_row: 0,
             next_call_seq: 0,
-            clock: Clock::started(now),
+            clock: ActiveTime::started(now),
             finalize: None,
             restrict_to: None,
             transcript: Transcript::new(config.messages),

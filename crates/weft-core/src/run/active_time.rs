@@ -6,14 +6,14 @@ use crate::time::Timestamp;
 
 /// Counts a run's active time from driver-supplied timestamps.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct Clock {
+pub(crate) struct ActiveTime {
     /// Active milliseconds before the current segment.
     banked_ms: u64,
     /// Start of the current active segment; `None` while suspended.
     since: Option<Timestamp>,
 }
 
-impl Clock {
+impl ActiveTime {
     pub(crate) fn started(now: Timestamp) -> Self {
         Self {
             banked_ms: 0,
