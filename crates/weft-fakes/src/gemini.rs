@@ -55,6 +55,7 @@ pub(crate) fn error(status: u16, name: &str, message: &str) -> Rejection {
     Rejection {
         status,
         body: json!({"error": {"code": status, "message": message, "status": name}}),
+        error_type: None,
     }
 }
 

@@ -7,8 +7,8 @@
 //! One module per API owns its rules and its stream format:
 //! [`anthropic`] (Messages), [`chat`] (Chat Completions, and compatible
 //! servers such as llama.cpp's, which refuse `null` content),
-//! [`responses`] (Responses) and [`gemini`] (Gemini's Generative Language
-//! API). Each turns a request into a [`View`] (or a
+//! [`responses`] (Responses), [`gemini`] (Gemini's Generative Language
+//! API) and [`bedrock`] (Bedrock's Converse, SigV4 checked). Each turns a request into a [`View`] (or a
 //! [`Rejection`]); [`decide`] picks the answer from the view alone, so a
 //! fake plays any scenario without a script: call the tool until the
 //! [`Behaviour`] says enough, consult the advisor once when asked to, and
@@ -16,6 +16,7 @@
 //! (a nested advisor call).
 
 pub mod anthropic;
+pub mod bedrock;
 pub mod chat;
 pub mod gemini;
 pub mod responses;
@@ -44,6 +45,9 @@ pub enum Api {
     OpenAiResponses,
     /// Google Gemini (`POST /v1beta/models/{model}:streamGenerateContent?alt=sse`).
     Gemini,
+    /// Amazon Bedrock Converse (`POST /model/{modelId}/converse-stream`,
+    /// `POST /model/{modelId}/converse`), SigV4 signed.
+    Bedrock,
 }
 
 impl Api {
@@ -55,6 +59,7 @@ impl Api {
             Api::OpenAiChat | Api::Compat => "/v1/chat/completions",
             Api::OpenAiResponses => "/v1/responses",
             Api::Gemini => "/v1beta/models/{target}",
+            Api::Bedrock => "/model/{model}/{method}",
         }
     }
 }
@@ -163,12 +168,17 @@ pub struct Rejection {
     pub status: u16,
     /// The error body (the provider's JSON error object).
     pub body: Value,
+    /// The `x-amzn-ErrorType` header (Bedrock names its errors there).
+    pub error_type: Option<&'static str>,
 }
 
 impl Rejection {
     /// The error message inside the body.
     pub fn message(&self) -> &str {
-        self.body["error"]["message"].as_str().unwrap_or_default()
+        self.body["error"]["message"]
+            .as_str()
+            .or_else(|| self.body["message"].as_str())
+            .unwrap_or_default()
     }
 }
 
@@ -247,17 +257,21 @@ pub(crate) fn invalid(api: Api, param: &str, message: &str) -> Rejection {
         Api::Anthropic => Rejection {
             status: 400,
             body: serde_json::json!({"type": "error", "error": {"type": "invalid_request_error", "message": message}}),
+            error_type: None,
         },
         Api::OpenAiChat | Api::OpenAiResponses => Rejection {
             status: 400,
             body: serde_json::json!({"error": {"message": message, "type": "invalid_request_error",
                 "param": if param.is_empty() { Value::Null } else { Value::from(param) }, "code": null}}),
+            error_type: None,
         },
         Api::Gemini => gemini::error(400, "INVALID_ARGUMENT", message),
+        Api::Bedrock => bedrock::error(400, "ValidationException", message),
         Api::Compat => Rejection {
             status: 500,
             body: serde_json::json!({"error": {"message": message, "type": "internal_server_error",
                 "param": null, "code": null}}),
+            error_type: None,
         },
     }
 }

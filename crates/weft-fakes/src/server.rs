@@ -1,6 +1,7 @@
 //! The HTTP server of a fake: its route, the request count (and the
 //! request held back to stall a run), and each request checked and answered
-//! by its API's module, a refusal recorded in the [`Stats`].
+//! by its API's module, a refusal recorded in the [`Stats`]. Bedrock's
+//! requests have their signature checked before anything else.
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -13,7 +14,8 @@ use axum::routing::post;
 use serde_json::Value;
 
 use crate::{
-    Api, Behaviour, Issued, Rejection, Stats, anthropic, chat, decide, gemini, invalid, responses,
+    Api, Behaviour, Issued, Rejection, Stats, anthropic, bedrock, chat, decide, gemini, invalid,
+    responses,
 };
 
 /// A running fake.
@@ -74,9 +76,19 @@ struct Request<'a> {
     body: &'a [u8],
 }
 
+/// An answer: its content type and body.
+type Answer = (&'static str, Vec<u8>);
+
 fn handle(state: &State, request: &Request<'_>, n: usize) -> Response<Body> {
-    let outcome = serde_json::from_slice::<Value>(request.body)
-        .map_err(|e| invalid_json(state.api, &e.to_string()))
+    let signed = match state.api {
+        Api::Bedrock => bedrock::sigv4::verify(request.headers, request.uri, request.body),
+        _ => Ok(()),
+    };
+    let outcome = signed
+        .and_then(|()| {
+            serde_json::from_slice::<Value>(request.body)
+                .map_err(|e| invalid_json(state.api, &e.to_string()))
+        })
         .and_then(|req| {
             if let Ok(mut bodies) = state.stats.bodies.lock() {
                 bodies.push(req.clone());
@@ -84,17 +96,23 @@ fn handle(state: &State, request: &Request<'_>, n: usize) -> Response<Body> {
             answer(state, request, &req, n)
         });
     match outcome {
-        Ok(stream) => Response::builder()
-            .header(header::CONTENT_TYPE, "text/event-stream")
-            .body(Body::from(stream)),
+        Ok((content_type, body)) => Response::builder()
+            .header(header::CONTENT_TYPE, content_type)
+            .body(Body::from(body)),
         Err(r) => {
             if let Ok(mut rejections) = state.stats.rejections.lock() {
                 rejections.push(r.message().to_owned());
             }
-            Response::builder()
+            let mut res = Response::builder()
                 .status(StatusCode::from_u16(r.status).unwrap_or(StatusCode::BAD_REQUEST))
-                .header(header::CONTENT_TYPE, "application/json")
-                .body(Body::from(r.body.to_string()))
+                .header(header::CONTENT_TYPE, "application/json");
+            if let Some(kind) = r.error_type {
+                res = res.header(
+                    "x-amzn-ErrorType",
+                    format!("{kind}:http://internal.amazon.com/coral/com.amazon.bedrock/"),
+                );
+            }
+            res.body(Body::from(r.body.to_string()))
         }
     }
     .unwrap_or_else(|_| Response::new(Body::empty()))
@@ -106,9 +124,52 @@ fn answer(
     request: &Request<'_>,
     req: &Value,
     n: usize,
+) -> Result<Answer, Rejection> {
+    if state.api == Api::Bedrock {
+        return answer_bedrock(state, request, req, n);
+    }
+    answer_sse(state, request, req, n).map(|s| ("text/event-stream", s.into_bytes()))
+}
+
+/// Bedrock: `converse-stream` answered in event stream frames, `converse` in JSON.
+fn answer_bedrock(
+    state: &State,
+    request: &Request<'_>,
+    req: &Value,
+    n: usize,
+) -> Result<Answer, Rejection> {
+    let b = &state.behaviour;
+    let view = bedrock::check(req, &state.issued)?;
+    let reply = decide(b, &view);
+    match request.uri.path().rsplit('/').next() {
+        Some("converse-stream") => Ok((
+            "application/vnd.amazon.eventstream",
+            bedrock::wire::stream(&reply, b.thinking, n, &state.issued),
+        )),
+        Some("converse") => Ok((
+            "application/json",
+            bedrock::wire::whole(&reply, b.thinking, n, &state.issued)
+                .to_string()
+                .into_bytes(),
+        )),
+        _ => Err(bedrock::error(
+            404,
+            "UnknownOperationException",
+            "UnknownOperationException",
+        )),
+    }
+}
+
+/// The APIs answering in SSE.
+fn answer_sse(
+    state: &State,
+    request: &Request<'_>,
+    req: &Value,
+    n: usize,
 ) -> Result<String, Rejection> {
     let b = &state.behaviour;
     match state.api {
+        Api::Bedrock => Err(invalid(state.api, "", "not an SSE API")),
         Api::Anthropic => {
             let view = anthropic::check(req, &state.issued)?;
             require_stream(state.api, req)?;

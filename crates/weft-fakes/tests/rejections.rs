@@ -4,6 +4,8 @@
 use serde_json::{Value, json};
 use weft_fakes::{Api, Behaviour, spawn};
 
+#[path = "rejections/bedrock.rs"]
+mod bedrock;
 #[path = "rejections/gemini.rs"]
 mod gemini;
 

@@ -1,10 +1,12 @@
 //! Model configuration: parsing model ids (`anthropic/<m>`, `openai/<m>`,
-//! `openai-responses/<m>`, `gemini/<m>`, `compat/<m>`, `scripted/<script file>`,
+//! `openai-responses/<m>`, `gemini/<m>`, `bedrock/<m>`, `compat/<m>`, `scripted/<script file>`,
 //! `local/<name or .gguf path>`), finding API keys and base URLs
 //! (explicit config first, then the variable the config names in
 //! `api_key_env`, else `ANTHROPIC_API_KEY` / `OPENAI_API_KEY` /
 //! `GEMINI_API_KEY` (then `GOOGLE_API_KEY`), and `ANTHROPIC_BASE_URL` /
-//! `OPENAI_BASE_URL` / `GEMINI_BASE_URL`), and a registry of built clients.
+//! `OPENAI_BASE_URL` / `GEMINI_BASE_URL` / `BEDROCK_BASE_URL`; Bedrock signs
+//! with AWS credentials instead, [`crate::bedrock::credentials`]), and a
+//! registry of built clients.
 //!
 //! Keys are held in [`ApiKey`], whose `Debug` never shows them, and are sent
 //! in header values marked sensitive; no error message contains one.
@@ -16,6 +18,7 @@ use std::sync::Arc;
 use weft_core::model::{ModelClient, ModelError};
 
 use crate::anthropic::{self, AnthropicClient};
+use crate::bedrock;
 use crate::gemini::{self, GeminiClient};
 use crate::http::HttpConfig;
 pub use crate::key::ApiKey;
@@ -34,6 +37,8 @@ pub enum Provider {
     OpenAiResponses,
     /// Google Gemini, the Generative Language API (`gemini/`).
     Gemini,
+    /// Amazon Bedrock's Converse API (`bedrock/`), signed with AWS credentials.
+    Bedrock,
     /// Any server speaking Chat Completions (`compat/`), at a given base URL.
     Compat,
     /// A [`crate::ScriptedModel`] playing a JSON or YAML script file (`scripted/<path>`).
@@ -49,7 +54,7 @@ impl Provider {
             Provider::Anthropic => Some("ANTHROPIC_API_KEY"),
             Provider::OpenAi | Provider::OpenAiResponses => Some("OPENAI_API_KEY"),
             Provider::Gemini => Some("GEMINI_API_KEY"),
-            Provider::Compat | Provider::Scripted | Provider::Local => None,
+            Provider::Bedrock | Provider::Compat | Provider::Scripted | Provider::Local => None,
         }
     }
 
@@ -59,6 +64,7 @@ impl Provider {
             Provider::Anthropic => Some("ANTHROPIC_BASE_URL"),
             Provider::OpenAi | Provider::OpenAiResponses => Some("OPENAI_BASE_URL"),
             Provider::Gemini => Some("GEMINI_BASE_URL"),
+            Provider::Bedrock => Some("BEDROCK_BASE_URL"),
             Provider::Compat | Provider::Scripted | Provider::Local => None,
         }
     }
@@ -76,20 +82,21 @@ impl Provider {
 /// Splits a model id into its provider and model name.
 pub fn parse_model_id(id: &str) -> Result<(Provider, &str), ModelError> {
     let (prefix, model) = id.split_once('/').ok_or_else(|| ModelError::Config {
-        message: format!("model id `{id}` has no provider prefix (anthropic/, openai/, openai-responses/, gemini/, compat/, scripted/, local/)"),
+        message: format!("model id `{id}` has no provider prefix (anthropic/, openai/, openai-responses/, gemini/, bedrock/, compat/, scripted/, local/)"),
     })?;
     let provider = match prefix {
         "anthropic" => Provider::Anthropic,
         "openai" => Provider::OpenAi,
         "openai-responses" => Provider::OpenAiResponses,
         "gemini" => Provider::Gemini,
+        "bedrock" => Provider::Bedrock,
         "compat" => Provider::Compat,
         "scripted" => Provider::Scripted,
         "local" => Provider::Local,
         other => {
             return Err(ModelError::Config {
                 message: format!(
-                    "unknown model provider `{other}` in `{id}` (expected anthropic, openai, openai-responses, gemini, compat, scripted or local)"
+                    "unknown model provider `{other}` in `{id}` (expected anthropic, openai, openai-responses, gemini, bedrock, compat, scripted or local)"
                 ),
             });
         }
@@ -210,6 +217,7 @@ pub fn build_model_with_env(
             let url = base_url.as_deref().unwrap_or(gemini::DEFAULT_BASE_URL);
             Arc::new(GeminiClient::new(model, &key, url, http)?)
         }
+        Provider::Bedrock => Arc::new(bedrock::from_env(model, base_url.as_deref(), env, http)?),
         Provider::Compat => {
             let url = base_url.ok_or_else(|| ModelError::Config {
                 message: format!(

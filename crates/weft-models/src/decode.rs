@@ -1,5 +1,7 @@
 //! The provider stream decoder contract and the sans-IO driver that runs SSE
-//! bytes through a provider decoder into [`StreamChunk`]s.
+//! bytes through a provider decoder into [`StreamChunk`]s; [`BodyDecoder`],
+//! what the transport drives, whatever a body's framing (SSE, or Bedrock's
+//! binary event stream).
 
 use weft_core::model::{ModelError, StreamChunk};
 
@@ -28,6 +30,32 @@ impl From<SseError> for ModelError {
             line: e.line,
             message: "invalid UTF-8".to_owned(),
         }
+    }
+}
+
+/// A streamed response body's decoder: bytes in, chunks out.
+pub trait BodyDecoder: Send {
+    /// Feeds a chunk of bytes, appending decoded chunks to `out`.
+    fn feed(&mut self, bytes: &[u8], out: &mut Vec<StreamChunk>) -> Result<(), ModelError>;
+
+    /// Ends the body: an error when it was cut before its end.
+    fn finish(&mut self, out: &mut Vec<StreamChunk>) -> Result<(), ModelError>;
+
+    /// Whether the body's terminal event has been seen (nothing more to read).
+    fn is_done(&self) -> bool;
+}
+
+impl<D: EventDecoder> BodyDecoder for StreamDecoder<D> {
+    fn feed(&mut self, bytes: &[u8], out: &mut Vec<StreamChunk>) -> Result<(), ModelError> {
+        StreamDecoder::feed(self, bytes, out)
+    }
+
+    fn finish(&mut self, out: &mut Vec<StreamChunk>) -> Result<(), ModelError> {
+        StreamDecoder::finish(self, out)
+    }
+
+    fn is_done(&self) -> bool {
+        StreamDecoder::is_done(self)
     }
 }
 

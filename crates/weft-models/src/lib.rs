@@ -4,7 +4,9 @@
 //! - [`sse`]: the incremental Server-Sent Events decoder.
 //! - [`decode`]: the provider decoder contract and the bytes-to-chunks driver.
 //! - [`anthropic`], [`openai_chat`], [`openai_responses`], [`gemini`]: one module per API,
-//!   each with its request builder, its stream/body decoder and its [`WireApi`].
+//!   each with its request builder, its stream/body decoder and its [`WireApi`];
+//!   [`bedrock`], Bedrock Converse, with its own client (SigV4 signing, AWS
+//!   credentials, the binary event stream framing).
 //! - [`client`]: [`HttpModelClient`], the client skeleton the APIs fill in
 //!   through [`WireApi`].
 //! - [`http`]: the shared transport (retries, timeouts, error mapping).
@@ -27,6 +29,7 @@
 #![warn(missing_docs)]
 
 pub mod anthropic;
+pub mod bedrock;
 pub mod client;
 pub mod config;
 pub mod decode;

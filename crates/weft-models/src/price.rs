@@ -10,7 +10,7 @@
 //!
 //! Providers count cached prompt tokens differently ([`CacheAccounting`]):
 //! OpenAI's input tokens include those read from its cache, Anthropic's
-//! count cache reads and cache writes apart from them.
+//! (and Bedrock's) count cache reads and cache writes apart from them.
 
 use weft_core::model::Usage;
 
@@ -83,7 +83,7 @@ pub enum CacheAccounting {
     /// The input tokens include the cached ones (OpenAI and the servers
     /// speaking its APIs).
     InInput,
-    /// The input tokens exclude cache reads and writes (Anthropic).
+    /// The input tokens exclude cache reads and writes (Anthropic, Bedrock).
     Separate,
 }
 
@@ -91,7 +91,7 @@ impl CacheAccounting {
     /// How the provider of `model_id` counts cached tokens.
     pub fn of(model_id: &str) -> Self {
         match parse_model_id(model_id) {
-            Ok((Provider::Anthropic, _)) => Self::Separate,
+            Ok((Provider::Anthropic | Provider::Bedrock, _)) => Self::Separate,
             _ => Self::InInput,
         }
     }
@@ -133,7 +133,7 @@ impl Pricing {
 }
 
 /// The built-in list price of `model_id` (`openai/...`,
-/// `openai-responses/...`, `anthropic/...`, `gemini/...`), with or without a date
+/// `openai-responses/...`, `anthropic/...`, `gemini/...`, `bedrock/...`), with or without a date
 /// suffix (`-20250929`, `-2024-08-06`) or `-latest`; `None` for a model
 /// the table does not know and for every other provider.
 pub fn builtin_price(model_id: &str) -> Option<ModelPrice> {
@@ -142,13 +142,44 @@ pub fn builtin_price(model_id: &str) -> Option<ModelPrice> {
         Provider::OpenAi | Provider::OpenAiResponses => table::OPENAI,
         Provider::Anthropic => table::ANTHROPIC,
         Provider::Gemini => table::GEMINI,
+        Provider::Bedrock => table::BEDROCK,
         Provider::Compat | Provider::Scripted | Provider::Local => return None,
     };
-    let name = undated(name);
+    let name = undated(match provider {
+        Provider::Bedrock => bedrock_base(name),
+        _ => name,
+    });
     prices
         .iter()
         .find(|(known, _)| *known == name)
         .map(|(_, price)| *price)
+}
+
+/// A Bedrock model id without its inference profile's geography prefix
+/// (`us.anthropic.claude-...` → `anthropic.claude-...`) and its version
+/// suffix (`-v1:0`, `-v2`).
+fn bedrock_base(name: &str) -> &str {
+    let name = match name.split_once('.') {
+        Some((geo, rest))
+            if rest.contains('.')
+                && geo.len() <= 6
+                && geo.bytes().all(|b| b.is_ascii_lowercase()) =>
+        {
+            rest
+        }
+        _ => name,
+    };
+    match name.rfind("-v") {
+        Some(at)
+            if name[at + 2..]
+                .bytes()
+                .all(|b| b.is_ascii_digit() || b == b':')
+                && name.len() > at + 2 =>
+        {
+            &name[..at]
+        }
+        _ => name,
+    }
 }
 
 /// `name` without a trailing `-latest`, `-YYYYMMDD` or `-YYYY-MM-DD`.

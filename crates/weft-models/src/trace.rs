@@ -166,6 +166,7 @@ fn split_model_id(id: &str) -> (&str, &str) {
     let provider = match prefix {
         "openai-responses" => "openai",
         "gemini" => "gcp.gemini",
+        "bedrock" => "aws.bedrock",
         other => other,
     };
     (provider, model)
@@ -200,6 +201,10 @@ mod tests {
         assert_eq!(
             split_model_id("local/path/m.gguf"),
             ("local", "path/m.gguf")
+        );
+        assert_eq!(
+            split_model_id("bedrock/us.anthropic.claude-sonnet-4-5-v1:0"),
+            ("aws.bedrock", "us.anthropic.claude-sonnet-4-5-v1:0")
         );
         assert_eq!(split_model_id("bare"), ("unknown", "bare"));
         assert_eq!(finish_reason(&StopReason::ToolUse), "tool_calls");

@@ -19,7 +19,7 @@ fn every_error_fixture_maps_to_the_expected_typed_error() {
         .filter(|n| n.ends_with(".expected.json"))
         .collect();
     names.sort();
-    assert_eq!(names.len(), 9);
+    assert_eq!(names.len(), 15);
     for name in names {
         let doc: Value = serde_json::from_slice(&fixture(&format!("errors/{name}"))).unwrap();
         let body = String::from_utf8(fixture(&format!(

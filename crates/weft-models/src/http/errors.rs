@@ -1,4 +1,4 @@
-//! Provider HTTP error responses (Anthropic, OpenAI and Google shapes)
+//! Provider HTTP error responses (Anthropic, OpenAI, Google and AWS shapes)
 //! mapped to [`ModelError::Http`]: error type, message, whether to retry
 //! (status, the `x-should-retry` hint, and quota codes that must never be
 //! retried) and how long the provider asked to wait (`retry-after`
@@ -46,8 +46,11 @@ const NOT_RETRYABLE_CODES: &[&str] = &[
     "billing_hard_limit_reached",
 ];
 
-/// Maps an HTTP error response (Anthropic, OpenAI or Google shape) to a [`ModelError`].
+/// Maps an HTTP error response (Anthropic, OpenAI, Google or AWS shape) to a [`ModelError`].
 pub fn http_error(status: u16, headers: &HeaderMap, body: &str) -> ModelError {
+    if let Some(e) = aws_error(status, headers, body) {
+        return e;
+    }
     let parsed = serde_json::from_str::<ErrorEnvelope>(body)
         .ok()
         .map(|e| e.error);
@@ -92,6 +95,52 @@ pub fn http_error(status: u16, headers: &HeaderMap, body: &str) -> ModelError {
         retryable,
         retry_after: retry_after(headers).or(retry_delay),
     }
+}
+
+/// AWS errors (Bedrock's): `{"message": ...}` (or `Message`), the type in
+/// the `x-amzn-ErrorType` header (`ThrottlingException:http://...`) or the
+/// body's `__type` (`com.amazon...#ThrottlingException`); `None` for a
+/// response naming no AWS error type.
+fn aws_error(status: u16, headers: &HeaderMap, body: &str) -> Option<ModelError> {
+    let parsed = serde_json::from_str::<serde_json::Value>(body).ok();
+    let kind = headers
+        .get("x-amzn-errortype")
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.split(':').next().unwrap_or(v))
+        .or_else(|| {
+            let t = parsed.as_ref()?.get("__type")?.as_str()?;
+            Some(t.rsplit('#').next().unwrap_or(t))
+        })
+        .filter(|k| !k.is_empty())?
+        .to_owned();
+    let message = parsed
+        .as_ref()
+        .and_then(|v| v.get("message").or_else(|| v.get("Message")))
+        .and_then(serde_json::Value::as_str)
+        .map_or_else(|| one_line(body), one_line);
+    Some(ModelError::Http {
+        status,
+        retryable: aws_retryable(&kind)
+            || (matches!(status, 500 | 502 | 503 | 504) && !kind.contains("Validation")),
+        error_type: Some(kind),
+        message,
+        retry_after: retry_after(headers),
+    })
+}
+
+/// The AWS error types worth retrying (throttled, overloaded, not ready, or
+/// failed inside the service).
+pub(crate) fn aws_retryable(kind: &str) -> bool {
+    let kind = kind.to_ascii_lowercase();
+    [
+        "throttlingexception",
+        "serviceunavailableexception",
+        "modelnotreadyexception",
+        "internalserverexception",
+        "modeltimeoutexception",
+        "modelstreamerrorexception",
+    ]
+    .contains(&kind.as_str())
 }
 
 /// The `retryDelay` of a `google.rpc.RetryInfo` among an error's details
@@ -199,6 +248,38 @@ mod tests {
                 retry_after: Some(Duration::from_millis(1500)),
             }
         );
+    }
+
+    #[test]
+    fn aws_errors_are_typed_by_their_header_or_type_and_retried_when_throttled() {
+        let throttled = http_error(
+            429,
+            &headers(&[(
+                "x-amzn-errortype",
+                "ThrottlingException:http://internal.amazon.com/coral/com.amazon.bedrock/",
+            )]),
+            r#"{"message":"Too many requests, please wait before trying again."}"#,
+        );
+        assert_eq!(
+            throttled,
+            ModelError::Http {
+                status: 429,
+                error_type: Some("ThrottlingException".into()),
+                message: "Too many requests, please wait before trying again.".into(),
+                retryable: true,
+                retry_after: None,
+            }
+        );
+        let invalid = http_error(
+            400,
+            &HeaderMap::new(),
+            r#"{"__type":"com.amazon.coral.validate#ValidationException","message":"bad"}"#,
+        );
+        assert!(
+            matches!(invalid, ModelError::Http { retryable: false, error_type: Some(ref t), .. } if t == "ValidationException")
+        );
+        assert!(aws_retryable("modelNotReadyException"));
+        assert!(!aws_retryable("AccessDeniedException"));
     }
 
     #[test]

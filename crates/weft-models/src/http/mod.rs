@@ -1,7 +1,8 @@
 //! The HTTP transport every provider client shares: POST with retries
 //! (exponential backoff with jitter, `retry-after` honoured), connect,
 //! first-byte and idle timeouts, provider error bodies mapped to
-//! [`ModelError::Http`], and SSE bodies turned into a [`ChunkStream`].
+//! [`ModelError::Http`], and SSE (or other framed) bodies turned into a
+//! [`ChunkStream`].
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -14,8 +15,9 @@ use weft_core::model::{ChunkStream, ModelError, StreamChunk};
 mod errors;
 
 pub use errors::http_error;
+pub(crate) use errors::{aws_retryable, one_line};
 
-use crate::decode::{EventDecoder, StreamDecoder};
+use crate::decode::{BodyDecoder, EventDecoder, StreamDecoder};
 use crate::util::shorten;
 
 /// The three timeouts of a model call.
@@ -133,10 +135,22 @@ impl Transport {
         let bytes = Bytes::from(serde_json::to_vec(body).map_err(|e| ModelError::Other {
             message: format!("cannot serialize the request: {e}"),
         })?);
+        self.post_with(url, bytes, &|_| Ok(headers.clone())).await
+    }
+
+    /// POSTs `bytes` to `url` as [`Transport::post`] does, with the headers
+    /// `headers` makes for each attempt from the body (a signature over the
+    /// body and the time of the attempt).
+    pub(crate) async fn post_with(
+        &self,
+        url: &str,
+        bytes: Bytes,
+        headers: &(dyn Fn(&[u8]) -> Result<HeaderMap, ModelError> + Sync),
+    ) -> Result<reqwest::Response, ModelError> {
         let retry = self.config.retry;
         let mut attempt = 0u32;
         loop {
-            let err = match self.attempt(url, headers, bytes.clone()).await {
+            let err = match self.attempt(url, &headers(&bytes)?, bytes.clone()).await {
                 Ok(resp) => return Ok(resp),
                 Err(e) => e,
             };
@@ -203,6 +217,12 @@ impl Transport {
         Err(http_error(status, &resp_headers, &text))
     }
 
+    /// The HTTP client, for the calls a provider makes besides the model's
+    /// (fetching credentials).
+    pub(crate) fn client(&self) -> &reqwest::Client {
+        &self.client
+    }
+
     /// Reads a whole response body with the idle timeout.
     pub(crate) async fn text(&self, resp: reqwest::Response) -> Result<String, ModelError> {
         let idle = self.config.timeouts.idle;
@@ -237,9 +257,19 @@ impl Transport {
         resp: reqwest::Response,
         decoder: D,
     ) -> ChunkStream {
+        self.framed(resp, StreamDecoder::new(decoder))
+    }
+
+    /// Turns a streamed response into a chunk stream decoded by `decoder`,
+    /// whatever its framing.
+    pub(crate) fn framed<D: BodyDecoder + 'static>(
+        &self,
+        resp: reqwest::Response,
+        decoder: D,
+    ) -> ChunkStream {
         let state = SseState {
             body: Box::pin(resp.bytes_stream()),
-            decoder: StreamDecoder::new(decoder),
+            decoder,
             queue: VecDeque::new(),
             error: None,
             finished: false,
@@ -254,14 +284,14 @@ type ByteStream =
 
 struct SseState<D> {
     body: ByteStream,
-    decoder: StreamDecoder<D>,
+    decoder: D,
     queue: VecDeque<StreamChunk>,
     error: Option<ModelError>,
     finished: bool,
     idle: Duration,
 }
 
-impl<D: EventDecoder> SseState<D> {
+impl<D: BodyDecoder> SseState<D> {
     async fn next(mut self) -> Option<(Result<StreamChunk, ModelError>, Self)> {
         loop {
             if let Some(chunk) = self.queue.pop_front() {

@@ -80,6 +80,27 @@ pub const GEMINI: &[(&str, ModelPrice)] = &[
     ("gemini-2.0-flash-lite", ModelPrice::new(0.075, 0.30)),
 ];
 
+/// Bedrock models (`bedrock/...`), by model id without the inference
+/// profile's geography (`us.`, `eu.`, ...), the version (`-v1:0`) and the
+/// date: on-demand prices in US East (N. Virginia) from the "Amazon Bedrock
+/// pricing" page (aws.amazon.com/bedrock/pricing). Claude costs what it
+/// costs from Anthropic, cache reads and writes included; Nova and Llama
+/// cached input is priced as input.
+pub const BEDROCK: &[(&str, ModelPrice)] = &[
+    ("anthropic.claude-sonnet-4-5", anthropic(3.0, 15.0)),
+    ("anthropic.claude-sonnet-4", anthropic(3.0, 15.0)),
+    ("anthropic.claude-3-7-sonnet", anthropic(3.0, 15.0)),
+    ("anthropic.claude-haiku-4-5", anthropic(1.0, 5.0)),
+    ("anthropic.claude-3-5-haiku", anthropic(0.80, 4.0)),
+    ("anthropic.claude-opus-4-1", anthropic(15.0, 75.0)),
+    ("amazon.nova-micro", ModelPrice::new(0.035, 0.14)),
+    ("amazon.nova-lite", ModelPrice::new(0.06, 0.24)),
+    ("amazon.nova-pro", ModelPrice::new(0.80, 3.20)),
+    ("meta.llama3-3-70b-instruct", ModelPrice::new(0.72, 0.72)),
+    ("meta.llama3-1-70b-instruct", ModelPrice::new(0.72, 0.72)),
+    ("meta.llama3-1-8b-instruct", ModelPrice::new(0.22, 0.22)),
+];
+
 /// Anthropic's cache prices follow from the input price: reads cost a
 /// tenth of it, five-minute writes a quarter more.
 const fn anthropic(input: f64, output: f64) -> ModelPrice {

@@ -55,6 +55,23 @@ fn gemini_models_have_list_prices_and_count_cached_tokens_in_the_input() {
 }
 
 #[test]
+fn bedrock_models_are_priced_by_id_without_profile_geography_version_or_date() {
+    let sonnet = builtin_price("bedrock/anthropic.claude-sonnet-4-5-20250929-v1:0").unwrap();
+    assert_eq!((sonnet.input, sonnet.output), (3.0, 15.0));
+    assert_eq!(
+        builtin_price("bedrock/us.anthropic.claude-sonnet-4-5-20250929-v1:0"),
+        Some(sonnet)
+    );
+    let nova = builtin_price("bedrock/amazon.nova-lite-v1:0").unwrap();
+    assert_eq!((nova.input, nova.output), (0.06, 0.24));
+    assert!(builtin_price("bedrock/meta.llama3-3-70b-instruct-v1:0").is_some());
+    assert_eq!(builtin_price("bedrock/anthropic.claude-fake-v1:0"), None);
+    let pricing =
+        Pricing::for_model("bedrock/eu.anthropic.claude-3-7-sonnet-20250219-v1:0", None).unwrap();
+    assert_eq!(pricing.cache, CacheAccounting::Separate);
+}
+
+#[test]
 fn an_unknown_model_without_a_price_has_no_cost() {
     for id in [
         "openai/gpt-unknown",

@@ -22,6 +22,21 @@ use weft_core::model::{ModelSummary, StopReason};
 /// with their provenance in its `SOURCES.md`).
 pub const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/providers");
 
+/// One `application/vnd.amazon.eventstream` frame: string headers
+/// (`:content-type: application/json` added) and a JSON payload.
+pub fn eventstream_frame(headers: &[(&str, &str)], payload: &Value) -> Vec<u8> {
+    use aws_smithy_types::event_stream::{Header, HeaderValue, Message};
+    let string = |s: &str| HeaderValue::String(s.to_owned().into());
+    let mut m = Message::new(payload.to_string().into_bytes())
+        .add_header(Header::new(":content-type", string("application/json")));
+    for (name, value) in headers {
+        m = m.add_header(Header::new((*name).to_owned(), string(value)));
+    }
+    let mut out = Vec::new();
+    aws_smithy_eventstream::frame::write_message_to(&m, &mut out).unwrap();
+    out
+}
+
 /// The Anthropic stream fixtures that decode to a complete response.
 pub const ANTHROPIC_OK: &[&str] = &[
     "a1_text_basic",

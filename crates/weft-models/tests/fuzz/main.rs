@@ -4,6 +4,8 @@
 //! - `sse`: the SSE line and event parser, against a reference model.
 //! - `anthropic`, `openai_chat`, `openai_responses`, `gemini`: each provider's stream
 //!   decoder (SSE framing included) and its whole-body decoder.
+//! - `bedrock`: the `ConverseStream` decoder (binary event stream framing
+//!   included) and the `Converse` body decoder.
 //!
 //! Every target checks that decoding never panics and fails only with a
 //! typed error; the stream targets also check that any chunking of the
@@ -19,6 +21,7 @@ mod seeds;
 mod stream;
 
 mod anthropic;
+mod bedrock;
 mod gemini;
 mod openai_chat;
 mod openai_responses;
