@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use weft::cli::a2a::{self, A2aServeArgs};
 use weft::cli::admin::{self, RunsCommand, SessionsCommand};
 use weft::cli::logs::LogFormat;
 use weft::cli::mcp::{self, McpServeArgs};
@@ -110,6 +111,11 @@ enum Command {
         #[command(subcommand)]
         command: McpCmd,
     },
+    /// A2A: serve an agent to Agent2Agent clients (1.0 and 0.3 JSON-RPC).
+    A2a {
+        #[command(subcommand)]
+        command: A2aCmd,
+    },
     /// The tool registry over Redis Streams: `weft registry serve`.
     Registry {
         #[command(subcommand)]
@@ -128,6 +134,12 @@ enum Command {
         #[command(subcommand)]
         bench: BenchCommand,
     },
+}
+
+#[derive(Subcommand)]
+enum A2aCmd {
+    /// Serves an agent over A2A: its card at `/.well-known/agent-card.json`, JSON-RPC at `/`.
+    Serve(A2aServeArgs),
 }
 
 #[derive(Subcommand)]
@@ -325,6 +337,9 @@ fn main() -> ExitCode {
             model,
             db,
         }),
+        Command::A2a {
+            command: A2aCmd::Serve(args),
+        } => a2a::serve(args),
         Command::Registry {
             command: RegistryCmd::Serve(args),
         } => registry::serve(args),

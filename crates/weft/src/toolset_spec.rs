@@ -3,7 +3,7 @@
 //! server over stdio or streamable HTTP; `type = "registry"`: a toolset
 //! served by providers through the Redis Streams registry; `type =
 //! "agent"`: other agents, each from its own agent file, called as tools;
-//! `type = "builtin"`: a built-in one).
+//! `type = "a2a"`: a remote agent over A2A; `type = "builtin"`: a built-in one).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -16,9 +16,11 @@ use weft_tools::{StartableToolSet, ToolSet};
 
 use crate::builtin;
 
+mod a2a;
 mod agent;
 mod oauth;
 
+pub use a2a::A2aSpec;
 pub use agent::{AgentToolSpec, AgentToolsetSpec, MAX_AGENT_TOOLS};
 pub use oauth::McpOAuthSpec;
 
@@ -64,6 +66,8 @@ pub enum ToolsetTable {
     Registry(RegistrySpec),
     /// Other agents called as tools (each call runs a child run).
     Agent(AgentToolsetSpec),
+    /// A remote agent over A2A, as one tool.
+    A2a(A2aSpec),
 }
 
 /// `type = "registry"`: a registry toolset.
@@ -179,6 +183,7 @@ impl ToolsetSpec {
             ToolsetSpec::Table(ToolsetTable::Mcp(m)) => &m.name,
             ToolsetSpec::Table(ToolsetTable::Registry(r)) => r.alias.as_deref().unwrap_or(&r.name),
             ToolsetSpec::Table(ToolsetTable::Agent(a)) => &a.name,
+            ToolsetSpec::Table(ToolsetTable::A2a(a)) => &a.name,
         }
     }
 
@@ -196,17 +201,19 @@ impl ToolsetSpec {
                 format!("registry toolset `{}` at {}", r.name, r.gateway)
             }
             ToolsetSpec::Table(ToolsetTable::Agent(a)) => format!("agent toolset `{}`", a.name),
+            ToolsetSpec::Table(ToolsetTable::A2a(a)) => format!("A2A agent at {}", a.url),
         }
     }
 
     /// What kind of toolset it is, for messages: `builtin`, `mcp`,
-    /// `registry` or `agent`.
+    /// `registry`, `agent` or `a2a`.
     pub fn kind(&self) -> &'static str {
         match self {
             ToolsetSpec::Builtin(_) | ToolsetSpec::Table(ToolsetTable::Builtin { .. }) => "builtin",
             ToolsetSpec::Table(ToolsetTable::Mcp(_)) => "mcp",
             ToolsetSpec::Table(ToolsetTable::Registry(_)) => "registry",
             ToolsetSpec::Table(ToolsetTable::Agent(_)) => "agent",
+            ToolsetSpec::Table(ToolsetTable::A2a(_)) => "a2a",
         }
     }
 
@@ -216,6 +223,7 @@ impl ToolsetSpec {
         match self {
             ToolsetSpec::Table(ToolsetTable::Mcp(m)) => m.optional,
             ToolsetSpec::Table(ToolsetTable::Registry(r)) => r.optional,
+            ToolsetSpec::Table(ToolsetTable::A2a(a)) => a.optional,
             _ => false,
         }
     }
@@ -257,6 +265,7 @@ impl ToolsetSpec {
                 Ok(())
             }
             ToolsetSpec::Table(ToolsetTable::Agent(a)) => a.check(),
+            ToolsetSpec::Table(ToolsetTable::A2a(a)) => a.check(),
         }
     }
 
@@ -281,6 +290,7 @@ impl ToolsetSpec {
             },
             ToolsetSpec::Table(ToolsetTable::Registry(r)) => Some(r.toolset()),
             ToolsetSpec::Table(ToolsetTable::Agent(a)) => Some(Arc::new(a.toolset())),
+            ToolsetSpec::Table(ToolsetTable::A2a(a)) => Some(a.toolset()),
         }
     }
 }

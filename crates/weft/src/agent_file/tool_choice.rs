@@ -43,7 +43,9 @@ impl AgentFile {
                         .iter()
                         .map(|agent| format!("{}.{}", a.name, agent.id)),
                 ),
-                ToolsetSpec::Table(ToolsetTable::Mcp(_) | ToolsetTable::Registry(_)) => {
+                ToolsetSpec::Table(
+                    ToolsetTable::Mcp(_) | ToolsetTable::Registry(_) | ToolsetTable::A2a(_),
+                ) => {
                     servers.push(spec.name().to_owned());
                 }
             }

@@ -1,5 +1,6 @@
 //! The `weft` command's subcommands; `main.rs` only parses and dispatches.
 
+pub mod a2a;
 pub mod admin;
 pub mod ask;
 pub mod logs;
