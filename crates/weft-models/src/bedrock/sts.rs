@@ -137,32 +137,9 @@ pub(crate) fn element(xml: &str, name: &str) -> Option<String> {
     )
 }
 
-/// `YYYY-MM-DDTHH:MM:SS[.fff]Z` as a time.
+/// An RFC 3339 time (STS's `Expiration`, `YYYY-MM-DDTHH:MM:SS[.fff]Z`).
 pub(crate) fn parse_utc(s: &str) -> Option<SystemTime> {
-    let s = s.strip_suffix('Z')?;
-    let (date, time) = s.split_once('T')?;
-    let num = |t: &str| t.parse::<u64>().ok();
-    let mut d = date.splitn(3, '-').map(num);
-    let (y, m, day) = (d.next()??, d.next()??, d.next()??);
-    let time = time.split('.').next()?;
-    let mut t = time.splitn(3, ':').map(num);
-    let (h, min, sec) = (t.next()??, t.next()??, t.next()??);
-    if !(1..=12).contains(&m) || !(1..=31).contains(&day) || h > 23 || min > 59 || sec > 60 {
-        return None;
-    }
-    let days = days_from_civil(i64::try_from(y).ok()?, m, day);
-    let secs = u64::try_from(days).ok()? * 86_400 + h * 3600 + min * 60 + sec;
+    let at = chrono::DateTime::parse_from_rfc3339(s).ok()?;
+    let secs = u64::try_from(at.timestamp()).ok()?;
     SystemTime::UNIX_EPOCH.checked_add(Duration::from_secs(secs))
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date.
-fn days_from_civil(y: i64, m: u64, d: u64) -> i64 {
-    let (m, d) = (m as i64, d as i64);
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }

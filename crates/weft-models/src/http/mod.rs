@@ -10,6 +10,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures_util::StreamExt;
 use reqwest::header::{HeaderMap, HeaderValue};
+use weft_core::backoff::BackoffPolicy;
 use weft_core::model::{ChunkStream, ModelError, StreamChunk};
 
 mod errors;
@@ -68,11 +69,9 @@ impl Default for RetryPolicy {
 impl RetryPolicy {
     /// The backoff before retry number `attempt` (0-based), with jitter in [50%, 100%].
     pub fn backoff(&self, attempt: u32) -> Duration {
-        let base = self
-            .initial_backoff
-            .saturating_mul(2u32.saturating_pow(attempt))
-            .min(self.max_backoff);
-        base.mul_f64(0.5 + fastrand::f64() * 0.5)
+        BackoffPolicy::new(self.initial_backoff, self.max_backoff)
+            .jittered()
+            .delay(attempt)
     }
 }
 
