@@ -216,6 +216,13 @@ pub enum StoreError {
         /// What was wrong.
         message: String,
     },
+    /// The run's session has ended and accepts no new runs; nothing was
+    /// stored.
+    #[error("session `{session_id}` has ended and accepts no new runs")]
+    SessionEnded {
+        /// The session.
+        session_id: SessionId,
+    },
     /// The backend failed (connection, IO, constraint).
     #[error("store backend failed: {message}")]
     Backend {

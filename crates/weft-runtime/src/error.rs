@@ -37,9 +37,10 @@ pub enum RuntimeError {
     /// The run machine rejected an input.
     #[error(transparent)]
     Protocol(#[from] RunError),
-    /// The store failed.
+    /// The store failed (an ended session it refused is
+    /// [`SessionEnded`](Self::SessionEnded)).
     #[error(transparent)]
-    Store(#[from] StoreError),
+    Store(StoreError),
     /// An agent's tools could not be listed.
     #[error("toolset failed: {0}")]
     Tools(ToolError),
@@ -67,4 +68,13 @@ pub enum RuntimeError {
         /// What went wrong.
         message: String,
     },
+}
+
+impl From<StoreError> for RuntimeError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::SessionEnded { session_id } => RuntimeError::SessionEnded(session_id),
+            other => RuntimeError::Store(other),
+        }
+    }
 }

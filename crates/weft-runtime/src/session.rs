@@ -43,7 +43,7 @@ pub(crate) const MEMORY_READ_KEY: &str = "weft.session.memory_read";
 pub(crate) fn session_error(e: SessionError) -> RuntimeError {
     match e {
         SessionError::Ended { session_id } => RuntimeError::SessionEnded(session_id),
-        SessionError::Store(e) => RuntimeError::Store(e),
+        SessionError::Store(e) => e.into(),
         SessionError::Corrupt { .. } => RuntimeError::Store(StoreError::Corrupt {
             message: e.to_string(),
         }),

@@ -306,7 +306,9 @@ impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
         match e {
             StoreError::RunNotFound { .. } => ApiError::NotFound(e.to_string()),
-            StoreError::RunExists { .. } => ApiError::Conflict(e.to_string()),
+            StoreError::RunExists { .. } | StoreError::SessionEnded { .. } => {
+                ApiError::Conflict(e.to_string())
+            }
             _ => ApiError::Internal(Box::new(e)),
         }
     }

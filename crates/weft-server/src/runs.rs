@@ -69,16 +69,6 @@ pub(crate) async fn start_run(
     let handle = match state.runtime.start(&body.agent, request).await {
         Ok(handle) => handle,
         Err(RuntimeError::SessionEnded(id)) => return Err(ended(&id)),
-        Err(RuntimeError::Store(e)) => {
-            // The store refuses runs on an ended session with a backend
-            // error; tell that case apart by reading the session again.
-            if let Ok(Some(s)) = state.sessions.get_session(&session.session_id).await
-                && s.is_ended()
-            {
-                return Err(ended(&session.session_id));
-            }
-            return Err(e.into());
-        }
         Err(e) => return Err(e.into()),
     };
     let run_id = handle.run_id().clone();

@@ -148,8 +148,9 @@ impl Failure {
                 message: e.to_string(),
             },
             Failure::Session(SessionError::Store(e)) => e,
-            // `StoreError` has no variant for an ended session; `start_run`
-            // reports it typed.
+            Failure::Session(SessionError::Ended { session_id }) => {
+                StoreError::SessionEnded { session_id }
+            }
             Failure::Session(other) => StoreError::Backend {
                 message: other.to_string(),
             },

@@ -153,14 +153,16 @@ pub async fn ended_sessions_reject_new_runs(store: &dyn FullStore) {
             session_id: SessionId::new("s1")
         }
     );
-    // Through the run store contract too, as a backend error that says why.
+    // Through the run store contract too, typed.
     let err = store
         .create_run(&record("after", "s1", 4), &events(1, 1), &machine())
         .await
         .unwrap_err();
-    assert!(
-        matches!(&err, StoreError::Backend { message } if message.contains("has ended")),
-        "{err:?}"
+    assert_eq!(
+        err,
+        StoreError::SessionEnded {
+            session_id: SessionId::new("s1")
+        }
     );
     assert!(
         store
