@@ -280,7 +280,7 @@ pub struct RunQuery {
 #[derive(Debug, Clone, Default, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct EventsQuery {
-    /// Replay events after this sequence number (`Last-Event-ID` wins when both are given).
+    /// Catch up on the events after this sequence number (`Last-Event-ID` wins when both are given).
     pub after: Option<u64>,
 }
 

@@ -1,4 +1,4 @@
-//! A run's events as Server-Sent Events: replayed from any sequence number
+//! A run's events as Server-Sent Events: caught up from any sequence number
 //! (`Last-Event-ID` or `?after=N`), then live, ending after `run_finished`.
 //!
 //! Each SSE event carries `id: <seq>`, `event: <type>` and the JSON of the
@@ -8,11 +8,11 @@
 //! again after the last delivered sequence number, so a client sees one
 //! stream throughout.
 //!
-//! Replay is paged: before each subscription the stream reads the stored
-//! log itself, [`AppState::replay_page`] events at a time, and reads the
+//! Catch-up is paged: before each subscription the stream reads the stored
+//! log itself, [`AppState::catch_up_page`] events at a time, and reads the
 //! next page only once the client has taken the last one (a slow client
 //! holds back the reading, not the memory). It subscribes to live events
-//! once a page comes back short, so a replay from far back costs one page
+//! once a page comes back short, so a catch-up from far back costs one page
 //! of memory however long the log, and every event still arrives once, in
 //! order. Each tenant holds at most `max_event_streams` streams open in one
 //! process (`quota`); past that a new stream is a 429.
@@ -47,7 +47,7 @@ const POLL_INTERVAL: Duration = Duration::from_millis(250);
     get, path = "/v1/runs/{run_id}/events", tag = "runs",
     params(
         ("run_id" = String, Path, description = "The run"),
-        ("Last-Event-ID" = Option<u64>, Header, description = "Replay events after this sequence number"),
+        ("Last-Event-ID" = Option<u64>, Header, description = "Catch up on the events after this sequence number"),
         EventsQuery,
     ),
     responses(
@@ -81,7 +81,7 @@ pub(crate) async fn run_events(
             runtime: state.runtime.clone(),
             run_id: stored.record.run_id,
             last: after,
-            page: state.replay_page.get(),
+            page: state.catch_up_page.get(),
             backlog: VecDeque::new(),
             caught_up: false,
             stream: None,
@@ -177,7 +177,7 @@ impl Cursor {
                 self.caught_up = false;
                 match self.runtime.store().load_run(&self.run_id).await {
                     // Finished, and every event up to `last` delivered:
-                    // the client replayed from past the end.
+                    // the client caught up from past the end.
                     Ok(Some(r)) if r.record.status.is_finished() && self.delivered_all(&r) => {
                         self.done = true;
                         None

@@ -41,7 +41,7 @@
 //!   and served at `/ui/`; a browser client of the API, not part of it.
 //!
 //! Every limit is on by default and set on [`AppState`]: the body limit,
-//! [`ConnLimits`], [`TenantQuotas`] and the replay page.
+//! [`ConnLimits`], [`TenantQuotas`] and the catch-up page.
 //!
 //! Runs created outside the server (without a `weft.tenant` label) are
 //! visible to no tenant.
@@ -135,7 +135,7 @@ pub use ui::{CONTENT_SECURITY_POLICY, UI_PATH};
 pub const DEFAULT_BODY_LIMIT: usize = 1024 * 1024;
 
 /// The default number of stored events an event stream reads at a time.
-pub const DEFAULT_REPLAY_PAGE: NonZeroU32 = NonZeroU32::new(256).unwrap();
+pub const DEFAULT_CATCH_UP_PAGE: NonZeroU32 = NonZeroU32::new(256).unwrap();
 
 /// What the handlers share: the runtime, the store behind it, and the tenants.
 #[derive(Clone)]
@@ -151,9 +151,9 @@ pub struct AppState {
     /// Connection limits: header-read and idle timeouts, open connections,
     /// shutdown grace.
     pub conn_limits: ConnLimits,
-    /// How many stored events an event stream reads at a time, so a replay
+    /// How many stored events an event stream reads at a time, so a catch-up
     /// from far back holds one page in memory, not the whole log.
-    pub replay_page: NonZeroU32,
+    pub catch_up_page: NonZeroU32,
     /// The metrics `GET /metrics` shows; the runtime's observer should be
     /// the same object, so runs and tool calls are counted.
     pub metrics: Arc<Metrics>,
@@ -172,7 +172,7 @@ impl AppState {
             tenants: Arc::new(tenants),
             body_limit: DEFAULT_BODY_LIMIT,
             conn_limits: ConnLimits::default(),
-            replay_page: DEFAULT_REPLAY_PAGE,
+            catch_up_page: DEFAULT_CATCH_UP_PAGE,
             metrics: Arc::new(Metrics::new()),
             metrics_access: MetricsAccess::Off,
             quotas: quota::Quotas::new(TenantQuotas::default()),
@@ -204,8 +204,8 @@ impl AppState {
     }
 
     /// Sets how many stored events an event stream reads at a time.
-    pub fn with_replay_page(mut self, events: NonZeroU32) -> Self {
-        self.replay_page = events;
+    pub fn with_catch_up_page(mut self, events: NonZeroU32) -> Self {
+        self.catch_up_page = events;
         self
     }
 

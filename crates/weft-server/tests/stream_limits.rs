@@ -1,6 +1,6 @@
 //! Event stream limits over a real socket: each tenant holds a capped number
 //! of streams open (a 429 past it, a place freed when a stream ends), open
-//! streams outlive the connection idle timeout, and a replay reads the
+//! streams outlive the connection idle timeout, and a catch-up reads the
 //! stored log a page at a time.
 
 mod common;
@@ -80,12 +80,12 @@ async fn event_streams_past_the_tenant_cap_get_429() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_replay_reads_the_stored_log_a_page_at_a_time() {
+async fn a_catch_up_reads_the_stored_log_a_page_at_a_time() {
     let (f, counting) = Fixture::counting().await;
     let state = f
         .state
         .clone()
-        .with_replay_page(NonZeroU32::new(2).unwrap());
+        .with_catch_up_page(NonZeroU32::new(2).unwrap());
     let server = Served::start(state).await;
     let run = server.started(TOKEN_A, "echo").await;
     f.wait_status(TOKEN_A, &run, "completed").await;

@@ -1,4 +1,4 @@
-//! Event fan-out: a run's log buffer, its live subscribers and replay.
+//! Event fan-out: a run's log buffer, its live subscribers and their catch-up.
 //!
 //! Events get their sequence number when they are emitted and wait in the
 //! run's pending buffer until a commit stores them; only then, and only when

@@ -1,4 +1,4 @@
-//! [`EventStream`]: one subscriber's view of a run's log, replayed from the
+//! [`EventStream`]: one subscriber's view of a run's log, caught up from the
 //! store page by page, then live from the run's broadcast while a task here
 //! drives the run, or from the store otherwise, every [`EVENT_POLL`] backing
 //! off to [`EVENT_POLL_MAX`] while nothing happens.
@@ -24,10 +24,10 @@ pub const EVENT_POLL: std::time::Duration = std::time::Duration::from_millis(250
 /// The longest wait between two reads of the store by a subscriber.
 pub const EVENT_POLL_MAX: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// Most events one read of the stored log returns: replays go in pages.
+/// Most events one read of the stored log returns: catch-up goes in pages.
 const PAGE: u32 = 512;
 
-/// A run's events from a sequence number on: replayed from the store, then live.
+/// A run's events from a sequence number on: caught up from the store, then live.
 /// Ends after the run's `RunFinished` event.
 pub struct EventStream {
     run_id: RunId,
@@ -112,7 +112,7 @@ impl EventStream {
                 }
                 return Some(Ok(self.deliver(e)));
             }
-            // A long replay is read page by page.
+            // A long catch-up is read page by page.
             if self.stale {
                 match self.refill().await {
                     Ok(0) => self.poll = (self.poll * 2).min(EVENT_POLL_MAX),

@@ -52,9 +52,9 @@ pub struct ServeLimits {
     /// Event streams (SSE) each tenant may hold open per server process (0: no cap).
     #[arg(long, default_value_t = 64)]
     pub max_event_streams: u32,
-    /// Stored events an event stream reads at a time when it replays.
-    #[arg(long, default_value_t = weft_server::DEFAULT_REPLAY_PAGE)]
-    pub replay_page: NonZeroU32,
+    /// Stored events an event stream reads at a time when it catches up.
+    #[arg(long, alias = "replay-page", default_value_t = weft_server::DEFAULT_CATCH_UP_PAGE)]
+    pub catch_up_page: NonZeroU32,
     /// Seconds a kept-alive connection may wait for its next request.
     #[arg(long, default_value_t = 60)]
     pub idle_timeout_secs: u64,
@@ -91,7 +91,7 @@ impl ServeLimits {
                 runs_per_minute: NonZeroU32::new(self.runs_per_minute),
                 max_event_streams: NonZeroU32::new(self.max_event_streams),
             })
-            .with_replay_page(self.replay_page)
+            .with_catch_up_page(self.catch_up_page)
             .with_conn_limits(conn_limits)
     }
 }
