@@ -1,10 +1,11 @@
 //! Small helpers shared by the provider modules: shortening lines for error
 //! messages, parsing JSON into typed errors, assembling summaries, and the
-//! request fields every API spells the same way.
+//! request fields every API spells the same way (Anthropic and Bedrock also
+//! their alternating messages).
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use weft_core::message::{Media, MediaSource};
+use weft_core::message::{Media, MediaSource, Message, Part, Role};
 use weft_core::model::{ModelError, ModelRequest, ModelSummary, StreamAssembler, StreamChunk};
 use weft_core::planner::NoopEvents;
 
@@ -69,4 +70,44 @@ pub(crate) fn system_text(req: &ModelRequest) -> Option<String> {
             .map(weft_core::message::Message::joined_text),
     );
     (!system.is_empty()).then(|| system.join("\n\n"))
+}
+
+/// A request's messages as Anthropic and Bedrock take them: roles alternate
+/// (user and tool messages are both `user`; consecutive ones merge), system
+/// messages are left out (they go apart), a message without a `block` is
+/// dropped, and tool results open their user message, before any text.
+pub(crate) fn alternating_messages(
+    input: &[Message],
+    block: impl Fn(&Part) -> Option<Value>,
+    is_tool_result: impl Fn(&Value) -> bool,
+) -> Vec<Value> {
+    let mut out: Vec<(&'static str, Vec<Value>)> = Vec::new();
+    for m in input {
+        let role = match m.role {
+            Role::System => continue,
+            Role::User | Role::Tool => "user",
+            Role::Assistant => "assistant",
+        };
+        let mut blocks: Vec<Value> = m.parts.iter().filter_map(&block).collect();
+        if blocks.is_empty() {
+            continue;
+        }
+        match out.last_mut() {
+            Some((r, prev)) if *r == role => {
+                if role == "user" && blocks.iter().any(&is_tool_result) {
+                    let (mut results, rest): (Vec<Value>, Vec<Value>) =
+                        prev.drain(..).partition(&is_tool_result);
+                    results.append(&mut blocks);
+                    results.extend(rest);
+                    *prev = results;
+                } else {
+                    prev.append(&mut blocks);
+                }
+            }
+            _ => out.push((role, blocks)),
+        }
+    }
+    out.into_iter()
+        .map(|(role, content)| json!({"role": role, "content": content}))
+        .collect()
 }

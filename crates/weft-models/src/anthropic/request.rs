@@ -10,12 +10,12 @@
 //! encoded.
 
 use serde_json::{Map, Value, json};
-use weft_core::message::{Media, MediaSource, Message, Part, Role, Thinking};
+use weft_core::message::{Media, MediaSource, Part, Thinking};
 use weft_core::model::{ModelRequest, ToolChoice};
 
 use crate::gemini;
 use crate::rules;
-use crate::util::{insert_sampling, system_text};
+use crate::util::{alternating_messages, insert_sampling, system_text};
 
 /// Output token limit used when the request sets none.
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;
@@ -43,7 +43,10 @@ pub fn build(model: &str, req: &ModelRequest, stream: bool) -> Value {
             json!([{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}]),
         );
     }
-    body.insert("messages".into(), Value::Array(messages(&req.messages)));
+    body.insert(
+        "messages".into(),
+        Value::Array(alternating_messages(&req.messages, block, is_tool_result)),
+    );
     if !tools.is_empty() {
         let mut tools: Vec<Value> = tools
             .iter()
@@ -75,39 +78,6 @@ pub fn build(model: &str, req: &ModelRequest, stream: bool) -> Value {
         body.insert("stream".into(), json!(true));
     }
     Value::Object(body)
-}
-
-fn messages(input: &[Message]) -> Vec<Value> {
-    let mut out: Vec<(&'static str, Vec<Value>)> = Vec::new();
-    for m in input {
-        let role = match m.role {
-            Role::System => continue,
-            Role::User | Role::Tool => "user",
-            Role::Assistant => "assistant",
-        };
-        let mut blocks: Vec<Value> = m.parts.iter().filter_map(block).collect();
-        if blocks.is_empty() {
-            continue;
-        }
-        match out.last_mut() {
-            Some((r, prev)) if *r == role => {
-                // Tool results must open a user message: put them before text.
-                if role == "user" && blocks.iter().any(is_tool_result) {
-                    let (mut results, rest): (Vec<Value>, Vec<Value>) =
-                        prev.drain(..).partition(is_tool_result);
-                    results.append(&mut blocks);
-                    results.extend(rest);
-                    *prev = results;
-                } else {
-                    prev.append(&mut blocks);
-                }
-            }
-            _ => out.push((role, blocks)),
-        }
-    }
-    out.into_iter()
-        .map(|(role, content)| json!({"role": role, "content": content}))
-        .collect()
 }
 
 fn is_tool_result(v: &Value) -> bool {

@@ -18,13 +18,13 @@
 //! ([`rules::thinking_allowed`]).
 
 use serde_json::{Map, Value, json};
-use weft_core::message::{MediaSource, Message, Part, Role, Thinking, joined_model_text};
+use weft_core::message::{MediaSource, Part, Thinking, joined_model_text};
 use weft_core::model::{ModelRequest, ToolChoice};
 
 use crate::anthropic::DEFAULT_MAX_TOKENS;
 use crate::gemini;
 use crate::rules;
-use crate::util::system_text;
+use crate::util::{alternating_messages, system_text};
 
 /// The system prompt's last line on a turn that forbids tool calls.
 pub const NO_TOOLS_NOW: &str =
@@ -58,7 +58,10 @@ pub fn build(model: &str, req: &ModelRequest) -> Value {
     if !system.is_empty() {
         body.insert("system".into(), Value::Array(system));
     }
-    body.insert("messages".into(), Value::Array(messages(&req.messages)));
+    body.insert(
+        "messages".into(),
+        Value::Array(alternating_messages(&req.messages, block, is_tool_result)),
+    );
     let max_tokens = req
         .max_tokens
         .unwrap_or_else(|| thinking.map_or(DEFAULT_MAX_TOKENS, |b| b + DEFAULT_MAX_TOKENS));
@@ -104,38 +107,6 @@ pub fn build(model: &str, req: &ModelRequest) -> Value {
         );
     }
     Value::Object(body)
-}
-
-fn messages(input: &[Message]) -> Vec<Value> {
-    let mut out: Vec<(&'static str, Vec<Value>)> = Vec::new();
-    for m in input {
-        let role = match m.role {
-            Role::System => continue,
-            Role::User | Role::Tool => "user",
-            Role::Assistant => "assistant",
-        };
-        let mut blocks: Vec<Value> = m.parts.iter().filter_map(block).collect();
-        if blocks.is_empty() {
-            continue;
-        }
-        match out.last_mut() {
-            Some((r, prev)) if *r == role => {
-                if role == "user" && blocks.iter().any(is_tool_result) {
-                    let (mut results, rest): (Vec<Value>, Vec<Value>) =
-                        prev.drain(..).partition(is_tool_result);
-                    results.append(&mut blocks);
-                    results.extend(rest);
-                    *prev = results;
-                } else {
-                    prev.append(&mut blocks);
-                }
-            }
-            _ => out.push((role, blocks)),
-        }
-    }
-    out.into_iter()
-        .map(|(role, content)| json!({"role": role, "content": content}))
-        .collect()
 }
 
 fn is_tool_result(v: &Value) -> bool {
