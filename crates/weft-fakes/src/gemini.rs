@@ -3,8 +3,9 @@
 //!
 //! Rules (status and error messages as the API words them):
 //! - The key comes in `x-goog-api-key` (else 403 `PERMISSION_DENIED`).
-//! - `contents` is required and non-empty; roles are `user` and `model`;
-//!   no content has empty `parts`.
+//! - `contents` is required and non-empty; roles are `user` and `model`
+//!   (a content without one is the user's; Vertex AI refuses it, see
+//!   [`crate::vertex`]); no content has empty `parts`.
 //! - A `functionResponse` turn comes right after a `functionCall` turn and
 //!   answers all of its calls (as many responses as calls); each
 //!   `response` is a JSON object.
@@ -90,7 +91,7 @@ pub fn check(req: &Value, issued: &Issued) -> Result<View, Rejection> {
     let turn_start = contents
         .iter()
         .rposition(|c| {
-            c["role"] == "user"
+            role_of(c) == "user"
                 && c["parts"]
                     .as_array()
                     .is_some_and(|p| p.iter().any(|p| p.get("functionResponse").is_none()))
@@ -99,7 +100,7 @@ pub fn check(req: &Value, issued: &Issued) -> Result<View, Rejection> {
     // The calls of the previous content, when it was a model turn calling tools.
     let mut open = 0usize;
     for (i, c) in contents.iter().enumerate() {
-        let role = c["role"].as_str().unwrap_or_default();
+        let role = role_of(c);
         if role != "user" && role != "model" {
             return Err(reject(format!(
                 "Please use a valid role: user, model. (contents[{i}].role: `{role}`)"
@@ -168,6 +169,14 @@ pub fn check(req: &Value, issued: &Issued) -> Result<View, Rejection> {
         open = calls;
     }
     Ok(view)
+}
+
+/// A content's role: the user's when it names none.
+fn role_of(content: &Value) -> &str {
+    match &content["role"] {
+        Value::Null => "user",
+        role => role.as_str().unwrap_or_default(),
+    }
 }
 
 /// The function declarations (their schemas checked) and calling mode.

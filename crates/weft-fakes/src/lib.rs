@@ -8,7 +8,8 @@
 //! [`anthropic`] (Messages), [`chat`] (Chat Completions, and compatible
 //! servers such as llama.cpp's, which refuse `null` content),
 //! [`responses`] (Responses), [`gemini`] (Gemini's Generative Language
-//! API) and [`bedrock`] (Bedrock's Converse, SigV4 checked). Each turns a request into a [`View`] (or a
+//! API), [`vertex`] (Gemini on Vertex AI: a bearer token, a project's
+//! location) and [`bedrock`] (Bedrock's Converse, SigV4 checked). Each turns a request into a [`View`] (or a
 //! [`Rejection`]); [`decide`] picks the answer from the view alone, so a
 //! fake plays any scenario without a script: call the tool until the
 //! [`Behaviour`] says enough, consult the advisor once when asked to, and
@@ -22,6 +23,7 @@ pub mod gemini;
 pub mod responses;
 mod server;
 mod sse;
+pub mod vertex;
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -45,6 +47,9 @@ pub enum Api {
     OpenAiResponses,
     /// Google Gemini (`POST /v1beta/models/{model}:streamGenerateContent?alt=sse`).
     Gemini,
+    /// Gemini on Vertex AI (`POST /v1/projects/{project}/locations/{location}/publishers/google/models/{model}:streamGenerateContent?alt=sse`),
+    /// with a bearer token.
+    Vertex,
     /// Amazon Bedrock Converse (`POST /model/{modelId}/converse-stream`,
     /// `POST /model/{modelId}/converse`), SigV4 signed.
     Bedrock,
@@ -59,6 +64,9 @@ impl Api {
             Api::OpenAiChat | Api::Compat => "/v1/chat/completions",
             Api::OpenAiResponses => "/v1/responses",
             Api::Gemini => "/v1beta/models/{target}",
+            Api::Vertex => {
+                "/v1/projects/{project}/locations/{location}/publishers/google/models/{target}"
+            }
             Api::Bedrock => "/model/{model}/{method}",
         }
     }
@@ -173,11 +181,13 @@ pub struct Rejection {
 }
 
 impl Rejection {
-    /// The error message inside the body.
+    /// The error message inside the body (or inside its first element,
+    /// for Vertex's array of errors).
     pub fn message(&self) -> &str {
-        self.body["error"]["message"]
+        let body = self.body.get(0).unwrap_or(&self.body);
+        body["error"]["message"]
             .as_str()
-            .or_else(|| self.body["message"].as_str())
+            .or_else(|| body["message"].as_str())
             .unwrap_or_default()
     }
 }
@@ -265,7 +275,7 @@ pub(crate) fn invalid(api: Api, param: &str, message: &str) -> Rejection {
                 "param": if param.is_empty() { Value::Null } else { Value::from(param) }, "code": null}}),
             error_type: None,
         },
-        Api::Gemini => gemini::error(400, "INVALID_ARGUMENT", message),
+        Api::Gemini | Api::Vertex => gemini::error(400, "INVALID_ARGUMENT", message),
         Api::Bedrock => bedrock::error(400, "ValidationException", message),
         Api::Compat => Rejection {
             status: 500,

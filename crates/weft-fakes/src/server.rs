@@ -1,7 +1,8 @@
 //! The HTTP server of a fake: its route, the request count (and the
 //! request held back to stall a run), and each request checked and answered
 //! by its API's module, a refusal recorded in the [`Stats`]. Bedrock's
-//! requests have their signature checked before anything else.
+//! requests have their signature checked before anything else, Vertex's
+//! their token and path.
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -15,7 +16,7 @@ use serde_json::Value;
 
 use crate::{
     Api, Behaviour, Issued, Rejection, Stats, anthropic, bedrock, chat, decide, gemini, invalid,
-    responses,
+    responses, vertex,
 };
 
 /// A running fake.
@@ -82,6 +83,11 @@ type Answer = (&'static str, Vec<u8>);
 fn handle(state: &State, request: &Request<'_>, n: usize) -> Response<Body> {
     let signed = match state.api {
         Api::Bedrock => bedrock::sigv4::verify(request.headers, request.uri, request.body),
+        Api::Vertex => {
+            let auth = request.headers.get(header::AUTHORIZATION);
+            vertex::check_token(auth.and_then(|a| a.to_str().ok()))
+                .and_then(|()| vertex::check_path(request.uri.path()))
+        }
         _ => Ok(()),
     };
     let outcome = signed
@@ -195,10 +201,14 @@ fn answer_sse(
                 &state.issued,
             ))
         }
-        Api::Gemini => {
-            let key = request.headers.get("x-goog-api-key");
-            gemini::check_key(key.and_then(|k| k.to_str().ok()))?;
-            let view = gemini::check(req, &state.issued)?;
+        Api::Gemini | Api::Vertex => {
+            let view = if state.api == Api::Vertex {
+                vertex::check(req, &state.issued).map_err(vertex::streamed)?
+            } else {
+                let key = request.headers.get("x-goog-api-key");
+                gemini::check_key(key.and_then(|k| k.to_str().ok()))?;
+                gemini::check(req, &state.issued)?
+            };
             let target = request.uri.path().rsplit('/').next().unwrap_or_default();
             let streamed = target.ends_with(":streamGenerateContent")
                 && request

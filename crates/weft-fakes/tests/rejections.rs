@@ -8,6 +8,8 @@ use weft_fakes::{Api, Behaviour, spawn};
 mod bedrock;
 #[path = "rejections/gemini.rs"]
 mod gemini;
+#[path = "rejections/vertex.rs"]
+mod vertex;
 
 /// Posts `body` to a fresh fake of `api`: the status and the response body.
 async fn post(api: Api, body: Value) -> (u16, String) {

@@ -8,7 +8,7 @@
 //! whole response into a [`ModelSummary`] with its usage.
 //!
 //! The provider clients (`AnthropicClient`, `ChatClient`, `ResponsesClient`,
-//! `GeminiClient`)
+//! `GeminiClient`, `VertexClient`)
 //! are this type with their API filled in; each provider module owns its
 //! [`WireApi`] and its constructor.
 

@@ -1,12 +1,13 @@
 //! Model configuration: parsing model ids (`anthropic/<m>`, `openai/<m>`,
-//! `openai-responses/<m>`, `gemini/<m>`, `bedrock/<m>`, `compat/<m>`, `scripted/<script file>`,
+//! `openai-responses/<m>`, `gemini/<m>`, `vertex/<m>`, `bedrock/<m>`, `compat/<m>`, `scripted/<script file>`,
 //! `local/<name or .gguf path>`), finding API keys and base URLs
 //! (explicit config first, then the variable the config names in
 //! `api_key_env`, else `ANTHROPIC_API_KEY` / `OPENAI_API_KEY` /
 //! `GEMINI_API_KEY` (then `GOOGLE_API_KEY`), and `ANTHROPIC_BASE_URL` /
 //! `OPENAI_BASE_URL` / `GEMINI_BASE_URL` / `BEDROCK_BASE_URL`; Bedrock signs
-//! with AWS credentials instead, [`crate::bedrock::credentials`]), and a
-//! registry of built clients.
+//! with AWS credentials instead, [`crate::bedrock::credentials`], and Vertex
+//! AI sends an access token to a project's location,
+//! [`crate::gemini::vertex`]), and a registry of built clients.
 //!
 //! Keys are held in [`ApiKey`], whose `Debug` never shows them, and are sent
 //! in header values marked sensitive; no error message contains one.
@@ -19,7 +20,7 @@ use weft_core::model::{ModelClient, ModelError};
 
 use crate::anthropic::{self, AnthropicClient};
 use crate::bedrock;
-use crate::gemini::{self, GeminiClient};
+use crate::gemini::{self, GeminiClient, vertex};
 use crate::http::HttpConfig;
 pub use crate::key::ApiKey;
 use crate::openai_chat::{self, ChatClient, ChatFlavor};
@@ -37,6 +38,9 @@ pub enum Provider {
     OpenAiResponses,
     /// Google Gemini, the Generative Language API (`gemini/`).
     Gemini,
+    /// Google Gemini on Vertex AI (`vertex/`): a Google Cloud project's
+    /// location, an access token.
+    Vertex,
     /// Amazon Bedrock's Converse API (`bedrock/`), signed with AWS credentials.
     Bedrock,
     /// Any server speaking Chat Completions (`compat/`), at a given base URL.
@@ -48,13 +52,18 @@ pub enum Provider {
 }
 
 impl Provider {
-    /// The environment variable holding this provider's key, if it has one.
+    /// The environment variable holding this provider's key, if it has one
+    /// (Vertex's access token is read by [`vertex::from_env`]).
     pub fn key_var(self) -> Option<&'static str> {
         match self {
             Provider::Anthropic => Some("ANTHROPIC_API_KEY"),
             Provider::OpenAi | Provider::OpenAiResponses => Some("OPENAI_API_KEY"),
             Provider::Gemini => Some("GEMINI_API_KEY"),
-            Provider::Bedrock | Provider::Compat | Provider::Scripted | Provider::Local => None,
+            Provider::Vertex
+            | Provider::Bedrock
+            | Provider::Compat
+            | Provider::Scripted
+            | Provider::Local => None,
         }
     }
 
@@ -65,7 +74,7 @@ impl Provider {
             Provider::OpenAi | Provider::OpenAiResponses => Some("OPENAI_BASE_URL"),
             Provider::Gemini => Some("GEMINI_BASE_URL"),
             Provider::Bedrock => Some("BEDROCK_BASE_URL"),
-            Provider::Compat | Provider::Scripted | Provider::Local => None,
+            Provider::Vertex | Provider::Compat | Provider::Scripted | Provider::Local => None,
         }
     }
 
@@ -82,13 +91,14 @@ impl Provider {
 /// Splits a model id into its provider and model name.
 pub fn parse_model_id(id: &str) -> Result<(Provider, &str), ModelError> {
     let (prefix, model) = id.split_once('/').ok_or_else(|| ModelError::Config {
-        message: format!("model id `{id}` has no provider prefix (anthropic/, openai/, openai-responses/, gemini/, bedrock/, compat/, scripted/, local/)"),
+        message: format!("model id `{id}` has no provider prefix (anthropic/, openai/, openai-responses/, gemini/, vertex/, bedrock/, compat/, scripted/, local/)"),
     })?;
     let provider = match prefix {
         "anthropic" => Provider::Anthropic,
         "openai" => Provider::OpenAi,
         "openai-responses" => Provider::OpenAiResponses,
         "gemini" => Provider::Gemini,
+        "vertex" => Provider::Vertex,
         "bedrock" => Provider::Bedrock,
         "compat" => Provider::Compat,
         "scripted" => Provider::Scripted,
@@ -96,7 +106,7 @@ pub fn parse_model_id(id: &str) -> Result<(Provider, &str), ModelError> {
         other => {
             return Err(ModelError::Config {
                 message: format!(
-                    "unknown model provider `{other}` in `{id}` (expected anthropic, openai, openai-responses, gemini, bedrock, compat, scripted or local)"
+                    "unknown model provider `{other}` in `{id}` (expected anthropic, openai, openai-responses, gemini, vertex, bedrock, compat, scripted or local)"
                 ),
             });
         }
@@ -217,6 +227,13 @@ pub fn build_model_with_env(
             let url = base_url.as_deref().unwrap_or(gemini::DEFAULT_BASE_URL);
             Arc::new(GeminiClient::new(model, &key, url, http)?)
         }
+        Provider::Vertex => Arc::new(vertex::from_env(
+            model,
+            key,
+            base_url.as_deref(),
+            env,
+            http,
+        )?),
         Provider::Bedrock => Arc::new(bedrock::from_env(model, base_url.as_deref(), env, http)?),
         Provider::Compat => {
             let url = base_url.ok_or_else(|| ModelError::Config {

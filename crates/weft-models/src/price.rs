@@ -133,7 +133,7 @@ impl Pricing {
 }
 
 /// The built-in list price of `model_id` (`openai/...`,
-/// `openai-responses/...`, `anthropic/...`, `gemini/...`, `bedrock/...`), with or without a date
+/// `openai-responses/...`, `anthropic/...`, `gemini/...`, `vertex/...`, `bedrock/...`), with or without a date
 /// suffix (`-20250929`, `-2024-08-06`) or `-latest`; `None` for a model
 /// the table does not know and for every other provider.
 pub fn builtin_price(model_id: &str) -> Option<ModelPrice> {
@@ -141,7 +141,8 @@ pub fn builtin_price(model_id: &str) -> Option<ModelPrice> {
     let prices = match provider {
         Provider::OpenAi | Provider::OpenAiResponses => table::OPENAI,
         Provider::Anthropic => table::ANTHROPIC,
-        Provider::Gemini => table::GEMINI,
+        // Vertex AI's list prices for Google's models are the Gemini API's.
+        Provider::Gemini | Provider::Vertex => table::GEMINI,
         Provider::Bedrock => table::BEDROCK,
         Provider::Compat | Provider::Scripted | Provider::Local => return None,
     };

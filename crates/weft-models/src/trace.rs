@@ -166,6 +166,7 @@ fn split_model_id(id: &str) -> (&str, &str) {
     let provider = match prefix {
         "openai-responses" => "openai",
         "gemini" => "gcp.gemini",
+        "vertex" => "gcp.vertex_ai",
         "bedrock" => "aws.bedrock",
         other => other,
     };
@@ -205,6 +206,10 @@ mod tests {
         assert_eq!(
             split_model_id("bedrock/us.anthropic.claude-sonnet-4-5-v1:0"),
             ("aws.bedrock", "us.anthropic.claude-sonnet-4-5-v1:0")
+        );
+        assert_eq!(
+            split_model_id("vertex/gemini-2.5-flash"),
+            ("gcp.vertex_ai", "gemini-2.5-flash")
         );
         assert_eq!(split_model_id("bare"), ("unknown", "bare"));
         assert_eq!(finish_reason(&StopReason::ToolUse), "tool_calls");

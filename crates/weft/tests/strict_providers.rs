@@ -6,7 +6,9 @@
 //! forced by a cap (the finalizing request keeps the tool definitions and
 //! forbids their use), thinking beside tool calls (its signed blocks or
 //! reasoning items or thought signatures sent back unchanged), both at once, the advisor after a
-//! tool exchange, and a session's second run. Each scenario is a test per
+//! tool exchange, a session's second run, and `weft replay` of a recorded
+//! run (its model outputs, thinking included, as this provider's decoder
+//! read them). Each scenario is a test per
 //! API, named `<api>::<scenario>` (e.g. `bedrock::a_tool_loop_answers`).
 
 use std::path::Path;
@@ -36,7 +38,8 @@ macro_rules! per_api {
                 the_advisor_answers_after_a_tool_exchange,
                 a_session_s_second_run_sends_the_first_run_s_exchange_and_answers,
                 a_child_run_answers_its_parent,
-                a_run_killed_in_a_model_call_is_recovered_and_answers);
+                a_run_killed_in_a_model_call_is_recovered_and_answers,
+                a_recorded_run_replays_identically_without_a_request);
         }
     )*};
 }
@@ -47,6 +50,7 @@ per_api!(
     openai_responses => Api::OpenAiResponses,
     compat => Api::Compat,
     gemini => Api::Gemini,
+    vertex => Api::Vertex,
     bedrock => Api::Bedrock,
 );
 
@@ -58,6 +62,7 @@ fn model(api: Api, url: &str) -> (&'static str, String) {
         Api::OpenAiResponses => ("openai-responses/gpt-fake", format!("{url}/v1")),
         Api::Compat => ("compat/llama-fake", format!("{url}/v1")),
         Api::Gemini => ("gemini/gemini-fake", format!("{url}/v1beta")),
+        Api::Vertex => ("vertex/gemini-fake", weft_fakes::vertex::endpoint(url)),
         Api::Bedrock => ("bedrock/anthropic.claude-fake-v1:0", url.to_owned()),
     }
 }
@@ -69,6 +74,10 @@ fn keys(cmd: &mut std::process::Command) -> &mut std::process::Command {
         .env("OPENAI_API_KEY", "sk-fake")
         .env("GEMINI_API_KEY", "g-fake")
         .env(
+            "GOOGLE_CLOUD_ACCESS_TOKEN",
+            weft_fakes::vertex::ACCESS_TOKEN,
+        )
+        .env(
             "AWS_ACCESS_KEY_ID",
             weft_fakes::bedrock::sigv4::ACCESS_KEY_ID,
         )
@@ -78,7 +87,8 @@ fn keys(cmd: &mut std::process::Command) -> &mut std::process::Command {
         )
         .env("AWS_REGION", weft_fakes::bedrock::sigv4::REGION);
     let unset = "ANTHROPIC_BASE_URL OPENAI_BASE_URL GEMINI_BASE_URL BEDROCK_BASE_URL \
-                 AWS_ENDPOINT_URL_BEDROCK_RUNTIME AWS_SESSION_TOKEN AWS_PROFILE";
+                 AWS_ENDPOINT_URL_BEDROCK_RUNTIME AWS_SESSION_TOKEN AWS_PROFILE \
+                 GOOGLE_CLOUD_PROJECT GOOGLE_CLOUD_LOCATION";
     for var in unset.split_whitespace() {
         cmd.env_remove(var);
     }
@@ -393,4 +403,52 @@ async fn a_run_killed_in_a_model_call_is_recovered_and_answers(api: Api) {
     // The recovered call carried the tool exchange made before the kill.
     let last = fake.stats.bodies().pop().unwrap().to_string();
     assert!(last.contains("calc__add"), "{api:?}: {last}");
+}
+
+async fn a_recorded_run_replays_identically_without_a_request(api: Api) {
+    let thinking = Behaviour {
+        thinking: true,
+        ..Behaviour::default()
+    };
+    let fake = spawn(api, thinking).await.unwrap();
+    let dir = tempfile_dir();
+    let path = agent(dir.path(), api, &fake.url, "thinking_budget = 2048", "");
+    let db = dir.path().join("weft.db");
+    let (agent_file, store) = (path.clone(), db.clone());
+    let lines = tokio::task::spawn_blocking(move || {
+        let store = store.to_str().unwrap().to_owned();
+        run(api, &agent_file, &["What is 2 + 3?", "--db", &store])
+    })
+    .await
+    .unwrap();
+    assert_eq!(answer(&lines), ANSWER, "{api:?}");
+    refused_nothing(api, &fake);
+    let asked = fake.stats.requests();
+    let out = tokio::task::spawn_blocking(move || {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_weft"));
+        keys(
+            cmd.args(["replay", "--all", "--since", "1d", "--agent"])
+                .arg(&path)
+                .arg("--store")
+                .arg(&db),
+        );
+        cmd.output().unwrap()
+    })
+    .await
+    .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(0), "{api:?}: {text}");
+    assert!(
+        text.contains("1 replayed, 1 identical, 0 differ, 0 not replayable"),
+        "{api:?}: {text}"
+    );
+    assert_eq!(
+        fake.stats.requests(),
+        asked,
+        "{api:?}: replay asked the model"
+    );
 }

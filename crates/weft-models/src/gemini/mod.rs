@@ -1,12 +1,14 @@
 //! The Google Gemini client (`gemini/<model>`): the Generative Language
 //! API (`v1beta`), streamed with `models/{model}:streamGenerateContent?alt=sse`,
 //! whole answers with `models/{model}:generateContent`, the key in the
-//! `x-goog-api-key` header.
+//! `x-goog-api-key` header; and the same API on Vertex AI ([`vertex`],
+//! `vertex/<model>`).
 
 mod decode;
 mod request;
 pub mod schema;
 pub mod signature;
+pub mod vertex;
 
 pub use decode::{GeminiDecoder, decode_body};
 pub use request::build as build_request;

@@ -2,7 +2,9 @@
 //! mapped to [`ModelError::Http`]: error type, message, whether to retry
 //! (status, the `x-should-retry` hint, and quota codes that must never be
 //! retried) and how long the provider asked to wait (`retry-after`
-//! headers, or a Google `RetryInfo` detail's `retryDelay`).
+//! headers, or a Google `RetryInfo` detail's `retryDelay`). Vertex AI
+//! answers some streamed requests' errors with a JSON array holding the
+//! Google error object; its first element is read.
 
 use std::time::Duration;
 
@@ -51,8 +53,13 @@ pub fn http_error(status: u16, headers: &HeaderMap, body: &str) -> ModelError {
     if let Some(e) = aws_error(status, headers, body) {
         return e;
     }
-    let parsed = serde_json::from_str::<ErrorEnvelope>(body)
+    let parsed = serde_json::from_str::<serde_json::Value>(body)
         .ok()
+        .map(|v| match v {
+            serde_json::Value::Array(mut all) if !all.is_empty() => all.swap_remove(0),
+            v => v,
+        })
+        .and_then(|v| serde_json::from_value::<ErrorEnvelope>(v).ok())
         .map(|e| e.error);
     let kind = parsed.as_ref().and_then(|e| e.kind.clone());
     let status_name = parsed.as_ref().and_then(|e| e.status.clone());
@@ -246,6 +253,21 @@ mod tests {
                 message: "Quota exceeded".into(),
                 retryable: true,
                 retry_after: Some(Duration::from_millis(1500)),
+            }
+        );
+    }
+
+    #[test]
+    fn a_vertex_error_array_is_read_as_its_google_error() {
+        let body = r#"[{"error":{"code":400,"message":"Please use a valid role: user, model.","status":"INVALID_ARGUMENT"}}]"#;
+        assert_eq!(
+            http_error(400, &HeaderMap::new(), body),
+            ModelError::Http {
+                status: 400,
+                error_type: Some("INVALID_ARGUMENT".into()),
+                message: "Please use a valid role: user, model.".into(),
+                retryable: false,
+                retry_after: None,
             }
         );
     }

@@ -47,6 +47,12 @@ fn gemini_models_have_list_prices_and_count_cached_tokens_in_the_input() {
     assert!(builtin_price("gemini/gemini-2.5-pro").is_some());
     assert!(builtin_price("gemini/gemini-2.0-flash").is_some());
     assert_eq!(builtin_price("gemini/gemini-fake"), None);
+    // Vertex AI's list prices are the Gemini API's.
+    assert_eq!(builtin_price("vertex/gemini-2.5-flash"), Some(flash));
+    assert_eq!(
+        CacheAccounting::of("vertex/gemini-2.5-flash"),
+        CacheAccounting::InInput
+    );
     let pricing = Pricing::for_model("gemini/gemini-2.5-flash", None).unwrap();
     assert_eq!(pricing.cache, CacheAccounting::InInput);
     // 1M prompt tokens of which 400k cached, 100k output.

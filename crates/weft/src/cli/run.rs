@@ -55,7 +55,7 @@ pub struct RunCommand {
     #[arg(num_args = 1..=2, required = true, value_name = "ARGS")]
     pub args: Vec<String>,
     /// A model id (`anthropic/<m>`, `openai/<m>`, `openai-responses/<m>`, `gemini/<m>`,
-    /// `bedrock/<m>`, `compat/<m>`, `local/<name>` or `local/<path>.gguf`).
+    /// `vertex/<m>`, `bedrock/<m>`, `compat/<m>`, `local/<name>` or `local/<path>.gguf`).
     #[arg(long)]
     pub model: Option<String>,
     /// A durable store: a SQLite file path or a `postgres://` URL.
