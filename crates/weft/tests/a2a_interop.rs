@@ -10,11 +10,12 @@
 //! `WEFT_REQUIRE_A2A_SDK=1` (as in `scripts/test`) makes it fail. The
 //! other tests need no SDK: JSON-RPC's error codes and a task that
 //! outlives a killed server (`--db`) speak HTTP themselves, and a weft
-//! agent calls served agents through `type = "a2a"` toolsets.
+//! agent calls served agents through `type = "a2a"` toolsets, answering
+//! one's question on `weft run`'s stdin.
 
 mod common;
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
@@ -240,12 +241,24 @@ fn an_agent_calls_remote_a2a_agents_as_tools() {
     );
     let agent = dir.path().join("caller.toml");
     std::fs::write(&agent, caller).unwrap();
-    let lines = common::json_lines(
-        Command::new(env!("CARGO_BIN_EXE_weft"))
-            .args(["run", "--output", "jsonl"])
-            .arg(&agent)
-            .arg("go"),
+    // The greeter's question is put to `weft run`'s person, who answers on stdin.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_weft"))
+        .args(["run", "--output", "jsonl"])
+        .arg(&agent)
+        .arg("go")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"Ada\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("What is your name?"),
+        "the greeter's question was not asked: {}",
+        String::from_utf8_lossy(&out.stderr)
     );
+    let lines = common::output_json_lines(out);
     let finished: Vec<&Value> = lines
         .iter()
         .filter(|l| l["type"] == "tool_finished")
@@ -259,7 +272,7 @@ fn an_agent_calls_remote_a2a_agents_as_tools() {
     );
     let greeter = text.iter().find(|t| t.contains("greeter.send")).unwrap();
     assert!(
-        greeter.contains("What is your name?") && greeter.contains("TASK_STATE_INPUT_REQUIRED"),
+        greeter.contains("greeted") && greeter.contains("TASK_STATE_COMPLETED"),
         "{greeter}"
     );
     assert_eq!(

@@ -13,8 +13,9 @@
 //! `wire` and `v03` hold the two releases' shapes, `rpc` JSON-RPC,
 //! `card` the Agent Card, `tasks` a run seen as a task, `service` what
 //! each method does to runs, `follow` a task's stream, `dispatch` the
-//! endpoint, `listen` the accept loop; `client` the other way round, a remote A2A agent as a
-//! toolset (agent files' `type = "a2a"`).
+//! endpoint, `listen` the accept loop; `client` the other way round, a
+//! remote A2A agent as a toolset (agent files' `type = "a2a"`: streamed,
+//! its questions put to the run's person, authenticated as its card asks).
 
 pub mod card;
 pub mod client;
