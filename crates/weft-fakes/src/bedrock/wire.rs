@@ -11,30 +11,30 @@ use crate::{Issued, Reply};
 
 /// One event frame: `kind` with `payload`.
 pub fn event_frame(kind: &str, payload: &Value) -> Vec<u8> {
-    let message = Message::new(payload.to_string().into_bytes())
-        .add_header(Header::new(
-            ":event-type",
-            HeaderValue::String(kind.to_owned().into()),
-        ))
-        .add_header(Header::new(
-            ":content-type",
-            HeaderValue::String("application/json".into()),
-        ))
-        .add_header(Header::new(
-            ":message-type",
-            HeaderValue::String("event".into()),
-        ));
-    let mut out = Vec::new();
-    let _ = write_message_to(&message, &mut out);
-    out
+    frame(":event-type", kind, "event", payload)
 }
 
 /// One exception frame (an error raised mid-stream): `kind` (e.g.
 /// `throttlingException`) with its message.
 pub fn exception_frame(kind: &str, message: &str) -> Vec<u8> {
-    let message = Message::new(json!({"message": message}).to_string().into_bytes())
+    frame(
+        ":exception-type",
+        kind,
+        "exception",
+        &json!({"message": message}),
+    )
+}
+
+/// A JSON frame whose `type_header` names `kind`, of `:message-type` `message_type`.
+fn frame(
+    type_header: &'static str,
+    kind: &str,
+    message_type: &'static str,
+    payload: &Value,
+) -> Vec<u8> {
+    let message = Message::new(payload.to_string().into_bytes())
         .add_header(Header::new(
-            ":exception-type",
+            type_header,
             HeaderValue::String(kind.to_owned().into()),
         ))
         .add_header(Header::new(
@@ -43,7 +43,7 @@ pub fn exception_frame(kind: &str, message: &str) -> Vec<u8> {
         ))
         .add_header(Header::new(
             ":message-type",
-            HeaderValue::String("exception".into()),
+            HeaderValue::String(message_type.into()),
         ));
     let mut out = Vec::new();
     let _ = write_message_to(&message, &mut out);
