@@ -112,6 +112,12 @@ impl Agent {
         &self.history
     }
 
+    /// The tools the agent's runs are offered now (a toolset that cannot
+    /// list its tools is left out until it can).
+    pub async fn tools(&self) -> Result<Vec<weft_core::tool::ToolSpec>, RuntimeError> {
+        Ok(self.current_tools(false).await?.specs.clone())
+    }
+
     /// The agent's tools, listed again when stale (`starting`: a run is
     /// starting, which retries unavailable toolsets at once).
     pub(crate) async fn current_tools(

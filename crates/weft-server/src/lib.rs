@@ -81,6 +81,7 @@
 //! weft_server::serve(listener, AppState::new(runtime, store, tenants)).await?;
 //! ```
 
+mod a2a;
 mod access;
 mod activity;
 mod agents;
@@ -159,6 +160,11 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     /// Who may read `GET /metrics` (nobody by default).
     pub metrics_access: MetricsAccess,
+    /// The URL clients reach the server at, for A2A cards (the request's
+    /// `Host` when unset).
+    pub public_url: Option<String>,
+    /// One permit per open A2A stream.
+    pub(crate) a2a_streams: Arc<tokio::sync::Semaphore>,
     quotas: Arc<quota::Quotas>,
     shutdown: watch::Sender<bool>,
 }
@@ -175,6 +181,8 @@ impl AppState {
             catch_up_page: DEFAULT_CATCH_UP_PAGE,
             metrics: Arc::new(Metrics::new()),
             metrics_access: MetricsAccess::Off,
+            public_url: None,
+            a2a_streams: Arc::new(tokio::sync::Semaphore::new(weft_a2a::MAX_STREAMS)),
             quotas: quota::Quotas::new(TenantQuotas::default()),
             shutdown: watch::channel(false).0,
         }
@@ -201,6 +209,12 @@ impl AppState {
     /// The per-tenant quotas applied.
     pub fn tenant_quotas(&self) -> TenantQuotas {
         self.quotas.limits()
+    }
+
+    /// Sets the URL clients reach the server at, for A2A cards.
+    pub fn with_public_url(mut self, url: impl Into<String>) -> Self {
+        self.public_url = Some(url.into());
+        self
     }
 
     /// Sets how many stored events an event stream reads at a time.
@@ -273,6 +287,12 @@ pub fn app(state: AppState) -> Router {
             post(prompts::set_prompt).get(prompts::list_prompts),
         )
         .route("/v1/prompts/clear", post(prompts::clear_prompt))
+        .route(
+            "/a2a/{agent}/.well-known/agent-card.json",
+            get(a2a::agent_card),
+        )
+        .route("/a2a/{agent}", post(a2a::endpoint))
+        .route("/a2a/{agent}/v0.3", post(a2a::endpoint_v03))
         .merge(ui::routes())
         .fallback(|| async { ApiError::NotFound("no such route".to_owned()) })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })

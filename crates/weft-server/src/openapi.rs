@@ -41,7 +41,7 @@ use crate::outcome_schema::{
     RunFailureSchema, RunOutcomeSchema, TerminationReasonSchema, TerminationSchema,
 };
 use crate::prompts::{ClearPrompt, PromptCleared, PromptList, PromptView, SetPrompt};
-use crate::{agents, control, events, metrics, prompts, runs, sessions};
+use crate::{a2a, agents, control, events, metrics, prompts, runs, sessions};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -67,6 +67,9 @@ use crate::{agents, control, events, metrics, prompts, runs, sessions};
         prompts::list_prompts,
         prompts::set_prompt,
         prompts::clear_prompt,
+        a2a::agent_card,
+        a2a::endpoint,
+        a2a::endpoint_v03,
     ),
     components(schemas(
         AgentList, AgentView, AnswerAccepted, AwaitView, CancelRun, CreateSession, EndedSession, FieldError, Health,
@@ -88,6 +91,7 @@ use crate::{agents, control, events, metrics, prompts, runs, sessions};
         (name = "prompts", description = "The caller's prompt overrides"),
         (name = "health", description = "Liveness and this document"),
         (name = "operations", description = "Metrics for the operator's scraper"),
+        (name = "a2a", description = "The agents as A2A agents (JSON-RPC; see the A2A specification)"),
     )
 )]
 struct ApiDoc;

@@ -162,7 +162,7 @@ pub(crate) async fn list_runs(
 
 /// The open session a new run goes on: the caller's existing session, or a
 /// new one created for the caller when the id is unknown.
-async fn session_for_run(
+pub(crate) async fn session_for_run(
     state: &AppState,
     tenant: &Tenant,
     session_id: Option<String>,

@@ -9,7 +9,7 @@ use common::served::Served;
 use serde_json::{Value, json};
 
 /// Every route the router serves.
-const ROUTES: [(&str, &str); 20] = [
+const ROUTES: [(&str, &str); 23] = [
     ("get", "/healthz"),
     ("get", "/openapi.json"),
     ("get", "/metrics"),
@@ -30,11 +30,14 @@ const ROUTES: [(&str, &str); 20] = [
     ("get", "/v1/prompts"),
     ("post", "/v1/prompts"),
     ("post", "/v1/prompts/clear"),
+    ("get", "/a2a/{agent}/.well-known/agent-card.json"),
+    ("post", "/a2a/{agent}"),
+    ("post", "/a2a/{agent}/v0.3"),
 ];
 
 /// The error statuses a route can give.
 fn errors_of(method: &str, path: &str) -> Vec<&'static str> {
-    if path == "/metrics" {
+    if path == "/metrics" || path.starts_with("/a2a/") {
         return vec!["401", "404"];
     }
     if !path.starts_with("/v1/") {

@@ -28,7 +28,7 @@ pub use weft_runtime as runtime;
 pub use weft_tools as tools;
 pub use weft_tools::builtin;
 
-pub mod a2a;
+pub use weft_a2a as a2a;
 pub mod agent_file;
 pub mod cli;
 pub mod render;

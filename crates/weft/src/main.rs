@@ -73,6 +73,10 @@ enum Command {
         /// `process` (a crash of this process; no sync per commit).
         #[arg(long)]
         durability: Option<weft_store::Durability>,
+        /// The base URL clients reach the server at, for the agents' A2A
+        /// cards (default: `http://` and the request's Host header).
+        #[arg(long, value_name = "URL")]
+        public_url: Option<String>,
         #[command(flatten)]
         limits: serve::ServeLimits,
     },
@@ -293,6 +297,7 @@ fn main() -> ExitCode {
             log_format,
             lease_ttl_ms,
             durability,
+            public_url,
             limits,
         } => serve::serve(ServeArgs {
             agents,
@@ -302,6 +307,7 @@ fn main() -> ExitCode {
             log_format,
             lease_ttl: std::time::Duration::from_millis(lease_ttl_ms),
             durability,
+            public_url,
             limits,
         }),
         Command::Runs { db, command } => match runs_command(command) {

@@ -14,36 +14,15 @@
 //! one's question on `weft run`'s stdin.
 
 mod common;
+#[path = "a2a/harness.rs"]
+mod harness;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
+use harness::{ANSWERER, ASKER};
 use serde_json::{Value, json};
-use weft_fakes::{Api, Behaviour};
-
-const ANSWERER: &str = r#"id = "answerer"
-instructions = "Answers questions."
-toolsets = ["calc"]
-
-[planner]
-kind = "scripted"
-
-[[planner.turns]]
-text = "The answer is 42."
-"#;
-
-const ASKER: &str = r#"id = "asker"
-
-[planner]
-kind = "scripted"
-
-[[planner.turns]]
-ask = "What is your name?"
-
-[[planner.turns]]
-text = "greeted"
-"#;
 
 /// A running `weft a2a serve`, killed when dropped.
 struct Server {
@@ -91,31 +70,15 @@ fn serve_with(dir: &Path, name: &str, text: &str, args: &[&str]) -> Server {
     Server { child, url, log }
 }
 
-/// A staller: a calculator agent whose model (a strict fake) holds back
-/// its answer to the first request.
+/// Serves staller `name` (see [`harness::staller`]).
 async fn staller(dir: &Path, name: &str) -> (Server, weft_fakes::Fake) {
-    let behaviour = Behaviour {
-        stall: Some(1),
-        ..Behaviour::default()
-    };
-    let fake = weft_fakes::spawn(Api::OpenAiChat, behaviour).await.unwrap();
-    let text = format!(
-        "id = \"{name}\"\ntoolsets = [\"calc\"]\n[planner]\nkind = \"model\"\n\
-         model = \"openai/gpt-fake\"\nbase_url = \"{}/v1\"\n",
-        fake.url
-    );
+    let (text, fake) = harness::staller(name).await;
     (serve(dir, name, &text), fake)
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_official_sdk_client_drives_weft_a2a_serve() {
-    let Ok(python) = std::env::var("WEFT_A2A_PYTHON") else {
-        let why = "set WEFT_A2A_PYTHON to the python of scripts/a2a-sdk.sh";
-        assert!(
-            std::env::var("WEFT_REQUIRE_A2A_SDK").as_deref() != Ok("1"),
-            "the A2A SDK is required: {why}"
-        );
-        eprintln!("skipped: {why}");
+    let Some(python) = harness::sdk_python() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -128,36 +91,12 @@ async fn the_official_sdk_client_drives_weft_a2a_serve() {
         "asker": asker.url,
         "stallers": {"1.0": staller10.url, "0.3": staller03.url},
     });
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/a2a/client.py");
-    let out = tokio::process::Command::new(python)
-        .arg(script)
-        .arg(urls.to_string())
-        .output()
-        .await
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let logs: Vec<String> = [&answerer, &asker, &staller10, &staller03]
-        .iter()
-        .map(|s| s.log.text())
-        .collect();
-    assert!(
-        out.status.success() && stdout.contains("all ok"),
-        "the SDK client failed ({}):\n{stdout}\n{}\nserver logs:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr),
+    let servers = [&answerer, &asker, &staller10, &staller03];
+    let logs = || {
+        let logs: Vec<String> = servers.iter().map(|s| s.log.text()).collect();
         logs.join("\n---\n")
-    );
-    println!("{stdout}");
-    for check in [
-        "1.0: stream ok",
-        "0.3: stream ok",
-        "0.3: input-required round trip (streaming) ok",
-    ] {
-        assert!(
-            stdout.contains(check),
-            "`{check}` was not checked:\n{stdout}"
-        );
-    }
+    };
+    harness::sdk_client(&python, &urls, logs).await;
 }
 
 /// Posts `body` (raw) to `url` with `version` as `A2A-Version`; the JSON answer.

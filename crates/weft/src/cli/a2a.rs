@@ -67,10 +67,7 @@ pub fn serve(args: A2aServeArgs) -> anyhow::Result<ExitCode> {
             &base,
             skills(&file, &description).await,
         );
-        let service = Service {
-            runtime: runtime.clone(),
-            agent_id: file.id.clone(),
-        };
+        let service = Service::open(runtime.clone(), file.id.clone());
         let app = a2a::router(App::new(service, &card));
         println!("{base}");
         a2a::listen::serve(listener, app, super::stop_requested())

@@ -1,5 +1,6 @@
 //! `weft serve`: the HTTP API over a durable store, with the agents of the
-//! given agent files. Any number of servers may share one store: each takes
+//! given agent files (also A2A agents at `/a2a/{agent}`, behind the same
+//! tenant tokens). Any number of servers may share one store: each takes
 //! over runs nobody holds (a dead server's, once their leases lapse, and
 //! queued ones) as it starts and every half lease TTL after; on shutdown it
 //! frees the leases of the runs it drove, so the others continue them at once.
@@ -34,6 +35,9 @@ pub struct ServeArgs {
     pub lease_ttl: std::time::Duration,
     /// What the store's commits survive; `sync` when absent.
     pub durability: Option<weft_store::Durability>,
+    /// The base URL clients reach the server at (A2A cards); the request's
+    /// `Host` when absent.
+    pub public_url: Option<String>,
     /// The server's limits.
     pub limits: ServeLimits,
 }
@@ -162,9 +166,12 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
             "weft: serving on http://{addr} ({recovered} unfinished run(s) recovered); run viewer at http://{addr}{}",
             weft_server::UI_PATH
         );
-        let state = args.limits.apply(
-            AppState::new(runtime.clone(), store, tenants).with_metrics(metrics, metrics_access()),
-        );
+        let mut state =
+            AppState::new(runtime.clone(), store, tenants).with_metrics(metrics, metrics_access());
+        if let Some(url) = args.public_url {
+            state = state.with_public_url(url);
+        }
+        let state = args.limits.apply(state);
         let served = weft_server::serve(listener, state).await;
         sweeper.abort();
         runtime.shutdown().await;

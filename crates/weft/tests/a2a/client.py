@@ -5,6 +5,11 @@ the servers' base URLs:
 
     {"answerer": URL, "asker": URL, "stallers": {"1.0": URL, "0.3": URL}}
 
+and, for agents served by `weft serve` behind tenant tokens, "token" (the
+caller's: sent by the SDK's own auth interceptor, as the card's bearer
+scheme asks) and "other_token" (another tenant's, who must not see the
+caller's tasks).
+
 `answerer` answers every task at once ("The answer is 42."), `asker` asks
 "What is your name?" and then answers "greeted", a staller's model never
 answers its first request (the run stays working until cancelled). Every
@@ -20,6 +25,8 @@ import uuid
 
 import httpx
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
+from a2a.client.auth.credentials import CredentialService
+from a2a.client.auth.interceptor import AuthInterceptor
 from a2a.types.a2a_pb2 import (
     AgentCard,
     CancelTaskRequest,
@@ -35,20 +42,36 @@ from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError
 
 ANSWER = "The answer is 42."
 
+# The caller's bearer token, when the agents are behind tenant tokens.
+TOKEN = None
+
+
+class Token(CredentialService):
+    """One token for the card's `bearer` scheme."""
+
+    def __init__(self, token):
+        self.token = token
+
+    async def get_credentials(self, security_scheme_name, context):
+        return self.token if security_scheme_name == "bearer" else None
+
 
 def check(cond, what):
     if not cond:
         raise AssertionError(what)
 
 
-async def card_of(url):
+async def card_of(url, token=None):
+    token = token or TOKEN
+    kwargs = {"headers": {"Authorization": f"Bearer {token}"}} if token else None
     async with httpx.AsyncClient() as http:
-        return await A2ACardResolver(http, url).get_agent_card()
+        return await A2ACardResolver(http, url).get_agent_card(http_kwargs=kwargs)
 
 
-async def client_for(url, version, streaming, polling=False):
+async def client_for(url, version, streaming, polling=False, token=None):
     """A client of the server at `url` speaking protocol `version`."""
-    card = await card_of(url)
+    token = token or TOKEN
+    card = await card_of(url, token)
     chosen = AgentCard()
     chosen.CopyFrom(card)
     del chosen.supported_interfaces[:]
@@ -57,7 +80,8 @@ async def client_for(url, version, streaming, polling=False):
             chosen.supported_interfaces.append(iface)
     check(len(chosen.supported_interfaces) == 1, f"the card has one {version} interface")
     config = ClientConfig(streaming=streaming, polling=polling)
-    client = ClientFactory(config).create(chosen)
+    interceptors = [AuthInterceptor(Token(token))] if token else None
+    client = ClientFactory(config).create(chosen, interceptors)
     transport = type(client._transport).__name__
     expected = "JsonRpcTransport" if version == "1.0" else "CompatJsonRpcTransport"
     check(transport == expected, f"{version} uses {expected}, not {transport}")
@@ -90,6 +114,11 @@ async def card_check(urls):
     check(any(s.id == "calc.add" for s in card.skills), f"a skill per tool: {card.skills}")
     versions = sorted(i.protocol_version for i in card.supported_interfaces)
     check(versions == ["0.3", "1.0"], f"both releases are offered: {versions}")
+    if TOKEN:
+        scheme = card.security_schemes["bearer"].http_auth_security_scheme.scheme
+        check(scheme == "Bearer", f"the card declares a bearer scheme: {card.security_schemes}")
+        needed = [list(r.schemes) for r in card.security_requirements]
+        check(needed == [["bearer"]], f"the card requires it: {needed}")
     print("card ok")
 
 
@@ -186,9 +215,35 @@ async def input_required(urls, version, streaming):
     print(f"{version}: input-required round trip ({how}) ok")
 
 
+async def tenants(urls, other):
+    """Another tenant sees none of the caller's tasks; no token, no card."""
+    mine = await client_for(urls["answerer"], "1.0", streaming=False)
+    task = (await collect(mine, user("What is 6 x 7?")))[0].task
+    theirs = await client_for(urls["answerer"], "1.0", streaming=False, token=other)
+    try:
+        await theirs.get_task(GetTaskRequest(id=task.id))
+        check(False, "another tenant's task is not found")
+    except TaskNotFoundError:
+        pass
+    try:
+        await theirs.cancel_task(CancelTaskRequest(id=task.id))
+        check(False, "another tenant cannot cancel the task")
+    except TaskNotFoundError:
+        pass
+    async with httpx.AsyncClient() as http:
+        card = f"{urls['answerer']}/.well-known/agent-card.json"
+        status = (await http.get(card)).status_code
+        check(status == 401, f"the card without a token: {status}")
+    print("tenants ok")
+
+
 async def main():
+    global TOKEN
     urls = json.loads(sys.argv[1])
+    TOKEN = urls.get("token")
     await card_check(urls)
+    if urls.get("other_token"):
+        await tenants(urls, urls["other_token"])
     for version in ("1.0", "0.3"):
         await send_and_get(urls, version)
         await stream(urls, version)

@@ -4,6 +4,7 @@
 //! waiting for a task to end or ask for input again (a blocking send).
 //! Streams are `follow`'s.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use weft_core::awaiting::AwaitItem;
@@ -13,8 +14,9 @@ use weft_core::store::StoredRun;
 use weft_core::{RunId, SessionId};
 use weft_runtime::{Runtime, RuntimeError, StartRequest};
 
-use super::rpc::{RpcError, clip};
+use super::rpc::{RpcError, clip, refused};
 use super::tasks::{answer_for, open_items, task_of};
+use super::tenancy::{Open, Tenancy};
 use super::wire::{Message, Role, SendMessageRequest, Task};
 
 /// The longest a blocking send waits for its task to end or ask for input;
@@ -24,13 +26,15 @@ pub const MAX_WAIT: Duration = Duration::from_secs(600);
 /// The longest task, context and message id taken.
 const MAX_ID: usize = 128;
 
-/// The A2A side of one agent's runtime.
+/// The A2A side of one agent's runtime, as one caller sees it.
 #[derive(Clone)]
 pub struct Service {
     /// The runtime driving the agent's runs.
     pub runtime: Runtime,
     /// The agent.
     pub agent_id: String,
+    /// Whose tasks the caller sees, and how its tasks start.
+    pub tenancy: Arc<dyn Tenancy>,
 }
 
 /// What a send did: the task it concerns, the log position before it, and
@@ -59,6 +63,15 @@ fn well_formed(what: &str, id: &str) -> Result<(), RpcError> {
 }
 
 impl Service {
+    /// `agent_id`'s tasks on `runtime`, every one visible to every client ([`Open`]).
+    pub fn open(runtime: Runtime, agent_id: impl Into<String>) -> Self {
+        Self {
+            runtime,
+            agent_id: agent_id.into(),
+            tenancy: Arc::new(Open),
+        }
+    }
+
     /// The stored run of task `id`, this agent's, or `TaskNotFound`.
     pub async fn load(&self, id: &str) -> Result<StoredRun, RpcError> {
         if well_formed("id", id).is_err() {
@@ -71,7 +84,9 @@ impl Service {
             .await
             .map_err(|e| RpcError::internal(format!("reading task `{id}`: {e}")))?
             .ok_or_else(|| RpcError::task_not_found(id))?;
-        if stored.record.agent_id.as_str() != self.agent_id {
+        if stored.record.agent_id.as_str() != self.agent_id
+            || !self.tenancy.owns(&stored.record.labels)
+        {
             return Err(RpcError::task_not_found(id));
         }
         Ok(stored)
@@ -94,24 +109,19 @@ impl Service {
     }
 
     async fn start(&self, message: &Message) -> Result<Sent, RpcError> {
-        let context = match &message.context_id {
-            Some(c) => {
-                well_formed("contextId", c)?;
-                c.clone()
-            }
-            None => uuid::Uuid::now_v7().to_string(),
-        };
+        if let Some(context) = &message.context_id {
+            well_formed("contextId", context)?;
+        }
         let run_id = uuid::Uuid::now_v7().to_string();
         let request = StartRequest {
-            session_id: Some(SessionId::new(context)),
+            session_id: message.context_id.clone().map(SessionId::new),
             messages: vec![WeftMessage::user(input_text(message))],
             run_id: Some(RunId::new(run_id.clone())),
             ..StartRequest::default()
         };
-        self.runtime
-            .start(&self.agent_id, request)
-            .await
-            .map_err(refused)?;
+        self.tenancy
+            .start(&self.runtime, &self.agent_id, request)
+            .await?;
         Ok(Sent {
             task_id: run_id,
             moving: true,
@@ -276,19 +286,4 @@ fn input_text(message: &Message) -> String {
         }
     }
     lines.join("\n")
-}
-
-/// A runtime's refusal as a JSON-RPC error.
-fn refused(e: RuntimeError) -> RpcError {
-    match e {
-        RuntimeError::RunNotFound(id) => RpcError::task_not_found(id.as_str()),
-        RuntimeError::Protocol(e) => {
-            RpcError::invalid_params(format!("the answer was refused: {e}"))
-        }
-        RuntimeError::NotAwaiting { .. } | RuntimeError::Finished(_) => {
-            RpcError::unsupported(e.to_string())
-        }
-        RuntimeError::SessionEnded(_) => RpcError::invalid_params(e.to_string()),
-        other => RpcError::internal(other.to_string()),
-    }
 }

@@ -6,6 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use weft_runtime::RuntimeError;
 
 /// A JSON-RPC error, with an A2A code where A2A has one.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
@@ -63,6 +64,12 @@ impl RpcError {
         Self::new(-32603, "INTERNAL_ERROR", message)
     }
 
+    /// -32000 (a server error, as JSON-RPC reserves): a quota of the
+    /// caller's is used up, and the message says until when.
+    pub fn exhausted(message: impl Into<String>) -> Self {
+        Self::new(-32000, "RESOURCE_EXHAUSTED", message)
+    }
+
     /// -32001: no task with this id.
     pub fn task_not_found(id: &str) -> Self {
         Self::new(
@@ -110,6 +117,21 @@ impl RpcError {
                 clip(asked)
             ),
         )
+    }
+}
+
+/// A runtime's refusal as a JSON-RPC error.
+pub fn refused(e: RuntimeError) -> RpcError {
+    match e {
+        RuntimeError::RunNotFound(id) => RpcError::task_not_found(id.as_str()),
+        RuntimeError::Protocol(e) => {
+            RpcError::invalid_params(format!("the answer was refused: {e}"))
+        }
+        RuntimeError::NotAwaiting { .. } | RuntimeError::Finished(_) => {
+            RpcError::unsupported(e.to_string())
+        }
+        RuntimeError::SessionEnded(_) => RpcError::invalid_params(e.to_string()),
+        other => RpcError::internal(other.to_string()),
     }
 }
 

@@ -90,6 +90,11 @@ fn check_version(headers: &HeaderMap, name: &str) -> Result<(), RpcError> {
 
 /// `POST /` and `POST /v0.3`.
 pub async fn endpoint(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+    handle(app, &headers, body).await
+}
+
+/// Answers one JSON-RPC request to `app`'s agent, as its caller sees it.
+pub async fn handle(app: Arc<App>, headers: &HeaderMap, body: Body) -> Response {
     let bytes = match axum::body::to_bytes(body, MAX_BODY).await {
         Ok(bytes) => bytes,
         Err(_) => {
@@ -108,7 +113,7 @@ pub async fn endpoint(State(app): State<Arc<App>>, headers: HeaderMap, body: Bod
         return Json(rpc::failure(&request.id, &e)).into_response();
     };
     if release == Release::V10
-        && let Err(e) = check_version(&headers, &request.method)
+        && let Err(e) = check_version(headers, &request.method)
     {
         return Json(rpc::failure(&request.id, &e)).into_response();
     }

@@ -25,6 +25,15 @@ pub struct AgentCard {
     protocol_version: String,
     /// 0.3: the transport of `url`.
     preferred_transport: String,
+    /// The schemes a client may authenticate with, by name.
+    #[serde(skip_serializing_if = "serde_json::Map::is_empty")]
+    security_schemes: serde_json::Map<String, serde_json::Value>,
+    /// Which schemes a client must use (alternatives).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    security_requirements: Vec<serde_json::Value>,
+    /// 0.3: `security_requirements` in 0.3's shape.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    security: Vec<serde_json::Value>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -69,7 +78,9 @@ pub const V03_PATH: &str = "/v0.3";
 
 impl AgentCard {
     /// The card of agent `id`, described by `description`, with `skills`,
-    /// served at `base` (`http://host:port`, no trailing slash).
+    /// served at `base` (`http://host:port` or `http://host:port/path`, no
+    /// trailing slash): 1.0 at `base` (`/` when it has no path), 0.3 at
+    /// `base` + [`V03_PATH`].
     pub fn new(id: &str, description: &str, base: &str, skills: Vec<Skill>) -> Self {
         let modes = vec!["text/plain".to_owned(), "application/json".to_owned()];
         let interface = |path: &str, version: &str| AgentInterface {
@@ -77,11 +88,14 @@ impl AgentCard {
             protocol_binding: "JSONRPC".to_owned(),
             protocol_version: version.to_owned(),
         };
+        // 1.0 at the base URL itself: `http://host:port/`, or a path as it is.
+        let has_path = base.splitn(4, '/').nth(3).is_some_and(|p| !p.is_empty());
+        let root = if has_path { "" } else { "/" };
         Self {
             name: id.to_owned(),
             description: description.to_owned(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
-            supported_interfaces: vec![interface("/", "1.0"), interface(V03_PATH, "0.3")],
+            supported_interfaces: vec![interface(root, "1.0"), interface(V03_PATH, "0.3")],
             capabilities: Capabilities {
                 streaming: true,
                 push_notifications: false,
@@ -92,9 +106,28 @@ impl AgentCard {
             url: format!("{base}{V03_PATH}"),
             protocol_version: "0.3.0".to_owned(),
             preferred_transport: "JSONRPC".to_owned(),
+            security_schemes: serde_json::Map::new(),
+            security_requirements: Vec::new(),
+            security: Vec::new(),
         }
     }
+
+    /// The card of an agent whose clients send `Authorization: Bearer`
+    /// (scheme `bearer`, required).
+    pub fn with_bearer(mut self) -> Self {
+        self.security_schemes.insert(
+            BEARER.to_owned(),
+            serde_json::json!({"httpAuthSecurityScheme": {"scheme": "Bearer"}}),
+        );
+        self.security_requirements
+            .push(serde_json::json!({"schemes": {BEARER: {"list": []}}}));
+        self.security.push(serde_json::json!({BEARER: []}));
+        self
+    }
 }
+
+/// The name of the bearer scheme in a card.
+const BEARER: &str = "bearer";
 
 #[cfg(test)]
 mod tests {
@@ -111,5 +144,18 @@ mod tests {
         assert_eq!(card["url"], "http://h:1/v0.3");
         assert_eq!(card["capabilities"]["pushNotifications"], false);
         assert_eq!(card["skills"][0]["tags"][0], "agent");
+        assert!(card.get("securitySchemes").is_none(), "{card}");
+    }
+
+    #[test]
+    fn a_bearer_card_requires_the_bearer_scheme() {
+        let card = AgentCard::new("a", "does a", "http://h:1/a2a/a", vec![]).with_bearer();
+        let card = serde_json::to_value(card).unwrap();
+        let scheme = &card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"];
+        assert_eq!(scheme["scheme"], "Bearer");
+        assert!(card["securityRequirements"][0]["schemes"]["bearer"].is_object());
+        assert_eq!(card["security"][0]["bearer"], serde_json::json!([]));
+        assert_eq!(card["url"], "http://h:1/a2a/a/v0.3");
+        assert_eq!(card["supportedInterfaces"][0]["url"], "http://h:1/a2a/a");
     }
 }

@@ -1,5 +1,6 @@
-//! A2A (the Agent2Agent protocol) for one agent file: `weft a2a serve`.
-//! The agent answers A2A 1.0's JSON-RPC methods (`SendMessage`,
+//! weft's A2A adapter (the Agent2Agent protocol), both ways. As a server
+//! (`weft a2a serve`, and `weft serve`'s `/a2a/{agent}` routes behind its
+//! tenant tokens) an agent answers A2A 1.0's JSON-RPC methods (`SendMessage`,
 //! `SendStreamingMessage`, `GetTask`, `CancelTask`, `SubscribeToTask`,
 //! behind the `A2A-Version` header) and 0.3's (`message/send`,
 //! `message/stream`, `tasks/get`, `tasks/cancel`, `tasks/resubscribe`),
@@ -12,8 +13,8 @@
 //!
 //! `wire` and `v03` hold the two releases' shapes, `rpc` JSON-RPC,
 //! `card` the Agent Card, `tasks` a run seen as a task, `service` what
-//! each method does to runs, `follow` a task's stream, `dispatch` the
-//! endpoint, `listen` the accept loop; `client` the other way round, a
+//! each method does to runs, `tenancy` whose tasks a caller sees, `follow`
+//! a task's stream, `dispatch` the endpoint, `listen` the accept loop; `client` the other way round, a
 //! remote A2A agent as a toolset (agent files' `type = "a2a"`: streamed,
 //! its questions put to the run's person, authenticated as its card asks).
 
@@ -25,6 +26,7 @@ pub mod listen;
 pub mod rpc;
 pub mod service;
 pub mod tasks;
+pub mod tenancy;
 pub mod v03;
 pub mod wire;
 
@@ -37,6 +39,7 @@ use axum::routing::{get, post};
 
 pub use card::{AgentCard, Skill};
 pub use service::Service;
+pub use tenancy::{Open, Tenancy};
 
 /// The most streams open at once.
 pub const MAX_STREAMS: usize = 256;
@@ -46,7 +49,7 @@ pub struct App {
     /// The agent's runs as tasks.
     pub service: Service,
     /// The Agent Card, as served.
-    pub card: serde_json::Value,
+    pub card: Arc<serde_json::Value>,
     /// One permit per open stream.
     pub streams: Arc<tokio::sync::Semaphore>,
 }
@@ -56,7 +59,7 @@ impl App {
     pub fn new(service: Service, card: &AgentCard) -> Self {
         Self {
             service,
-            card: serde_json::to_value(card).unwrap_or_default(),
+            card: Arc::new(serde_json::to_value(card).unwrap_or_default()),
             streams: Arc::new(tokio::sync::Semaphore::new(MAX_STREAMS)),
         }
     }
@@ -73,5 +76,5 @@ pub fn router(app: App) -> Router {
 }
 
 async fn agent_card(State(app): State<Arc<App>>) -> Response {
-    Json(app.card.clone()).into_response()
+    Json(app.card.as_ref().clone()).into_response()
 }
