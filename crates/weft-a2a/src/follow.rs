@@ -1,8 +1,11 @@
 //! A task's stream (`SendStreamingMessage`/`message/stream`,
 //! `SubscribeToTask`/`tasks/resubscribe`): the task as it is, then a
-//! status update each time its state changes (the answer's artifact
-//! before the `completed` one), ending when the task ends or asks for
-//! input. Bounded: at most [`MAX_EVENTS`] run events read and
+//! status update each time its state changes, ending when the task ends
+//! or asks for input. The agent's text streams as chunks of the `answer`
+//! artifact as the model writes it (`append` after a turn's first chunk;
+//! a turn that goes on to call tools is replaced by the next turn's
+//! text), and the whole answer is sent as the artifact's last chunk
+//! before the `completed` update. Bounded: at most [`MAX_EVENTS`] run events read and
 //! [`MAX_STREAM`] long.
 
 use std::collections::VecDeque;
@@ -11,8 +14,13 @@ use std::time::Duration;
 use futures_util::Stream;
 use weft_runtime::EventStream;
 
+use weft_core::event::EventKind;
+
 use super::service::{Service, moves};
-use super::wire::{StreamResponse, TaskArtifactUpdateEvent, TaskState, TaskStatusUpdateEvent};
+use super::tasks::answer;
+use super::wire::{
+    Part, StreamResponse, TaskArtifactUpdateEvent, TaskState, TaskStatusUpdateEvent,
+};
 
 /// The most run events one stream reads.
 pub const MAX_EVENTS: usize = 100_000;
@@ -25,6 +33,11 @@ struct Follow {
     pending: VecDeque<StreamResponse>,
     events: Option<EventStream>,
     last: Option<TaskState>,
+    /// The task's context, once read.
+    context_id: String,
+    /// Whether the next chunk of text appends to the artifact (a chunk of
+    /// this turn was sent) or replaces it.
+    appending: bool,
     done: bool,
     read: usize,
     deadline: tokio::time::Instant,
@@ -38,6 +51,8 @@ pub fn follow(service: Service, task_id: String) -> impl Stream<Item = StreamRes
         pending: VecDeque::new(),
         events: None,
         last: None,
+        context_id: String::new(),
+        appending: false,
         done: false,
         read: 0,
         deadline: tokio::time::Instant::now() + MAX_STREAM,
@@ -63,11 +78,36 @@ impl Follow {
         };
         let event = tokio::time::timeout_at(self.deadline, events.next()).await;
         self.read += 1;
-        match event {
-            Ok(Some(Ok(event))) if moves(&event.kind) => self.look().await,
-            Ok(Some(Ok(_))) if self.read < MAX_EVENTS => {}
-            _ => self.done = true,
+        let kind = match event {
+            Ok(Some(Ok(event))) => event.kind,
+            _ => return self.done = true,
+        };
+        match kind {
+            EventKind::AssistantChunk { text } => self.chunk(text),
+            EventKind::ToolStarted { .. } => self.appending = false,
+            kind if moves(&kind) => self.look().await,
+            _ => {}
         }
+        if self.read >= MAX_EVENTS {
+            self.done = true;
+        }
+    }
+
+    /// A chunk of the agent's text, as a chunk of the answer.
+    fn chunk(&mut self, text: String) {
+        if text.is_empty() {
+            return;
+        }
+        let update = TaskArtifactUpdateEvent {
+            task_id: self.task_id.clone(),
+            context_id: self.context_id.clone(),
+            artifact: answer(Part::text(text)),
+            append: self.appending,
+            last_chunk: false,
+        };
+        self.appending = true;
+        self.pending
+            .push_back(StreamResponse::ArtifactUpdate(update));
     }
 
     /// The task as it is, then its events from there on.
@@ -78,6 +118,7 @@ impl Follow {
         };
         let task = super::tasks::task_of(&stored);
         let state = task.status.state;
+        self.context_id = task.context_id.clone();
         self.pending.push_back(StreamResponse::Task(task));
         self.last = Some(state);
         if state.ends_stream() {

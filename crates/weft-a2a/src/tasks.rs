@@ -98,7 +98,7 @@ pub fn task_of(stored: &StoredRun) -> Task {
         status: TaskStatus {
             state,
             message,
-            timestamp: None,
+            timestamp: rfc3339(updated),
         },
         artifacts,
         history,
@@ -149,7 +149,15 @@ pub fn trim_history(mut task: Task, length: Option<u32>) -> Task {
     task
 }
 
-fn answer(part: Part) -> Artifact {
+/// `millis` since the Unix epoch in RFC 3339 (UTC, milliseconds), as A2A
+/// writes a status's time.
+fn rfc3339(millis: u64) -> Option<String> {
+    let at = chrono::DateTime::from_timestamp_millis(i64::try_from(millis).ok()?)?;
+    Some(at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+}
+
+/// The answer artifact holding `part`.
+pub fn answer(part: Part) -> Artifact {
     Artifact {
         artifact_id: ANSWER_ARTIFACT.to_owned(),
         name: Some(ANSWER_ARTIFACT.to_owned()),

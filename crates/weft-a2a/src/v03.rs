@@ -127,6 +127,8 @@ pub struct Status {
     state: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     message: Option<Message>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    timestamp: Option<String>,
 }
 
 /// A 0.3 artifact.
@@ -235,6 +237,7 @@ fn status(s: &wire::TaskStatus) -> Status {
     Status {
         state: state(s.state),
         message: s.message.as_ref().map(message),
+        timestamp: s.timestamp.clone(),
     }
 }
 

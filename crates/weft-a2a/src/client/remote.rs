@@ -110,12 +110,25 @@ impl RemoteTask {
             let id = string(&artifact["artifactId"]);
             let text = text_of(&artifact["parts"]);
             let append = update["append"].as_bool().unwrap_or(false);
-            match self.artifacts.iter_mut().find(|(i, _)| *i == id) {
-                Some((_, had)) if append => had.push_str(&text),
-                Some((_, had)) => *had = text.clone(),
-                None => self.artifacts.push((id, text.clone())),
-            }
-            return Some(vec![Progress::Artifact(text)]);
+            // What is new: a replacement that goes on from what was
+            // streamed (an answer's last chunk) adds only its rest.
+            let new = match self.artifacts.iter_mut().find(|(i, _)| *i == id) {
+                Some((_, had)) if append => {
+                    had.push_str(&text);
+                    text
+                }
+                Some((_, had)) => {
+                    let rest = text.strip_prefix(had.as_str()).unwrap_or(&text).to_owned();
+                    *had = text;
+                    rest
+                }
+                None => {
+                    self.artifacts.push((id, text.clone()));
+                    text
+                }
+            };
+            let progress = (!new.is_empty()).then_some(Progress::Artifact(new));
+            return Some(progress.into_iter().collect());
         }
         if let Some(message) = result.get("message") {
             // A direct answer without a task: the exchange is complete.
@@ -197,10 +210,24 @@ mod tests {
                 Some(vec![Progress::Artifact(text.into())])
             );
         }
+        // The whole answer as the last chunk: nothing new to show.
+        let whole = |text: &str| {
+            json!({"artifactUpdate": {"taskId": "t", "contextId": "c",
+            "append": false, "lastChunk": true, "artifact": {"artifactId": "a", "parts": [{"text": text}]}}})
+        };
+        assert_eq!(task.fold(&whole("42")), Some(vec![]));
+        assert_eq!(
+            task.fold(&whole("42!")),
+            Some(vec![Progress::Artifact("!".into())])
+        );
+        assert_eq!(
+            task.fold(&whole("other")),
+            Some(vec![Progress::Artifact("other".into())])
+        );
         let done = json!({"statusUpdate": {"taskId": "t", "contextId": "c", "status": {"state": "TASK_STATE_COMPLETED"}}});
         task.fold(&done);
         assert!(task.ended());
-        assert_eq!(task.result()["answer"], "42");
+        assert_eq!(task.result()["answer"], "other");
         assert_eq!(task.fold(&json!({"other": 1})), None);
     }
 

@@ -96,6 +96,15 @@ def user(text, task=None):
     return SendMessageRequest(message=message)
 
 
+def assembled(updates):
+    """An artifact's text as its chunks build it (`append` adds, else replaces)."""
+    text = ""
+    for update in updates:
+        piece = "".join(p.text for p in update.artifact.parts)
+        text = text + piece if update.append else piece
+    return text
+
+
 async def collect(client, request):
     return [event async for event in client.send_message(request)]
 
@@ -154,7 +163,10 @@ async def stream(urls, version):
     last = events[-1].status_update
     check(last.status.state == TaskState.TASK_STATE_COMPLETED, f"the stream ends completed: {last}")
     artifacts = [e.artifact_update for e in events if e.HasField("artifact_update")]
-    check(len(artifacts) == 1 and artifacts[0].artifact.parts[0].text == ANSWER, f"the answer streams: {events}")
+    check(assembled(artifacts) == ANSWER, f"the answer streams: {events}")
+    check(artifacts[-1].last_chunk and artifacts[-1].artifact.parts[0].text == ANSWER, f"the last chunk is whole: {artifacts}")
+    check(kinds[-2] == "artifact_update", f"the answer comes before the end: {kinds}")
+    check(last.status.timestamp.seconds > 0, f"a status has its time: {last.status}")
     check(last.task_id == events[0].task.id, "every event is of the task")
     print(f"{version}: stream ok")
 
