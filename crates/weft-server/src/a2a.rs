@@ -64,7 +64,8 @@ pub(crate) async fn agent_card(
     // A toolset that cannot list its tools now is left out of the card.
     for tool in served.tools().await.unwrap_or_default() {
         let name = tool.name.to_string();
-        skills.push(Skill::new(&name, &name, &tool.description, &["tool"]));
+        let tags = ["tool", tool.name.toolset()];
+        skills.push(Skill::new(&name, &name, &tool.description, &tags));
     }
     let base = format!("{}{A2A_PATH}/{agent}", public_base(&state, &headers));
     let card = AgentCard::new(&agent, &description, &base, skills).with_bearer();

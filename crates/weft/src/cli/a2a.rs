@@ -65,7 +65,7 @@ pub fn serve(args: A2aServeArgs) -> anyhow::Result<ExitCode> {
             &file.id,
             &description,
             &base,
-            skills(&file, &description).await,
+            skills(&runtime, &file.id, &description).await,
         );
         let service = Service::open(runtime.clone(), file.id.clone());
         let app = a2a::router(App::new(service, &card));
@@ -78,21 +78,19 @@ pub fn serve(args: A2aServeArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// The card's skills: the agent itself, then each tool its toolsets list
-/// (a toolset that cannot list them in time is left out).
-async fn skills(file: &AgentFile, description: &str) -> Vec<Skill> {
-    let mut skills = vec![Skill::new(&file.id, &file.id, description, &["agent"])];
-    for toolset in file.toolsets() {
-        let listed = tokio::time::timeout(LIST_TIMEOUT, toolset.list_tools()).await;
-        let Ok(Ok(tools)) = listed else { continue };
+/// The card's skills: the agent itself, then each tool its runs are
+/// offered (the runtime's own toolsets, started once; a toolset that
+/// cannot list its tools in time is left out).
+async fn skills(runtime: &weft_runtime::Runtime, id: &str, description: &str) -> Vec<Skill> {
+    let mut skills = vec![Skill::new(id, id, description, &["agent"])];
+    let Some(agent) = runtime.agent(id) else {
+        return skills;
+    };
+    if let Ok(Ok(tools)) = tokio::time::timeout(LIST_TIMEOUT, agent.tools()).await {
         for tool in tools {
             let name = tool.name.to_string();
-            skills.push(Skill::new(
-                &name,
-                &name,
-                &tool.description,
-                &["tool", toolset.name()],
-            ));
+            let tags = ["tool", tool.name.toolset()];
+            skills.push(Skill::new(&name, &name, &tool.description, &tags));
         }
     }
     skills
