@@ -47,7 +47,7 @@ pub use driver::spans::{
     CAPTURE_CONTENT_VAR, TARGET as GENAI_TARGET, TRACE_KEY as RUN_TRACE_KEY, capture_content,
 };
 pub use error::RuntimeError;
-pub use events::EventStream;
+pub use events::{CATCH_UP_PAGE, EventStream};
 pub use memory::MemoryStore;
 pub use observe::{NoObserver, Observation, Observer};
 pub use runtime::{

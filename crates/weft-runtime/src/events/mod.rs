@@ -32,7 +32,7 @@ use crate::inbox::Inbox;
 
 mod stream;
 
-pub use stream::EventStream;
+pub use stream::{CATCH_UP_PAGE, EventStream};
 
 const CHANNEL_CAPACITY: usize = 1024;
 

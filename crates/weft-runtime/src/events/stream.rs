@@ -24,8 +24,9 @@ pub const EVENT_POLL: std::time::Duration = std::time::Duration::from_millis(250
 /// The longest wait between two reads of the store by a subscriber.
 pub const EVENT_POLL_MAX: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// Most events one read of the stored log returns: catch-up goes in pages.
-const PAGE: u32 = 512;
+/// Most events one read of the stored log returns by default: catch-up
+/// goes in pages, the next read only once the last page was taken.
+pub const CATCH_UP_PAGE: std::num::NonZeroU32 = std::num::NonZeroU32::new(512).unwrap();
 
 /// A run's events from a sequence number on: caught up from the store, then live.
 /// Ends after the run's `RunFinished` event.
@@ -33,7 +34,10 @@ pub struct EventStream {
     run_id: RunId,
     store: Arc<dyn RunStore>,
     last: u64,
+    /// Stored events read and not yet delivered: at most one page.
     backlog: VecDeque<RunEvent>,
+    /// How many stored events one read takes.
+    page: u32,
     rx: Option<broadcast::Receiver<Arc<RunEvent>>>,
     /// The run's live entry here: while a task here drives the run, its
     /// commits are broadcast; otherwise the store is read every [`EVENT_POLL`].
@@ -54,6 +58,7 @@ impl EventStream {
         shared: Option<&Arc<RunShared>>,
         run_id: RunId,
         after: u64,
+        page: std::num::NonZeroU32,
     ) -> Result<Self, RuntimeError> {
         let rx = shared.map(|s| s.subscribe());
         let mut stream = Self {
@@ -61,6 +66,7 @@ impl EventStream {
             store,
             last: after,
             backlog: VecDeque::new(),
+            page: page.get(),
             rx,
             shared: shared.map(Arc::downgrade),
             finished: shared.is_none(),
@@ -83,10 +89,10 @@ impl EventStream {
         let after = self.backlog.back().map_or(self.last, |e| e.seq);
         let page = self
             .store
-            .read_events(&self.run_id, after, Some(PAGE))
+            .read_events(&self.run_id, after, Some(self.page))
             .await?;
         let n = page.len();
-        self.stale = n == PAGE as usize;
+        self.stale = n == self.page as usize;
         self.backlog.extend(page);
         Ok(n)
     }

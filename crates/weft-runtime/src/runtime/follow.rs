@@ -2,10 +2,23 @@
 //! outcome ([`Runtime::outcome`]), wherever they are driven.
 
 use super::*;
+use crate::events::CATCH_UP_PAGE;
 
 impl Runtime {
-    /// The run's events after sequence number `after`, replayed then live.
+    /// The run's events after sequence number `after`: the stored ones,
+    /// then live ones, wherever the run is driven.
     pub async fn subscribe(&self, run_id: &RunId, after: u64) -> Result<EventStream, RuntimeError> {
+        self.subscribe_paged(run_id, after, CATCH_UP_PAGE).await
+    }
+
+    /// [`Runtime::subscribe`], reading the stored log `page` events at a
+    /// time (the stream holds at most one page it has not delivered).
+    pub async fn subscribe_paged(
+        &self,
+        run_id: &RunId,
+        after: u64,
+        page: std::num::NonZeroU32,
+    ) -> Result<EventStream, RuntimeError> {
         let mut shared = self.inner.live_get(run_id);
         if shared.is_none() {
             // A run nobody drives now (paused, awaiting, or in another process's
@@ -22,6 +35,7 @@ impl Runtime {
             shared.as_ref(),
             run_id.clone(),
             after,
+            page,
         )
         .await
     }
