@@ -13,6 +13,8 @@
 //! `WEFT_REQUIRE_A2A_SDK=1` (as in `scripts/test`) makes them fail.
 
 mod common;
+#[path = "a2a/harness.rs"]
+mod harness;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -36,20 +38,6 @@ impl Drop for SdkServer {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// The python of the SDK's environment; `None` (the test is skipped) without one.
-fn python() -> Option<String> {
-    let Ok(python) = std::env::var("WEFT_A2A_PYTHON") else {
-        let why = "set WEFT_A2A_PYTHON to the python of scripts/a2a-sdk.sh";
-        assert!(
-            std::env::var("WEFT_REQUIRE_A2A_SDK").as_deref() != Ok("1"),
-            "the A2A SDK is required: {why}"
-        );
-        eprintln!("skipped: {why}");
-        return None;
-    };
-    Some(python)
 }
 
 fn sdk_server(python: &str) -> SdkServer {
@@ -130,7 +118,9 @@ fn finished(lines: &[Value]) -> Vec<String> {
 
 #[test]
 fn weft_run_streams_and_answers_the_sdk_servers_question() {
-    let Some(python) = python() else { return };
+    let Some(python) = harness::sdk_python() else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let server = sdk_server(&python);
     let auth = ", token_env = \"SDK_TOKEN\"";
@@ -189,7 +179,9 @@ fn weft_run_streams_and_answers_the_sdk_servers_question() {
 
 #[test]
 fn a_declined_question_cancels_the_remote_task() {
-    let Some(python) = python() else { return };
+    let Some(python) = harness::sdk_python() else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let server = sdk_server(&python);
     let auth = ", token_env = \"SDK_TOKEN\"";
@@ -214,7 +206,9 @@ fn a_declined_question_cancels_the_remote_task() {
 
 #[test]
 fn a_card_demanding_a_token_none_is_configured_for_stops_the_run() {
-    let Some(python) = python() else { return };
+    let Some(python) = harness::sdk_python() else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let server = sdk_server(&python);
     let out = run(dir.path(), &server, "", &["What is 6 x 7?"], "");

@@ -1,6 +1,8 @@
 //! What the A2A end-to-end tests share: the agents they serve, a staller
 //! (an agent whose model holds back its first answer), and the official
 //! SDK's client (`client.py`) run against served agents.
+// Each test binary uses only some of these.
+#![allow(dead_code)]
 
 use std::path::Path;
 
