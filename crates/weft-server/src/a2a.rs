@@ -82,61 +82,49 @@ fn unknown(agent: &str) -> ApiError {
     ))
 }
 
-/// The agent's A2A 1.0 JSON-RPC endpoint (`SendMessage`,
-/// `SendStreamingMessage`, `GetTask`, `CancelTask`, `SubscribeToTask`, with
-/// `A2A-Version: 1.0`; 0.3's methods too): one JSON-RPC response, or for
-/// the streaming methods server-sent events each holding one. A refusal is
-/// a JSON-RPC error in a 200.
-#[utoipa::path(
-    post, path = "/a2a/{agent}", tag = "a2a",
-    params(("agent" = String, Path, description = "The agent")),
-    request_body(content = Object, description = "A JSON-RPC 2.0 request", content_type = "application/json"),
-    responses(
-        (status = 200, description = "A JSON-RPC response, or its stream", content(
-            (Object = "application/json"),
-            (String = "text/event-stream"),
-        )),
-        (status = 401, description = "No valid bearer token", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such agent on this server", body = Problem, content_type = "application/problem+json"),
-    ),
-    security(("bearer" = []))
-)]
-pub(crate) async fn endpoint(
-    state: State<AppState>,
-    tenant: Tenant,
-    agent: Path<String>,
-    headers: HeaderMap,
-    body: Body,
-) -> Result<Response, ApiError> {
-    answer(state, tenant, agent, headers, body).await
+/// A JSON-RPC endpoint of the agent at `$path`, documented with `$doc`:
+/// each answers one JSON-RPC response, or for the streaming methods
+/// server-sent events each holding one; a refusal is a JSON-RPC error in a
+/// 200.
+macro_rules! rpc_endpoint {
+    ($name:ident, $path:tt, $doc:literal) => {
+        #[doc = $doc]
+        #[utoipa::path(
+            post, path = $path, tag = "a2a",
+            params(("agent" = String, Path, description = "The agent")),
+            request_body(content = Object, description = "A JSON-RPC 2.0 request", content_type = "application/json"),
+            responses(
+                (status = 200, description = "A JSON-RPC response, or its stream", content(
+                    (Object = "application/json"),
+                    (String = "text/event-stream"),
+                )),
+                (status = 401, description = "No valid bearer token", body = Problem, content_type = "application/problem+json"),
+                (status = 404, description = "No such agent on this server", body = Problem, content_type = "application/problem+json"),
+            ),
+            security(("bearer" = []))
+        )]
+        pub(crate) async fn $name(
+            state: State<AppState>,
+            tenant: Tenant,
+            agent: Path<String>,
+            headers: HeaderMap,
+            body: Body,
+        ) -> Result<Response, ApiError> {
+            answer(state, tenant, agent, headers, body).await
+        }
+    };
 }
 
-/// The agent's A2A 0.3 JSON-RPC endpoint (`message/send`,
-/// `message/stream`, `tasks/get`, `tasks/cancel`, `tasks/resubscribe`): as
-/// `POST /a2a/{agent}`, at the URL a 0.3 card names.
-#[utoipa::path(
-    post, path = "/a2a/{agent}/v0.3", tag = "a2a",
-    params(("agent" = String, Path, description = "The agent")),
-    request_body(content = Object, description = "A JSON-RPC 2.0 request", content_type = "application/json"),
-    responses(
-        (status = 200, description = "A JSON-RPC response, or its stream", content(
-            (Object = "application/json"),
-            (String = "text/event-stream"),
-        )),
-        (status = 401, description = "No valid bearer token", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such agent on this server", body = Problem, content_type = "application/problem+json"),
-    ),
-    security(("bearer" = []))
-)]
-pub(crate) async fn endpoint_v03(
-    state: State<AppState>,
-    tenant: Tenant,
-    agent: Path<String>,
-    headers: HeaderMap,
-    body: Body,
-) -> Result<Response, ApiError> {
-    answer(state, tenant, agent, headers, body).await
-}
+rpc_endpoint!(
+    endpoint,
+    "/a2a/{agent}",
+    "The agent's A2A 1.0 JSON-RPC endpoint (`SendMessage`, `SendStreamingMessage`, `GetTask`, `CancelTask`, `SubscribeToTask`, with `A2A-Version: 1.0`; 0.3's methods too)."
+);
+rpc_endpoint!(
+    endpoint_v03,
+    "/a2a/{agent}/v0.3",
+    "The agent's A2A 0.3 JSON-RPC endpoint (`message/send`, `message/stream`, `tasks/get`, `tasks/cancel`, `tasks/resubscribe`), at the URL a 0.3 card names."
+);
 
 async fn answer(
     State(state): State<AppState>,
