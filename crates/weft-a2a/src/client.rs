@@ -25,6 +25,7 @@ pub mod remote;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use futures_util::StreamExt;
 use serde_json::{Value, json};
 use weft_core::tool::{OutputSink, ToolAnnotations, ToolError, ToolIdent, ToolRequest, ToolSpec};
 use weft_tools::{ElicitationHandler, ElicitationSupport, ToolFailure, ToolReply, ToolSet};
@@ -234,7 +235,7 @@ impl A2aToolSet {
             .post(METHOD, params)
             .await?
             .header("Accept", "text/event-stream");
-        let mut response = request
+        let response = request
             .send()
             .await
             .map_err(|e| self.unavailable(e.without_url()))?;
@@ -249,43 +250,44 @@ impl A2aToolSet {
                 .map_err(|e| ToolFailure::from(*e))?;
             return Err(self.unavailable("a stream answered with no events"));
         }
-        let (mut pending, mut text, mut read, mut events) = (Vec::new(), String::new(), 0, 0);
-        while let Some(chunk) = response
-            .chunk()
-            .await
-            .map_err(|e| self.unavailable(e.without_url()))?
-        {
-            read += chunk.len();
-            if read > MAX_ANSWER {
-                return Err(self.unavailable(format!("a stream over {MAX_ANSWER} bytes")));
+        // Server-Sent Events framed by `sse-stream`, over the body read
+        // under MAX_ANSWER bytes.
+        let limited = response.bytes_stream().scan(0usize, |read, chunk| {
+            let chunk = chunk.map_err(|e| std::io::Error::other(e.without_url()));
+            if let Ok(bytes) = &chunk {
+                *read += bytes.len();
             }
-            pending.extend_from_slice(&chunk);
-            // A newline never falls inside a UTF-8 character.
-            let Some(end) = pending.iter().rposition(|b| *b == b'\n') else {
-                continue;
-            };
-            text.push_str(&String::from_utf8_lossy(&pending[..=end]));
-            pending.drain(..=end);
-            for data in remote::take_events(&mut text) {
-                events += 1;
-                if events > MAX_EVENTS {
-                    return Err(self.unavailable(format!("a stream of over {MAX_EVENTS} events")));
+            let over = *read > MAX_ANSWER;
+            std::future::ready(Some(if over {
+                Err(std::io::Error::other(format!(
+                    "a stream over {MAX_ANSWER} bytes"
+                )))
+            } else {
+                chunk
+            }))
+        });
+        let mut stream = std::pin::pin!(sse_stream::SseStream::from_bytes_stream(limited));
+        let mut events = 0;
+        while let Some(event) = stream.next().await {
+            let event = event.map_err(|e| self.unavailable(format!("a broken stream: {e}")))?;
+            let Some(data) = event.data else { continue };
+            events += 1;
+            if events > MAX_EVENTS {
+                return Err(self.unavailable(format!("a stream of over {MAX_EVENTS} events")));
+            }
+            let value: Value = serde_json::from_str(&data)
+                .map_err(|e| self.unavailable(format!("a stream event that is not JSON: {e}")))?;
+            let result = self
+                .result_of(METHOD, value)
+                .map_err(|e| ToolFailure::from(*e))?;
+            for progress in task.fold(&result).unwrap_or_default() {
+                match progress {
+                    Progress::Status(t) => output.publish("progress", &t),
+                    Progress::Artifact(t) => output.publish("stdout", &t),
                 }
-                let value: Value = serde_json::from_str(&data).map_err(|e| {
-                    self.unavailable(format!("a stream event that is not JSON: {e}"))
-                })?;
-                let result = self
-                    .result_of(METHOD, value)
-                    .map_err(|e| ToolFailure::from(*e))?;
-                for progress in task.fold(&result).unwrap_or_default() {
-                    match progress {
-                        Progress::Status(t) => output.publish("progress", &t),
-                        Progress::Artifact(t) => output.publish("stdout", &t),
-                    }
-                }
-                if task.ended() || task.asks() {
-                    return Ok(());
-                }
+            }
+            if task.ended() || task.asks() {
+                return Ok(());
             }
         }
         Ok(())

@@ -164,29 +164,6 @@ impl RemoteTask {
     }
 }
 
-/// Reads Server-Sent Events: the `data` of each complete event in `buffer`
-/// (removed from it); a partial event stays.
-pub fn take_events(buffer: &mut String) -> Vec<String> {
-    let mut events = Vec::new();
-    if buffer.contains('\r') {
-        *buffer = buffer.replace("\r\n", "\n");
-    }
-    loop {
-        let Some(end) = buffer.find("\n\n") else {
-            return events;
-        };
-        let block: String = buffer.drain(..end + 2).collect();
-        let data: Vec<&str> = block
-            .lines()
-            .filter_map(|l| l.strip_prefix("data:"))
-            .map(|d| d.strip_prefix(' ').unwrap_or(d))
-            .collect();
-        if !data.is_empty() {
-            events.push(data.join("\n"));
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -229,14 +206,5 @@ mod tests {
         assert!(task.ended());
         assert_eq!(task.result()["answer"], "other");
         assert_eq!(task.fold(&json!({"other": 1})), None);
-    }
-
-    #[test]
-    fn events_are_cut_at_blank_lines() {
-        let mut buffer = "data: {\"a\":1}\r\n\r\n: comment\n\ndata: {\"b\"".to_owned();
-        assert_eq!(take_events(&mut buffer), vec!["{\"a\":1}".to_owned()]);
-        buffer.push_str(":2}\n\n");
-        assert_eq!(take_events(&mut buffer), vec!["{\"b\":2}".to_owned()]);
-        assert!(buffer.is_empty());
     }
 }
