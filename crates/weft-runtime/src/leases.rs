@@ -15,6 +15,7 @@
 //! answer. Only a lease another process holds is worth a warning ([`Loss`]).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::Duration;
 
@@ -36,7 +37,26 @@ pub(crate) struct Leases {
     pub(crate) owner: String,
     pub(crate) ttl: Duration,
     held: Mutex<HashMap<RunId, Held>>,
+    /// Places reserved for leases being asked for ([`Place`]); changed
+    /// only under `held`'s lock, so held + reserved is read as one.
+    reserved: AtomicUsize,
     heartbeat: OnceLock<AbortHandle>,
+}
+
+/// A place reserved in this process's room (`RuntimeBuilder::max_driven_runs`)
+/// for one run whose lease is being asked for. It is taken before the
+/// store is asked, so a start and the sweeper never both fill the last
+/// place; it becomes the run's lease ([`Leases::hold`]) or is given back
+/// when dropped.
+pub(crate) struct Place<'a> {
+    leases: &'a Leases,
+}
+
+impl Drop for Place<'_> {
+    fn drop(&mut self) {
+        let _held = self.leases.lock();
+        self.leases.reserved.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 struct Held {
@@ -53,6 +73,7 @@ impl Leases {
             owner: format!("{}/{}", std::process::id(), uuid::Uuid::new_v4().simple()),
             ttl,
             held: Mutex::new(HashMap::new()),
+            reserved: AtomicUsize::new(0),
             heartbeat: OnceLock::new(),
         }
     }
@@ -69,9 +90,23 @@ impl Leases {
         }
     }
 
-    /// Records a lease granted just now at `epoch`.
-    pub(crate) fn hold(&self, run_id: &RunId, epoch: u64) {
-        self.lock().insert(
+    /// Reserves up to `want` places, as many as a room of `max` runs has
+    /// left beside the leases held and the places already reserved.
+    pub(crate) fn reserve(&self, max: usize, want: usize) -> Vec<Place<'_>> {
+        let held = self.lock();
+        let reserved = self.reserved.load(Ordering::Relaxed);
+        let places = max.saturating_sub(held.len() + reserved).min(want);
+        self.reserved.store(reserved + places, Ordering::Relaxed);
+        drop(held);
+        (0..places).map(|_| Place { leases: self }).collect()
+    }
+
+    /// Records a lease granted just now at `epoch`, in the `place` reserved
+    /// for it (none when the run is driven here regardless of room: taken
+    /// back by a person's request).
+    pub(crate) fn hold(&self, run_id: &RunId, epoch: u64, place: Option<Place<'_>>) {
+        let mut held = self.lock();
+        held.insert(
             run_id.clone(),
             Held {
                 epoch,
@@ -79,6 +114,11 @@ impl Leases {
                 task: None,
             },
         );
+        if let Some(place) = place {
+            // The place is the lease now: counted once, in `held`.
+            self.reserved.fetch_sub(1, Ordering::Relaxed);
+            std::mem::forget(place);
+        }
     }
 
     /// Records the task driving `run_id` at `epoch`.
@@ -106,11 +146,6 @@ impl Leases {
     /// Whether no lease is held.
     pub(crate) fn is_empty(&self) -> bool {
         self.lock().is_empty()
-    }
-
-    /// How many runs' leases this process holds.
-    pub(crate) fn len(&self) -> usize {
-        self.lock().len()
     }
 
     /// Whether the lease of `run_id` at `epoch` is surely still ours.

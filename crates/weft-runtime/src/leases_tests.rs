@@ -31,7 +31,7 @@ async fn leased_run(leases: &Leases) -> (MemoryStore, RunId) {
         .await
         .unwrap();
     assert_eq!(epoch, 1);
-    leases.hold(&run_id, epoch);
+    leases.hold(&run_id, epoch, None);
     (store, run_id)
 }
 
@@ -104,14 +104,39 @@ async fn a_lease_another_process_took_is_taken() {
 async fn a_lease_taken_again_here_meanwhile_stays_trusted() {
     let leases = Leases::new(TTL);
     let run_id = RunId::new("run_1");
-    leases.hold(&run_id, 1);
+    leases.hold(&run_id, 1, None);
     let read = vec![HeldLease {
         run_id: run_id.clone(),
         epoch: 1,
     }];
-    leases.hold(&run_id, 2);
+    leases.hold(&run_id, 2, None);
     let (let_go, suspects) = leases.settle(&read, vec![run_id.clone()], Instant::now());
     assert_eq!(let_go, vec![(run_id.clone(), Loss::LetGo)]);
     assert!(suspects.is_empty());
     assert!(leases.is_trusted(&run_id, 2));
+}
+
+/// A room's places are shared by held leases and places reserved for leases
+/// being asked for: a start and the sweeper asking at once never get more
+/// than the room between them, and a place not used is given back.
+#[test]
+fn places_reserved_and_leases_held_never_exceed_the_room() {
+    let leases = Leases::new(TTL);
+    let mut start = leases.reserve(2, 1);
+    let sweep = leases.reserve(2, 64);
+    assert_eq!((start.len(), sweep.len()), (1, 1), "two places in all");
+    assert!(leases.reserve(2, 1).is_empty(), "the room is full");
+    leases.hold(&RunId::new("run_1"), 1, start.pop());
+    assert!(
+        leases.reserve(2, 1).is_empty(),
+        "a held lease fills its place"
+    );
+    drop(sweep);
+    assert_eq!(leases.reserve(2, 64).len(), 1, "an unused place is back");
+    leases.forget(&RunId::new("run_1"), 1);
+    assert_eq!(
+        leases.reserve(2, 64).len(),
+        2,
+        "a forgotten lease frees its place"
+    );
 }

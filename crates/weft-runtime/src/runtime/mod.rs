@@ -148,9 +148,9 @@ impl Runtime {
             created_at: now,
             updated_at: now,
         };
-        if self.inner.leases.len() >= self.inner.max_driven {
+        let Some(place) = self.inner.leases.reserve(self.inner.max_driven, 1).pop() else {
             return self.queue(run_id, shared, &record, &events, &machine).await;
-        }
+        };
         let lease = self.inner.leases.request(now);
         let created = self
             .inner
@@ -165,7 +165,7 @@ impl Runtime {
                 return Err(e.into());
             }
         };
-        self.inner.leases.hold(&run_id, epoch);
+        self.inner.leases.hold(&run_id, epoch, Some(place));
         let started = Observation::RunStarted { agent: &agent.id };
         self.inner.observer.observe(&started);
         self.inner.spawn(

@@ -25,12 +25,13 @@ impl Runtime {
         let mut recovered = 0;
         loop {
             // Only as many as this process has room for; the others stay
-            // queued for a process that has.
-            let room = self
+            // queued for a process that has. The places are reserved before
+            // the store is asked, so that starts meanwhile cannot take them.
+            let mut places = self
                 .inner
-                .max_driven
-                .saturating_sub(self.inner.leases.len());
-            let batch = u32::try_from(room).unwrap_or(u32::MAX).min(CLAIM_BATCH);
+                .leases
+                .reserve(self.inner.max_driven, CLAIM_BATCH as usize);
+            let batch = u32::try_from(places.len()).unwrap_or(CLAIM_BATCH);
             if batch == 0 {
                 return Ok(recovered);
             }
@@ -43,7 +44,8 @@ impl Runtime {
             let full = claimed.len() == batch as usize;
             for held in claimed {
                 let (guard, shared) = self.inner.lock_run(&held.run_id).await;
-                match self.inner.drive_claimed(&shared, held.epoch).await {
+                let place = places.pop();
+                match self.inner.drive_claimed(&shared, held.epoch, place).await {
                     Ok(true) => recovered += 1,
                     Ok(false) => {}
                     // One run this process cannot drive (e.g. its agent is not
@@ -72,7 +74,7 @@ impl Runtime {
             return Ok(false);
         }
         let epoch = self.inner.acquire(run_id).await?;
-        let driven = self.inner.drive_claimed(&shared, epoch).await;
+        let driven = self.inner.drive_claimed(&shared, epoch, None).await;
         drop(guard);
         driven
     }
@@ -181,6 +183,7 @@ impl Inner {
         self: &Arc<Self>,
         shared: &Arc<RunShared>,
         epoch: u64,
+        place: Option<crate::leases::Place<'_>>,
     ) -> Result<bool, RuntimeError> {
         let run_id = &shared.run_id;
         if shared.is_driven() {
@@ -217,7 +220,7 @@ impl Inner {
                 return Err(e);
             }
         };
-        self.leases.hold(run_id, epoch);
+        self.leases.hold(run_id, epoch, place);
         shared.reset_log_to(stored.last_seq);
         // Only calls pending in the stored snapshot may have been in flight;
         // a run stored while planning starts its next batch afresh.

@@ -150,7 +150,7 @@ impl Inner {
         shared.end_commit(result.is_ok());
         result?;
         if status == RunStatus::Running {
-            self.leases.hold(run_id, epoch);
+            self.leases.hold(run_id, epoch, None);
         }
         Ok(Updated {
             record,
