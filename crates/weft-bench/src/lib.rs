@@ -5,7 +5,7 @@
 //! One module per benchmark: [`agent_loop`], [`durable_loop`] (with the
 //! store's commit benchmarks in [`store_commit`]), [`serve`], [`stream`],
 //! [`mcp`], [`registry`], [`sse_decode`] and, with the `local` feature,
-//! [`local_model`]; [`all`] runs them in turn. [`heap`], [`rss`], [`cpu`] and
+//! [`local_model`] (and its concurrent runs, [`local_concurrent`]); [`all`] runs them in turn. [`heap`], [`rss`], [`cpu`] and
 //! [`gate`] are the measuring kit they share.
 
 pub mod agent_loop;
@@ -15,6 +15,8 @@ pub mod cpu;
 pub mod durable_loop;
 pub mod gate;
 pub mod heap;
+#[cfg(feature = "local")]
+pub mod local_concurrent;
 #[cfg(feature = "local")]
 pub mod local_model;
 pub mod mcp;

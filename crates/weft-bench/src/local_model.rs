@@ -15,7 +15,8 @@
 //! whether both wrote the same answer, as they must. One JSON line per run,
 //! then a summary line with the medians and their ratio; the summary carries
 //! the rendered prompt so another engine can be timed on exactly the same
-//! tokens.
+//! tokens. Last come the figures of several runs at once
+//! ([`crate::local_concurrent`]).
 
 use std::time::Instant;
 
@@ -125,6 +126,7 @@ pub fn bench_local_model(
         "constrained_answer": constrained_runs.answer,
         "prompt": prompt.text,
     }));
+    lines.extend(crate::local_concurrent::bench_concurrent(model, &free)?);
     Ok(lines)
 }
 

@@ -26,6 +26,8 @@ use super::prompt::Turn;
 use super::tokens::{self, literal_ranges};
 use super::worker::{self, Job, Msg};
 
+pub use super::worker::DEFAULT_SEQUENCES;
+
 /// Generations one model accepts at once, running or waiting for the
 /// model's thread; more are refused with [`ModelError::Overloaded`].
 pub const DEFAULT_MAX_QUEUED: usize = 16;
@@ -51,8 +53,20 @@ impl std::fmt::Debug for Engine {
 }
 
 impl Engine {
-    /// Loads `path` (memory-mapped) for generation on `threads` threads.
+    /// Loads `path` (memory-mapped) for generation on `threads` threads,
+    /// decoding up to [`DEFAULT_SEQUENCES`] generations at once.
     pub fn load(path: &Path, threads: usize) -> Result<Self, ModelError> {
+        Self::load_with_sequences(path, threads, DEFAULT_SEQUENCES)
+    }
+
+    /// Loads `path` for generation on `threads` threads, decoding up to
+    /// `sequences` generations at once in one batch (see [`super::worker`]);
+    /// more wait for a free sequence.
+    pub fn load_with_sequences(
+        path: &Path,
+        threads: usize,
+        sequences: usize,
+    ) -> Result<Self, ModelError> {
         let backend = backend()?;
         let model = LlamaModel::load_from_file(backend, path, &LlamaModelParams::default())
             .map_err(|e| ModelError::Config {
@@ -70,7 +84,7 @@ impl Engine {
         let shared = model.clone();
         std::thread::Builder::new()
             .name("weft-local-model".into())
-            .spawn(move || worker::run(shared, threads, queue))
+            .spawn(move || worker::run(shared, threads, sequences.max(1), queue))
             .map_err(|e| other(format!("cannot start the generation thread: {e}")))?;
         Ok(Self {
             path: path.to_owned(),

@@ -30,6 +30,7 @@ pub mod grammar;
 pub mod output;
 mod picker;
 pub mod prompt;
+mod sequence;
 mod tokens;
 mod utf8;
 pub mod weights;
@@ -76,6 +77,7 @@ struct Inner {
     id: String,
     path: PathBuf,
     threads: usize,
+    sequences: usize,
     engine: OnceLock<Result<Arc<Engine>, ModelError>>,
 }
 
@@ -98,6 +100,23 @@ impl LocalModel {
                 id: id.into(),
                 path: path.to_owned(),
                 threads: threads.max(1),
+                sequences: engine::DEFAULT_SEQUENCES,
+                engine: OnceLock::new(),
+            }),
+        }
+    }
+
+    /// The same model decoding up to `sequences` generations at once in one
+    /// batch ([`engine::DEFAULT_SEQUENCES`] unless set); set before the
+    /// first generation loads it.
+    pub fn with_sequences(self, sequences: usize) -> Self {
+        let inner = &self.inner;
+        Self {
+            inner: Arc::new(Inner {
+                id: inner.id.clone(),
+                path: inner.path.clone(),
+                threads: inner.threads,
+                sequences: sequences.max(1),
                 engine: OnceLock::new(),
             }),
         }
@@ -117,7 +136,11 @@ impl LocalModel {
     pub fn engine(&self) -> Result<Arc<Engine>, ModelError> {
         self.inner
             .engine
-            .get_or_init(|| Engine::load(&self.inner.path, self.inner.threads).map(Arc::new))
+            .get_or_init(|| {
+                let inner = &self.inner;
+                Engine::load_with_sequences(&inner.path, inner.threads, inner.sequences)
+                    .map(Arc::new)
+            })
             .clone()
     }
 

@@ -1,34 +1,57 @@
-//! The generation thread of a loaded local model. It owns the llama.cpp
-//! context, so the context (and its KV cache) outlives single generations:
-//! no context is created per request, and a prompt that extends the previous
-//! one (the next turn of the same run) evaluates only its new tokens. Jobs
-//! arrive one at a time over a channel, which also makes generations on one
-//! model take turns: on a CPU one generation already uses every core.
+//! The generation thread of a loaded local model: continuous batching over
+//! one llama.cpp context. The context has a number of sequences (slots,
+//! [`DEFAULT_SEQUENCES`] unless the model says otherwise); each generation
+//! takes a free slot, and every step decodes the next token of every slot in
+//! one batch, so eight runs on one model decode together instead of taking
+//! turns (on a CPU, decoding is bound by reading the weights, which one
+//! batch reads once for all its sequences).
+//!
+//! - **Prompts** are evaluated in the same batches, in chunks of at most
+//!   [`PREFILL_CHUNK`] tokens per step, so a long prompt does not stall the
+//!   slots already generating.
+//! - **The KV cache outlives generations.** Each slot keeps the tokens its
+//!   part of the cache holds; a generation takes the free slot whose tokens
+//!   share the longest prefix with its prompt (the next turn of the same
+//!   run finds its own slot) and evaluates only the rest.
+//! - **Room.** Each slot holds up to the context's size per sequence. A
+//!   generation needing more waits until no slot is busy; the context is
+//!   then made again, larger (the caches are lost). Generations wait in the
+//!   order they arrived.
+//! - **Failures.** A decode that fails, or a panic, fails every generation
+//!   in flight and drops the context (its state is unknown); the next
+//!   generation makes a new one.
 
+use std::collections::VecDeque;
 use std::num::NonZeroU32;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, Sender};
-use std::time::{Duration, Instant};
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc::{Receiver, Sender, TryRecvError};
+use std::time::Instant;
 
 use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::token::LlamaToken;
-use weft_core::model::{ModelError, StopReason};
+use weft_core::model::ModelError;
 
 use super::backend::{backend, other};
-use super::generation::{Constraint, Generate, Generated};
-use super::output::{Piece, SplitError, Splitter};
-use super::picker::picker;
+use super::generation::{Generate, Generated};
+use super::output::Piece;
+use super::sequence::{Sequence, Step};
 use super::tokens;
-use super::utf8::Utf8Stream;
 
-/// Context size the thread starts with (or the model's, if smaller); a
-/// request needing more gets a larger context.
+/// Tokens per sequence the context starts with (or the model's, if
+/// smaller); a request needing more gets a larger context.
 const DEFAULT_CONTEXT: u32 = 4096;
+
+/// Generations one model decodes at once unless told otherwise (as
+/// llama.cpp's server's default slots).
+pub const DEFAULT_SEQUENCES: usize = 4;
+
+/// Most prompt tokens evaluated in one step, over all slots.
+const PREFILL_CHUNK: usize = 512;
 
 /// One generation for the thread.
 pub(super) struct Job {
@@ -48,216 +71,334 @@ pub(super) enum Msg {
     Done(Result<Generated, ModelError>),
 }
 
-/// The thread's body: serves jobs until the engine is dropped.
-pub(super) fn run(model: Arc<LlamaModel>, threads: i32, jobs: Receiver<Job>) {
-    let model: &LlamaModel = &model;
-    let mut warm: Option<Warm<'_>> = None;
-    for job in jobs {
-        let mut sink =
-            |p: Piece| !job.cancel.load(Ordering::Relaxed) && job.out.send(Msg::Piece(p)).is_ok();
-        let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            generate(model, threads, &mut warm, &job.req, &mut sink)
-        }))
-        .unwrap_or_else(|_| {
-            Err(other(
-                "the local model panicked while generating".to_owned(),
-            ))
-        });
-        if result.is_err() {
-            warm = None; // the cache's state is unknown after a failure
-        }
-        let _ = job.out.send(Msg::Done(result));
+/// A job whose prompt is tokenized, waiting for a slot.
+struct Waiting {
+    job: Job,
+    prompt: Vec<LlamaToken>,
+    max_tokens: u32,
+}
+
+impl Waiting {
+    /// Tokens of cache the generation may fill.
+    fn needed(&self) -> u32 {
+        u32::try_from(self.prompt.len())
+            .unwrap_or(u32::MAX)
+            .saturating_add(self.max_tokens)
     }
 }
 
-/// A context kept between generations, with the tokens its KV cache holds.
-struct Warm<'m> {
-    ctx: LlamaContext<'m>,
-    n_ctx: u32,
-    tokens: Vec<LlamaToken>,
+/// The thread's body: serves jobs until the engine is dropped.
+pub(super) fn run(model: Arc<LlamaModel>, threads: i32, sequences: usize, jobs: Receiver<Job>) {
+    let model: &LlamaModel = &model;
+    let mut batcher = Batcher::new(model, threads, sequences);
+    let mut waiting = VecDeque::new();
+    let mut open = true;
+    loop {
+        if batcher.idle() && waiting.is_empty() {
+            if !open {
+                return;
+            }
+            match jobs.recv() {
+                Ok(job) => batcher.prepare(job, &mut waiting),
+                Err(_) => return,
+            }
+        }
+        while open {
+            match jobs.try_recv() {
+                Ok(job) => batcher.prepare(job, &mut waiting),
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => open = false,
+            }
+        }
+        let stepped = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            batcher.admit(&mut waiting);
+            batcher.step();
+        }));
+        if stepped.is_err() {
+            batcher.fail_all("the local model panicked while generating");
+        }
+    }
 }
 
-impl<'m> Warm<'m> {
-    fn new(model: &'m LlamaModel, threads: i32, n_ctx: u32) -> Result<Self, ModelError> {
+/// The slots of one context and the generations in them.
+struct Batcher<'m> {
+    model: &'m LlamaModel,
+    threads: i32,
+    ctx: Option<Context<'m>>,
+    slots: Vec<Slot>,
+}
+
+/// The context and how many tokens each of its sequences holds.
+struct Context<'m> {
+    ctx: LlamaContext<'m>,
+    per_sequence: u32,
+}
+
+/// One sequence of the context.
+#[derive(Default)]
+struct Slot {
+    /// The tokens its part of the KV cache holds, in order.
+    tokens: Vec<LlamaToken>,
+    /// The generation in it.
+    busy: Option<Busy>,
+}
+
+struct Busy {
+    seq: Sequence,
+    /// Tokens to evaluate: what is left of the prompt, or the token just
+    /// picked.
+    feed: Vec<LlamaToken>,
+    /// Where its logits are in the batch being decoded.
+    logits: Option<i32>,
+}
+
+impl<'m> Batcher<'m> {
+    fn new(model: &'m LlamaModel, threads: i32, sequences: usize) -> Self {
+        Self {
+            model,
+            threads,
+            ctx: None,
+            slots: (0..sequences.max(1)).map(|_| Slot::default()).collect(),
+        }
+    }
+
+    fn idle(&self) -> bool {
+        self.slots.iter().all(|s| s.busy.is_none())
+    }
+
+    /// Tokenizes `job`'s prompt and queues it, or fails it at once when the
+    /// prompt does not fit the model.
+    fn prepare(&self, job: Job, waiting: &mut VecDeque<Waiting>) {
+        let prompt = tokens::tokenize(self.model, &job.req.prompt);
+        let prompt_tokens = u32::try_from(prompt.len()).unwrap_or(u32::MAX);
+        let limit = self.model.n_ctx_train();
+        if prompt.is_empty() {
+            let message = "the prompt has no tokens".to_owned();
+            let _ = job.out.send(Msg::Done(Err(ModelError::Config { message })));
+            return;
+        }
+        if prompt_tokens >= limit {
+            let message =
+                format!("the prompt has {prompt_tokens} tokens; the model's context holds {limit}");
+            let _ = job.out.send(Msg::Done(Err(ModelError::Config { message })));
+            return;
+        }
+        let max_tokens = job.req.max_tokens.min(limit - prompt_tokens);
+        waiting.push_back(Waiting {
+            job,
+            prompt,
+            max_tokens,
+        });
+    }
+
+    /// Puts waiting generations in free slots, oldest first.
+    fn admit(&mut self, waiting: &mut VecDeque<Waiting>) {
+        while let Some(next) = waiting.front() {
+            let needed = next.needed();
+            if self.ctx.as_ref().is_none_or(|c| c.per_sequence < needed) {
+                if !self.idle() {
+                    return; // a larger context once the slots are free
+                }
+                let per_sequence = needed.max(DEFAULT_CONTEXT).min(self.model.n_ctx_train());
+                if let Err(e) = self.make_context(per_sequence) {
+                    if let Some(w) = waiting.pop_front() {
+                        let _ = w.job.out.send(Msg::Done(Err(e)));
+                    }
+                    continue;
+                }
+            }
+            let Some(at) = self.free_slot(next) else {
+                return;
+            };
+            let Some(w) = waiting.pop_front() else {
+                return;
+            };
+            if let Err(e) = self.start(at, w) {
+                tracing::debug!(error = %e, "local model: a generation could not start");
+            }
+        }
+    }
+
+    /// Makes the context anew with room for `per_sequence` tokens in each slot.
+    fn make_context(&mut self, per_sequence: u32) -> Result<(), ModelError> {
+        self.ctx = None;
+        for slot in &mut self.slots {
+            slot.tokens.clear();
+        }
+        let sequences = u32::try_from(self.slots.len()).unwrap_or(1);
+        let n_ctx = per_sequence.saturating_mul(sequences);
         let params = LlamaContextParams::default()
             .with_n_ctx(NonZeroU32::new(n_ctx))
             .with_n_batch(n_ctx)
-            .with_n_threads(threads)
-            .with_n_threads_batch(threads);
-        let ctx = model
+            .with_n_seq_max(sequences)
+            .with_kv_unified(false)
+            .with_n_threads(self.threads)
+            .with_n_threads_batch(self.threads);
+        let ctx = self
+            .model
             .new_context(backend()?, params)
             .map_err(|e| other(format!("cannot create a llama.cpp context: {e}")))?;
-        Ok(Self {
-            ctx,
-            n_ctx,
-            tokens: Vec::new(),
-        })
+        self.ctx = Some(Context { ctx, per_sequence });
+        Ok(())
     }
+
+    /// The free slot for `w`: the one whose cache shares the longest prefix
+    /// with its prompt (when it may reuse one), else the first free.
+    fn free_slot(&self, w: &Waiting) -> Option<usize> {
+        let free = self
+            .slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.busy.is_none());
+        if !w.job.req.reuse_prefix {
+            return free.map(|(i, _)| i).next();
+        }
+        free.max_by_key(|(i, s)| (common_prefix(&s.tokens, &w.prompt), usize::MAX - i))
+            .map(|(i, _)| i)
+    }
+
+    /// Starts `w` in slot `at`: keeps the cache's prefix it can reuse (at
+    /// least its last prompt token is evaluated again, for its logits).
+    fn start(&mut self, at: usize, w: Waiting) -> Result<(), ModelError> {
+        let Waiting {
+            job,
+            prompt,
+            max_tokens,
+        } = w;
+        let Some(ctx) = self.ctx.as_mut() else {
+            let e = other("no llama.cpp context".to_owned());
+            let _ = job.out.send(Msg::Done(Err(e.clone())));
+            return Err(e);
+        };
+        let slot = &mut self.slots[at];
+        let mut keep = if job.req.reuse_prefix {
+            common_prefix(&slot.tokens, &prompt).min(prompt.len().saturating_sub(1))
+        } else {
+            0
+        };
+        let seq = Some(to_u32(at));
+        let mut cleared = ctx.ctx.clear_kv_cache_seq(seq, Some(to_u32(keep)), None);
+        if matches!(cleared, Ok(false)) {
+            // The cache could not drop only the tail: drop the whole sequence.
+            keep = 0;
+            cleared = ctx.ctx.clear_kv_cache_seq(seq, None, None);
+        }
+        if let Err(e) = cleared {
+            slot.tokens.clear();
+            let e = other(format!("KV cache: {e}"));
+            let _ = job.out.send(Msg::Done(Err(e.clone())));
+            return Err(e);
+        }
+        slot.tokens.truncate(keep);
+        let prompt_tokens = to_u32(prompt.len());
+        let seq = Sequence::new(self.model, job, prompt_tokens, max_tokens, Instant::now())
+            .ok_or_else(|| other("its sampler could not be made".to_owned()))?;
+        slot.busy = Some(Busy {
+            seq,
+            feed: prompt[keep..].to_vec(),
+            logits: None,
+        });
+        Ok(())
+    }
+
+    /// Decodes one batch: the token each generating slot picked, then
+    /// prompt tokens up to [`PREFILL_CHUNK`]; each slot whose feed is all
+    /// in picks its next token.
+    fn step(&mut self) {
+        let Some(ctx) = self.ctx.as_mut() else {
+            return;
+        };
+        let mut batch = match fill(&mut self.slots) {
+            Ok(Some(batch)) => batch,
+            Ok(None) => return,
+            Err(e) => return self.fail_all(&e.to_string()),
+        };
+        if let Err(e) = ctx.ctx.decode(&mut batch) {
+            return self.fail_all(&format!("decoding failed: {e}"));
+        }
+        for slot in &mut self.slots {
+            let Some(busy) = slot.busy.as_mut() else {
+                continue;
+            };
+            let Some(idx) = busy.logits.take() else {
+                continue;
+            };
+            match busy.seq.step(self.model, &ctx.ctx, idx) {
+                Step::Next(token) => busy.feed.push(token),
+                Step::Done => slot.busy = None,
+            }
+        }
+    }
+
+    /// Fails every generation in flight with `message` and drops the
+    /// context, whose state is unknown now.
+    fn fail_all(&mut self, message: &str) {
+        self.ctx = None;
+        for slot in &mut self.slots {
+            slot.tokens.clear();
+            if let Some(busy) = slot.busy.take() {
+                busy.seq.fail(other(message.to_owned()));
+            }
+        }
+    }
+}
+
+/// The batch of one step, or `None` when no slot has tokens to evaluate.
+/// Tokens put in the batch move from each slot's feed to its cache tokens.
+fn fill(slots: &mut [Slot]) -> Result<Option<LlamaBatch<'static>>, ModelError> {
+    let mut prefill = PREFILL_CHUNK;
+    let mut plan = Vec::with_capacity(slots.len());
+    for slot in slots.iter() {
+        let take = match &slot.busy {
+            Some(b) if b.feed.len() == 1 => 1,
+            Some(b) => {
+                let take = b.feed.len().min(prefill);
+                prefill -= take;
+                take
+            }
+            None => 0,
+        };
+        plan.push(take);
+    }
+    let total: usize = plan.iter().sum();
+    if total == 0 {
+        return Ok(None);
+    }
+    let mut batch = LlamaBatch::new(total, 1);
+    for (at, (slot, take)) in slots.iter_mut().zip(plan).enumerate() {
+        let Some(busy) = slot.busy.as_mut() else {
+            continue;
+        };
+        if take == 0 {
+            continue;
+        }
+        let whole = take == busy.feed.len();
+        for (i, token) in busy.feed.drain(..take).enumerate() {
+            let last = whole && i + 1 == take;
+            batch
+                .add(token, pos(slot.tokens.len()), &[seq_id(at)], last)
+                .map_err(|e| other(format!("batch: {e}")))?;
+            slot.tokens.push(token);
+        }
+        if whole {
+            busy.logits = Some(batch.n_tokens() - 1);
+        }
+    }
+    Ok(Some(batch))
 }
 
 fn common_prefix(a: &[LlamaToken], b: &[LlamaToken]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
-/// Runs one generation on the kept context, handing each released piece to
-/// `sink`; a sink returning `false` ends generation early.
-fn generate<'m>(
-    model: &'m LlamaModel,
-    threads: i32,
-    warm: &mut Option<Warm<'m>>,
-    req: &Generate,
-    sink: &mut dyn FnMut(Piece) -> bool,
-) -> Result<Generated, ModelError> {
-    let start = Instant::now();
-    let vocab = model.vocab();
-    let prompt = tokens::tokenize(model, &req.prompt);
-    let prompt_tokens = u32::try_from(prompt.len()).unwrap_or(u32::MAX);
-    let limit = model.n_ctx_train();
-    if prompt_tokens >= limit {
-        return Err(ModelError::Config {
-            message: format!(
-                "the prompt has {prompt_tokens} tokens; the model's context holds {limit}"
-            ),
-        });
-    }
-    let max_tokens = req.max_tokens.min(limit - prompt_tokens);
-    let needed = prompt_tokens + max_tokens;
-    let reuse = warm.take().filter(|w| w.n_ctx >= needed);
-    let mut w = match reuse {
-        Some(w) => w,
-        None => Warm::new(model, threads, needed.max(DEFAULT_CONTEXT).min(limit))?,
-    };
-    // The KV cache keeps the longest prefix this prompt shares with what it
-    // holds (at least the last prompt token is evaluated again, for its logits).
-    let keep = if req.reuse_prefix {
-        common_prefix(&w.tokens, &prompt).min(prompt.len().saturating_sub(1))
-    } else {
-        0
-    };
-    w.ctx
-        .clear_kv_cache_seq(Some(0), Some(u32::try_from(keep).unwrap_or(u32::MAX)), None)
-        .map_err(|e| other(format!("KV cache: {e}")))?;
-    w.tokens.truncate(keep);
-    let mut picker = picker(model, req)?;
-
-    let fresh = &prompt[keep..];
-    let mut batch = LlamaBatch::new(fresh.len().max(1), 1);
-    let last = fresh.len().saturating_sub(1);
-    for (i, token) in fresh.iter().enumerate() {
-        batch
-            .add(*token, pos(keep + i), &[0], i == last)
-            .map_err(|e| other(format!("prompt batch: {e}")))?;
-    }
-    w.ctx
-        .decode(&mut batch)
-        .map_err(|e| other(format!("prompt evaluation failed: {e}")))?;
-    w.tokens.extend_from_slice(fresh);
-    let ctx = &mut w.ctx;
-
-    let calls = !matches!(req.constraint, Constraint::None);
-    let mut splitter = Splitter::new(&req.stop, calls);
-    let mut text = Utf8Stream::default();
-    let mut released = Vec::new();
-    let mut produced = 0u32;
-    let mut first_token = None;
-    let mut any_call = false;
-    let mut n_past = prompt.len();
-    let stop = loop {
-        if produced >= max_tokens {
-            break StopReason::MaxTokens;
-        }
-        let token = picker.pick(ctx, batch.n_tokens() - 1)?;
-        produced += 1;
-        first_token.get_or_insert_with(|| start.elapsed());
-        if !req.ignore_eog && vocab.is_eog(token) {
-            break StopReason::EndTurn;
-        }
-        let bytes = vocab.token_to_piece(token, false, None);
-        let piece = text.push(&bytes);
-        splitter
-            .push(&piece, &mut released)
-            .map_err(|e| malformed(&e))?;
-        for p in released.drain(..) {
-            any_call |= matches!(p, Piece::Call { .. });
-            if !sink(p) {
-                *warm = Some(w);
-                return Ok(finished(
-                    prompt_tokens,
-                    produced,
-                    start,
-                    first_token,
-                    StopReason::EndTurn,
-                ));
-            }
-        }
-        if splitter.stopped() {
-            break StopReason::StopSequence;
-        }
-        batch.clear();
-        batch
-            .add(token, pos(n_past), &[0], true)
-            .map_err(|e| other(format!("token batch: {e}")))?;
-        n_past += 1;
-        ctx.decode(&mut batch)
-            .map_err(|e| other(format!("decoding failed: {e}")))?;
-        w.tokens.push(token);
-    };
-    *warm = Some(w);
-    let tail = text.finish();
-    let mut end = splitter.push(&tail, &mut released).and_then(|()| {
-        if splitter.stopped() {
-            Ok(())
-        } else {
-            splitter.finish(&mut released)
-        }
-    });
-    if stop == StopReason::MaxTokens
-        && let Err(super::output::SplitError::Unfinished { text }) = &end
-    {
-        // The budget ran out inside a call: the call is dropped, never
-        // released half-written.
-        tracing::debug!(partial = %text, "local model: max tokens inside a tool call");
-        end = Ok(());
-    }
-    end.map_err(|e| malformed(&e))?;
-    for p in released.drain(..) {
-        any_call |= matches!(p, Piece::Call { .. });
-        if !sink(p) {
-            break;
-        }
-    }
-    let stop = match stop {
-        StopReason::EndTurn if any_call => StopReason::ToolUse,
-        s => s,
-    };
-    Ok(finished(prompt_tokens, produced, start, first_token, stop))
+fn seq_id(slot: usize) -> i32 {
+    i32::try_from(slot).unwrap_or(i32::MAX)
 }
 
-fn finished(
-    prompt_tokens: u32,
-    output_tokens: u32,
-    start: Instant,
-    first_token: Option<Duration>,
-    stop: StopReason,
-) -> Generated {
-    let total = start.elapsed();
-    let first_token = first_token.unwrap_or(total);
-    Generated {
-        prompt_tokens,
-        output_tokens,
-        first_token,
-        decode: total.saturating_sub(first_token),
-        stop,
-    }
+fn to_u32(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 fn pos(i: usize) -> i32 {
     i32::try_from(i).unwrap_or(i32::MAX)
-}
-
-fn malformed(e: &SplitError) -> ModelError {
-    ModelError::Malformed {
-        line: String::new(),
-        message: e.to_string(),
-    }
 }
