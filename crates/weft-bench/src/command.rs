@@ -250,6 +250,14 @@ impl BenchCommand {
                 for line in bench::bench_local_model(&local, &settings)? {
                     println!("{line}");
                 }
+                // Its engine goes before the next are loaded (see the module).
+                let (path, threads) = (local.path().to_owned(), local.threads());
+                drop(local);
+                let concurrent =
+                    crate::local_concurrent::bench_concurrent(&path, threads, &settings)?;
+                for line in concurrent {
+                    println!("{line}");
+                }
             }
         }
         Ok(ExitCode::SUCCESS)

@@ -8,7 +8,12 @@
 //! decoding up to 8 generations in one batch (weft's continuous batching),
 //! and with one sequence, where generations take turns (how weft decoded
 //! before). One JSON line per measurement, then a summary line.
+//!
+//! Only one engine is loaded at a time, and none may be loaded beside this
+//! benchmark in its process: llama.cpp's threads spin between tokens, so an
+//! idle engine's threads halve the speed of another's.
 
+use std::path::Path;
 use std::time::Instant;
 
 use serde_json::{Value, json};
@@ -17,23 +22,32 @@ use weft_local::LocalModel;
 use weft_local::engine::Engine;
 use weft_local::generation::Generate;
 
+use crate::local_model::{Settings, free_generation};
+
 /// Generations at once measured, as the issue asks: 1, 4 and 8 runs.
 pub const CONCURRENCY: [usize; 3] = [1, 4, 8];
 
 /// Sequences of the batching engine: the most runs measured at once.
 const SEQUENCES: usize = 8;
 
-/// Measures `generate` at each of [`CONCURRENCY`] on `model` loaded with
-/// [`SEQUENCES`] sequences and with one; returns the JSON lines.
-pub fn bench_concurrent(model: &LocalModel, generate: &Generate) -> Result<Vec<Value>, ModelError> {
+/// Measures the free generation of `settings` at each of [`CONCURRENCY`]
+/// on the GGUF file at `path` (on `threads` threads), loaded with
+/// [`SEQUENCES`] sequences, then with one; returns the JSON lines.
+pub fn bench_concurrent(
+    path: &Path,
+    threads: usize,
+    settings: &Settings,
+) -> Result<Vec<Value>, ModelError> {
     let mut lines = Vec::new();
     let mut by_sequences = Vec::new();
     for sequences in [SEQUENCES, 1] {
-        let engine = model.clone().with_sequences(sequences).engine()?;
-        round(&engine, generate, 1)?; // warm-up
+        let model = LocalModel::from_path("local/bench", path, threads).with_sequences(sequences);
+        let engine = model.engine()?;
+        let generate = free_generation(&engine, settings)?;
+        round(&engine, &generate, 1)?; // warm-up
         let mut rates = Vec::new();
         for runs in CONCURRENCY {
-            let (tokens, seconds) = round(&engine, generate, runs)?;
+            let (tokens, seconds) = round(&engine, &generate, runs)?;
             let rate = tokens as f64 / seconds.max(1e-9);
             lines.push(json!({
                 "bench": "local-model",

@@ -15,8 +15,7 @@
 //! whether both wrote the same answer, as they must. One JSON line per run,
 //! then a summary line with the medians and their ratio; the summary carries
 //! the rendered prompt so another engine can be timed on exactly the same
-//! tokens. Last come the figures of several runs at once
-//! ([`crate::local_concurrent`]).
+//! tokens. Several runs at once are measured by [`crate::local_concurrent`].
 
 use std::time::Instant;
 
@@ -24,6 +23,7 @@ use serde_json::{Value, json};
 use weft_core::model::ModelError;
 
 use weft_local::LocalModel;
+use weft_local::engine::Engine;
 use weft_local::generation::{Constraint, Generate, Replace, Sampling};
 use weft_local::grammar::{GrammarTool, tool_call_grammar};
 use weft_local::output::Piece;
@@ -51,33 +51,8 @@ pub fn bench_local_model(
     let load_start = Instant::now();
     let engine = model.engine()?;
     let load_ms = load_start.elapsed().as_secs_f64() * 1e3;
-    let prompt = engine.render(&[
-        Turn {
-            role: "system",
-            content: SYSTEM.to_owned(),
-            literal: false,
-        },
-        Turn {
-            role: "user",
-            content: settings.prompt.clone(),
-            literal: true,
-        },
-    ])?;
-    let free = Generate {
-        prompt: prompt.clone(),
-        max_tokens: settings.tokens,
-        sampling: Sampling {
-            temperature: 0.0,
-            top_p: 1.0,
-            top_k: 0,
-            seed: 0,
-        },
-        constraint: Constraint::None,
-        replace: Replace::NextBest,
-        stop: Vec::new(),
-        ignore_eog: true,
-        reuse_prefix: false,
-    };
+    let free = free_generation(&engine, settings)?;
+    let prompt = free.prompt.clone();
     // The same prompt, the answer one call of a tool whose argument is free
     // text, decoded under the tool-call grammar from the first token.
     let schema = json!({
@@ -126,8 +101,39 @@ pub fn bench_local_model(
         "constrained_answer": constrained_runs.answer,
         "prompt": prompt.text,
     }));
-    lines.extend(crate::local_concurrent::bench_concurrent(model, &free)?);
     Ok(lines)
+}
+
+/// The benchmark's free generation: the prompt rendered with the model's
+/// template, `settings.tokens` tokens decoded greedily, end-of-turn masked.
+pub fn free_generation(engine: &Engine, settings: &Settings) -> Result<Generate, ModelError> {
+    let prompt = engine.render(&[
+        Turn {
+            role: "system",
+            content: SYSTEM.to_owned(),
+            literal: false,
+        },
+        Turn {
+            role: "user",
+            content: settings.prompt.clone(),
+            literal: true,
+        },
+    ])?;
+    Ok(Generate {
+        prompt,
+        max_tokens: settings.tokens,
+        sampling: Sampling {
+            temperature: 0.0,
+            top_p: 1.0,
+            top_k: 0,
+            seed: 0,
+        },
+        constraint: Constraint::None,
+        replace: Replace::NextBest,
+        stop: Vec::new(),
+        ignore_eog: true,
+        reuse_prefix: false,
+    })
 }
 
 /// The measured runs of one kind of generation.

@@ -21,10 +21,11 @@ use weft_core::model::ModelError;
 
 use super::backend::{backend, other};
 use super::generation::{Generate, Generated, Prompt};
+use super::job::{Job, Msg};
 use super::output::Piece;
 use super::prompt::Turn;
 use super::tokens::{self, literal_ranges};
-use super::worker::{self, Job, Msg};
+use super::worker;
 
 pub use super::worker::DEFAULT_SEQUENCES;
 

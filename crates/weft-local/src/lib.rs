@@ -25,8 +25,10 @@
 
 mod backend;
 pub mod engine;
+mod feed;
 pub mod generation;
 pub mod grammar;
+mod job;
 pub mod output;
 mod picker;
 pub mod prompt;
@@ -63,6 +65,13 @@ pub fn loader(
     Ok(Arc::new(LocalModel::open(name, env)?))
 }
 
+/// Variable setting how many generations a local model decodes at once
+/// (see [`LocalModel::with_sequences`]).
+pub const SEQUENCES_VAR: &str = "WEFT_LOCAL_SEQUENCES";
+
+/// Most generations [`SEQUENCES_VAR`] may ask to decode at once.
+pub const MAX_SEQUENCES: usize = 64;
+
 /// Output limit when a request sets none.
 pub const DEFAULT_MAX_TOKENS: u32 = 1024;
 
@@ -82,15 +91,23 @@ struct Inner {
 }
 
 impl LocalModel {
-    /// The model behind `local/<name>`, reading the models directory from
+    /// The model behind `local/<name>`, reading the models directory and
+    /// the number of generations decoded at once ([`SEQUENCES_VAR`]) from
     /// `env`; fails with the fetch command when the weights are missing.
     pub fn open(name: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Self, ModelError> {
         let path = weights::resolve(name, env)?;
-        Ok(Self::from_path(
-            format!("local/{name}"),
-            &path,
-            default_threads(),
-        ))
+        let model = Self::from_path(format!("local/{name}"), &path, default_threads());
+        match env(SEQUENCES_VAR) {
+            None => Ok(model),
+            Some(v) => match v.trim().parse::<usize>() {
+                Ok(n @ 1..=MAX_SEQUENCES) => Ok(model.with_sequences(n)),
+                _ => Err(ModelError::Config {
+                    message: format!(
+                        "{SEQUENCES_VAR}={v:?}: expected a number of generations from 1 to {MAX_SEQUENCES}"
+                    ),
+                }),
+            },
+        }
     }
 
     /// A model over the GGUF file at `path`, generating on `threads` threads.
@@ -120,6 +137,11 @@ impl LocalModel {
                 engine: OnceLock::new(),
             }),
         }
+    }
+
+    /// Generations decoded at once.
+    pub fn sequences(&self) -> usize {
+        self.inner.sequences
     }
 
     /// Threads a generation uses.

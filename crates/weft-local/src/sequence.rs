@@ -12,10 +12,10 @@ use llama_cpp_2::token::LlamaToken;
 use weft_core::model::{ModelError, StopReason};
 
 use super::generation::{Constraint, Generated};
+use super::job::{Job, Msg};
 use super::output::{Piece, SplitError, Splitter};
 use super::picker::{Picker, picker};
 use super::utf8::Utf8Stream;
-use super::worker::{Job, Msg};
 
 /// What a sequence does after picking.
 pub(super) enum Step {

@@ -7,7 +7,7 @@
 //! batch reads once for all its sequences).
 //!
 //! - **Prompts** are evaluated in the same batches, in chunks of at most
-//!   [`PREFILL_CHUNK`] tokens per step, so a long prompt does not stall the
+//!   512 tokens per step, so a long prompt does not stall the
 //!   slots already generating.
 //! - **The KV cache outlives generations.** Each slot keeps the tokens its
 //!   part of the cache holds; a generation takes the free slot whose tokens
@@ -25,20 +25,18 @@ use std::collections::VecDeque;
 use std::num::NonZeroU32;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
-use std::sync::mpsc::{Receiver, Sender, TryRecvError};
+use std::sync::mpsc::{Receiver, TryRecvError};
 use std::time::Instant;
 
 use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::context::params::LlamaContextParams;
-use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::token::LlamaToken;
 use weft_core::model::ModelError;
 
 use super::backend::{backend, other};
-use super::generation::{Generate, Generated};
-use super::output::Piece;
+use super::feed::{Busy, Slot, common_prefix, fill, to_u32};
+use super::job::{Job, Msg};
 use super::sequence::{Sequence, Step};
 use super::tokens;
 
@@ -49,27 +47,6 @@ const DEFAULT_CONTEXT: u32 = 4096;
 /// Generations one model decodes at once unless told otherwise (as
 /// llama.cpp's server's default slots).
 pub const DEFAULT_SEQUENCES: usize = 4;
-
-/// Most prompt tokens evaluated in one step, over all slots.
-const PREFILL_CHUNK: usize = 512;
-
-/// One generation for the thread.
-pub(super) struct Job {
-    /// What to generate.
-    pub req: Generate,
-    /// Where pieces and the result go.
-    pub out: Sender<Msg>,
-    /// Set when the reader went away.
-    pub cancel: Arc<AtomicBool>,
-}
-
-/// What the thread sends back.
-pub(super) enum Msg {
-    /// A released piece.
-    Piece(Piece),
-    /// The end of the generation.
-    Done(Result<Generated, ModelError>),
-}
 
 /// A job whose prompt is tokenized, waiting for a slot.
 struct Waiting {
@@ -132,24 +109,6 @@ struct Batcher<'m> {
 struct Context<'m> {
     ctx: LlamaContext<'m>,
     per_sequence: u32,
-}
-
-/// One sequence of the context.
-#[derive(Default)]
-struct Slot {
-    /// The tokens its part of the KV cache holds, in order.
-    tokens: Vec<LlamaToken>,
-    /// The generation in it.
-    busy: Option<Busy>,
-}
-
-struct Busy {
-    seq: Sequence,
-    /// Tokens to evaluate: what is left of the prompt, or the token just
-    /// picked.
-    feed: Vec<LlamaToken>,
-    /// Where its logits are in the batch being decoded.
-    logits: Option<i32>,
 }
 
 impl<'m> Batcher<'m> {
@@ -302,7 +261,7 @@ impl<'m> Batcher<'m> {
     }
 
     /// Decodes one batch: the token each generating slot picked, then
-    /// prompt tokens up to [`PREFILL_CHUNK`]; each slot whose feed is all
+    /// prompt tokens (see [`fill`]); each slot whose feed is all
     /// in picks its next token.
     fn step(&mut self) {
         let Some(ctx) = self.ctx.as_mut() else {
@@ -341,64 +300,4 @@ impl<'m> Batcher<'m> {
             }
         }
     }
-}
-
-/// The batch of one step, or `None` when no slot has tokens to evaluate.
-/// Tokens put in the batch move from each slot's feed to its cache tokens.
-fn fill(slots: &mut [Slot]) -> Result<Option<LlamaBatch<'static>>, ModelError> {
-    let mut prefill = PREFILL_CHUNK;
-    let mut plan = Vec::with_capacity(slots.len());
-    for slot in slots.iter() {
-        let take = match &slot.busy {
-            Some(b) if b.feed.len() == 1 => 1,
-            Some(b) => {
-                let take = b.feed.len().min(prefill);
-                prefill -= take;
-                take
-            }
-            None => 0,
-        };
-        plan.push(take);
-    }
-    let total: usize = plan.iter().sum();
-    if total == 0 {
-        return Ok(None);
-    }
-    let mut batch = LlamaBatch::new(total, 1);
-    for (at, (slot, take)) in slots.iter_mut().zip(plan).enumerate() {
-        let Some(busy) = slot.busy.as_mut() else {
-            continue;
-        };
-        if take == 0 {
-            continue;
-        }
-        let whole = take == busy.feed.len();
-        for (i, token) in busy.feed.drain(..take).enumerate() {
-            let last = whole && i + 1 == take;
-            batch
-                .add(token, pos(slot.tokens.len()), &[seq_id(at)], last)
-                .map_err(|e| other(format!("batch: {e}")))?;
-            slot.tokens.push(token);
-        }
-        if whole {
-            busy.logits = Some(batch.n_tokens() - 1);
-        }
-    }
-    Ok(Some(batch))
-}
-
-fn common_prefix(a: &[LlamaToken], b: &[LlamaToken]) -> usize {
-    a.iter().zip(b).take_while(|(x, y)| x == y).count()
-}
-
-fn seq_id(slot: usize) -> i32 {
-    i32::try_from(slot).unwrap_or(i32::MAX)
-}
-
-fn to_u32(n: usize) -> u32 {
-    u32::try_from(n).unwrap_or(u32::MAX)
-}
-
-fn pos(i: usize) -> i32 {
-    i32::try_from(i).unwrap_or(i32::MAX)
 }

@@ -101,3 +101,28 @@ async fn a_dropped_stream_frees_its_sequence() {
     let s = complete(&m, &request("Write a long poem about mountains.", 7)).await;
     assert_eq!(s.usage.output_tokens, 7, "{s:?}");
 }
+
+/// `WEFT_LOCAL_SEQUENCES` sets the sequences; a value out of range is a
+/// configuration error that says what it expects.
+#[test]
+fn the_sequences_variable_is_checked() {
+    let open = |value: &'static str| {
+        LocalModel::open("smollm2-135m", &move |k: &str| {
+            if k == weft_local::SEQUENCES_VAR {
+                Some(value.to_owned())
+            } else {
+                std::env::var(k).ok()
+            }
+        })
+    };
+    assert_eq!(open("8").map(|m| m.sequences()).ok(), Some(8));
+    assert_eq!(model(4).sequences(), 4);
+    for bad in ["0", "65", "many"] {
+        match open(bad) {
+            Err(weft_core::model::ModelError::Config { message }) => {
+                assert!(message.contains("WEFT_LOCAL_SEQUENCES"), "{message}");
+            }
+            other => panic!("{bad}: {other:?}"),
+        }
+    }
+}
